@@ -1,0 +1,42 @@
+#pragma once
+// A reference-counted block of memory on one device. Views of a tensor share
+// one Storage (through std::shared_ptr); the memory is freed with the last view.
+// Memory is 64-byte aligned so BLAS and vectorised loops get aligned rows.
+//
+// Storage may also wrap memory it does not own (for example a shared-memory
+// segment or a communication buffer) with a caller-supplied deleter.
+#include <cstddef>
+#include <functional>
+#include <memory>
+
+#include "runtime/tensor/device.hpp"
+
+namespace distlab {
+
+class Storage {
+ public:
+  // Allocates `nbytes` on `device` (uninitialised). Throws on CUDA until the
+  // CUDA allocator exists, and on allocation failure with the size requested.
+  static std::shared_ptr<Storage> allocate(size_t nbytes, Device device);
+  // Wraps external memory; `deleter` (may be empty) runs when the storage dies.
+  static std::shared_ptr<Storage> wrap(void* data, size_t nbytes, Device device,
+                                       std::function<void(void*)> deleter);
+
+  Storage(const Storage&) = delete;
+  Storage& operator=(const Storage&) = delete;
+  ~Storage();
+
+  void* data() const { return data_; }
+  size_t nbytes() const { return nbytes_; }
+  Device device() const { return device_; }
+
+ private:
+  Storage(void* data, size_t nbytes, Device device, std::function<void(void*)> deleter);
+
+  void* data_;
+  size_t nbytes_;
+  Device device_;
+  std::function<void(void*)> deleter_;
+};
+
+}  // namespace distlab
