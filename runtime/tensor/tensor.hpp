@@ -105,7 +105,7 @@ class Tensor {
 
   // ---- autograd slots (filled by runtime/autograd; see autograd_meta.hpp) ---
   bool requiresGrad() const;
-  Tensor& setRequiresGrad(bool requires);  // only on leaves of floating dtype
+  Tensor& setRequiresGrad(bool value);  // only on leaves of floating dtype
   const Tensor& grad() const;              // undefined when none accumulated
   Tensor& mutableGrad();                   // creates the meta if needed
   void setGrad(const Tensor& grad);
@@ -127,6 +127,7 @@ class Tensor {
   Tensor permute(const Shape& dims) const;
   Tensor unsqueeze(int64_t dim) const;
   Tensor squeeze(int64_t dim) const;
+  Tensor squeeze() const;                    // drops every size-1 dim
   Tensor expand(const Shape& shape) const;   // broadcast view (stride 0)
   Tensor asStrided(const Shape& sizes, const Shape& strides, int64_t offset) const;
   Tensor contiguous() const;                 // *this if contiguous, else a copy
