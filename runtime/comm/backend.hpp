@@ -1,0 +1,135 @@
+#pragma once
+// Backend: the abstract implementer of collectives (c10d Backend). One virtual
+// per operation; the defaults throw DistBackendError
+//   "Backend <name> does not support <operation>"
+// so a backend implements what it supports and the rest fail by name.
+//
+// Contracts for every implementation:
+// - Ordering: every member of the group issues the same operations in the same
+//   order (Note [Issue order] in process_group.hpp). Operations return a Work at
+//   once; a CPU backend runs them on a progress thread in issue order.
+// - Options arrive resolved: positive timeout, `seq` filled in, ranks are group
+//   ranks already validated by ProcessGroup (in range). Backends still validate
+//   what only they can see (peer sizes, dtypes they do not support).
+// - Each operation fails its Work (never hangs) after opts.timeout with
+//   DistTimeoutError, and with DistPeerFailureError when a needed peer died.
+//   After a failure the backend refuses new work: errorReason() says why.
+// - Thread-safety: operations may be issued from any thread, but the caller
+//   must serialise issue (ProcessGroup does).
+// - Tensors are handles; the caller keeps them alive and untouched until the
+//   Work completes (the Work also holds the outputs).
+#include <chrono>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "runtime/comm/store/store.hpp"
+#include "runtime/comm/types.hpp"
+#include "runtime/comm/work.hpp"
+#include "runtime/tensor/tensor.hpp"
+
+namespace distlab::comm {
+
+// Everything a backend factory gets (c10d DistributedBackendOptions).
+struct BackendContext {
+  std::shared_ptr<Store> store;  // shared; prefix every key with storePrefix
+  std::string storePrefix;       // unique per group (and per init), ends with '/'
+  int rank = 0;                  // group rank
+  int size = 1;                  // group size
+  Milliseconds timeout = kDefaultProcessGroupTimeout;
+  std::string groupName;         // unique per group, same on every member
+  std::string groupDesc;         // free text ("default_pg", "dp", ...)
+  std::vector<int> globalRanks;  // global rank of each group rank
+  // Backend-specific settings ("shm.slot_bytes" = "1048576", ...); unknown keys
+  // are ignored by backends that do not own them.
+  std::map<std::string, std::string> options;
+};
+
+class Backend : public std::enable_shared_from_this<Backend> {
+ public:
+  Backend(int rank, int size) : rank_(rank), size_(size) {}
+  virtual ~Backend() = default;
+  Backend(const Backend&) = delete;
+  Backend& operator=(const Backend&) = delete;
+
+  int rank() const { return rank_; }
+  int size() const { return size_; }
+  // Registry name of the backend ("shm", "gloo", "nccl"); decorators return the
+  // inner backend's name.
+  virtual std::string name() const = 0;
+
+  // ---- collectives (all tensors contiguous, on this backend's device) -------------
+  // tensor has the same numel on every rank; root's data lands on all.
+  virtual WorkPtr broadcast(const Tensor& tensor, const BroadcastOptions& opts);
+  // In place; bitwise identical on all ranks afterwards.
+  virtual WorkPtr allreduce(const Tensor& tensor, const AllreduceOptions& opts);
+  virtual WorkPtr allreduceCoalesced(const std::vector<Tensor>& tensors,
+                                     const AllreduceCoalescedOptions& opts);
+  // In place on root; other ranks' tensors are left as they were.
+  virtual WorkPtr reduce(const Tensor& tensor, const ReduceOptions& opts);
+  // outputs[q] receives rank q's input; per-rank sizes may differ (outputs[q]
+  // must match rank q's input numel and dtype).
+  virtual WorkPtr allgather(const std::vector<Tensor>& outputs, const Tensor& input,
+                            const AllgatherOptions& opts);
+  // output = cat (or stack) of every rank's equally sized input along dim 0;
+  // output.numel() == size() * input.numel().
+  virtual WorkPtr allgatherIntoTensor(const Tensor& output, const Tensor& input,
+                                      const AllgatherOptions& opts);
+  // outputLists[i][q] receives rank q's inputs[i].
+  virtual WorkPtr allgatherCoalesced(const std::vector<std::vector<Tensor>>& outputLists,
+                                     const std::vector<Tensor>& inputs,
+                                     const AllgatherOptions& opts);
+  // On root, outputs[q] receives rank q's input (all equal size); elsewhere
+  // outputs must be empty.
+  virtual WorkPtr gather(const std::vector<Tensor>& outputs, const Tensor& input,
+                         const GatherOptions& opts);
+  // On root, inputs[q] goes to rank q's output; elsewhere inputs must be empty.
+  virtual WorkPtr scatter(const Tensor& output, const std::vector<Tensor>& inputs,
+                          const ScatterOptions& opts);
+  // output on rank q = reduce over ranks of inputs[q].
+  virtual WorkPtr reduceScatter(const Tensor& output, const std::vector<Tensor>& inputs,
+                                const ReduceScatterOptions& opts);
+  // input.numel() == size() * output.numel(); chunk q of input goes to rank q.
+  virtual WorkPtr reduceScatterTensor(const Tensor& output, const Tensor& input,
+                                      const ReduceScatterOptions& opts);
+  // outputs[q] receives rank q's inputs[me].
+  virtual WorkPtr alltoall(const std::vector<Tensor>& outputs, const std::vector<Tensor>& inputs,
+                           const AllToAllOptions& opts);
+  // all_to_all_single: splits are in rows of dim 0 (resolved by ProcessGroup:
+  // never empty here); outputSplits[q] == rank q's inputSplits[me].
+  virtual WorkPtr alltoallBase(const Tensor& output, const Tensor& input,
+                               const std::vector<int64_t>& outputSplits,
+                               const std::vector<int64_t>& inputSplits,
+                               const AllToAllOptions& opts);
+  virtual WorkPtr barrier(const BarrierOptions& opts);
+
+  // ---- point to point (peer = group rank; send to self allowed) -----------------
+  virtual WorkPtr send(const Tensor& tensor, int dstRank, const SendOptions& opts);
+  virtual WorkPtr recv(const Tensor& tensor, int srcRank, const RecvOptions& opts);
+  // Work::sourceRank() tells the sender.
+  virtual WorkPtr recvAnysource(const Tensor& tensor, const RecvOptions& opts);
+
+  // ---- lifecycle ------------------------------------------------------------------
+  // Fails queued and running work with DistBackendError(reason), refuses new work,
+  // and tells peers (where the transport can). Returns promptly. Idempotent.
+  virtual void abort(const std::string& reason);
+  // Finishes queued work (bounded by `timeout`), then releases resources; new
+  // work is refused afterwards. Idempotent.
+  virtual void shutdown(Milliseconds timeout);
+  // Why the backend refuses work (after a failure, abort or shutdown); nullopt
+  // while healthy.
+  virtual std::optional<std::string> errorReason() const;
+
+  // Throws DistBackendError "Backend <name> does not support <operation>".
+  [[noreturn]] void throwUnsupported(std::string_view operation) const;
+
+ private:
+  int rank_;
+  int size_;
+};
+
+using BackendPtr = std::shared_ptr<Backend>;
+
+}  // namespace distlab::comm

@@ -1,0 +1,131 @@
+#pragma once
+// Work: the handle of one issued operation (c10d Work), and the metadata that
+// observers (flight recorder, watchdog, tracing) read.
+//
+// Lifecycle: kScheduled (issued, queued) -> kStarted (the backend began running
+// it) -> kCompleted | kFailed. Timestamps (monotonic ns) are set at each
+// transition. Backends call markStarted() and finish(); everything else is for
+// callers and observers.
+//
+// wait(timeout) contract, written as code:
+//   block until isCompleted() or the timeout passes;
+//   timeout passed -> throw DistTimeoutError naming the group, seq and op;
+//   !isSuccess()   -> std::rethrow_exception(exception());
+//   return true.
+// wait() without a timeout uses the operation's own timeout (info().timeout);
+// the backend fails the operation itself when that passes, so wait() returns
+// or throws by then. Thread-safe: any thread may wait, observe or poll.
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <exception>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "runtime/comm/future.hpp"
+#include "runtime/comm/types.hpp"
+#include "runtime/tensor/tensor.hpp"
+
+namespace distlab::comm {
+
+enum class WorkState : uint8_t { kScheduled, kStarted, kCompleted, kFailed };
+std::string_view workStateName(WorkState state);  // "scheduled", "started", ...
+
+// What an operation is, for error messages, the flight recorder and the
+// watchdog. Filled by ProcessGroup (describeWork) before the backend sees it.
+struct WorkInfo {
+  std::string groupName;
+  int rank = -1;           // this process's rank in the group
+  OpType opType = OpType::kUnknown;
+  uint64_t seq = 0;        // collective seq, or per-peer p2p number
+  int peer = -1;           // p2p peer (group rank), root for rooted collectives, else -1
+  int tag = 0;             // p2p tag
+  int64_t numelIn = 0;     // total elements over all inputs
+  int64_t numelOut = 0;    // total elements over all outputs
+  std::vector<Shape> inputSizes;
+  std::vector<Shape> outputSizes;
+  std::vector<DType> inputDtypes;
+  std::vector<DType> outputDtypes;
+  std::string reduceOp;    // "" when the op does not reduce
+  Milliseconds timeout{0};
+
+  // "allreduce(seq 7, group 'default', 1024 x float32)" style one-liner.
+  std::string describe() const;
+};
+
+class Work;
+
+// Notified of state changes. Called on the thread that makes the transition,
+// outside the Work's lock; must not block. An observer added after a
+// transition is notified of the transitions already made, in order.
+class WorkObserver {
+ public:
+  virtual ~WorkObserver() = default;
+  virtual void onScheduled(const Work& /*work*/) {}
+  virtual void onStarted(const Work& /*work*/) {}
+  virtual void onCompleted(const Work& /*work*/) {}  // success or failure
+};
+
+class Work : public std::enable_shared_from_this<Work> {
+ public:
+  // `outputs` are what result() and the future's value return.
+  Work(WorkInfo info, std::vector<Tensor> outputs);
+  virtual ~Work();
+  Work(const Work&) = delete;
+  Work& operator=(const Work&) = delete;
+
+  // An already-completed Work (for operations that need no communication).
+  static std::shared_ptr<Work> completed(WorkInfo info, std::vector<Tensor> outputs);
+
+  // ---- callers ------------------------------------------------------------------
+  virtual bool isCompleted() const;
+  virtual bool isSuccess() const;  // completed without error
+  virtual std::exception_ptr exception() const;
+  // The rank (group rank) a recv got its data from; -1 before completion or for
+  // non-recv operations.
+  int sourceRank() const;
+  // The output tensors (empty until completed successfully).
+  std::vector<Tensor> result() const;
+  // See the header comment. Returns true (PyTorch's bool result).
+  virtual bool wait(Milliseconds timeout = kUnsetTimeout);
+  // Completed with result() or with the error; then()-callbacks chain on it.
+  std::shared_ptr<Future> getFuture();
+  // Best effort: fails the Work with `reason` if not yet completed (the backend
+  // may still be running it; Backend::abort stops that).
+  virtual void abort(const std::string& reason = "aborted");
+
+  // ---- observers ------------------------------------------------------------------
+  const WorkInfo& info() const { return info_; }
+  WorkState state() const;
+  int64_t scheduledNs() const;  // monotonicNowNs() clock; 0 when not reached
+  int64_t startedNs() const;
+  int64_t completedNs() const;
+  void addObserver(std::shared_ptr<WorkObserver> observer);
+
+  // ---- backends -----------------------------------------------------------------
+  void markStarted();
+  // Completes the Work (error == null: success). Idempotent: later calls are ignored.
+  void finish(std::exception_ptr error = nullptr);
+  void setSourceRank(int rank);
+
+ private:
+  void notify(WorkState state, const std::vector<std::shared_ptr<WorkObserver>>& observers);
+
+  const WorkInfo info_;
+  mutable std::mutex mutex_;
+  std::condition_variable cv_;
+  WorkState state_ = WorkState::kScheduled;                  // GUARDED_BY(mutex_)
+  int64_t scheduledNs_ = 0, startedNs_ = 0, completedNs_ = 0;  // GUARDED_BY(mutex_)
+  std::exception_ptr error_;                                 // GUARDED_BY(mutex_)
+  std::vector<Tensor> outputs_;
+  int sourceRank_ = -1;                                      // GUARDED_BY(mutex_)
+  std::shared_ptr<Future> future_;                           // created on first use
+  std::vector<std::shared_ptr<WorkObserver>> observers_;     // GUARDED_BY(mutex_)
+};
+
+using WorkPtr = std::shared_ptr<Work>;
+
+}  // namespace distlab::comm
