@@ -8,6 +8,7 @@
 // default (settable, 300 s unless the constructor says otherwise).
 // All implementations are thread-safe: one Store object may be used from
 // several threads at once.
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <memory>
@@ -23,7 +24,8 @@ class Store {
   static constexpr std::chrono::milliseconds kDefaultTimeout{300000};
   static constexpr std::chrono::milliseconds kUseDefaultTimeout{-1};
 
-  explicit Store(std::chrono::milliseconds timeout = kDefaultTimeout) : timeout_(timeout) {}
+  explicit Store(std::chrono::milliseconds timeout = kDefaultTimeout)
+      : timeout_(timeout.count()) {}
   virtual ~Store() = default;
   Store(const Store&) = delete;
   Store& operator=(const Store&) = delete;
@@ -43,18 +45,28 @@ class Store {
                     std::chrono::milliseconds timeout = kUseDefaultTimeout) = 0;
   // True when every key exists (never blocks).
   virtual bool check(const std::vector<std::string>& keys) = 0;
-  // Removes `key`; returns whether it existed.
+  // Removes `key`; returns whether it existed. FileStore throws DistStoreError
+  // (as PyTorch's FileStore does).
   virtual bool deleteKey(const std::string& key) = 0;
-  // Number of keys in the store.
+  // Number of keys a user can get(). Unlike c10d, internal bookkeeping (worker
+  // counts, file-user counts) is never stored under a key, so after one set()
+  // this is 1, not 2.
   virtual int64_t numKeys() = 0;
   // Appends to the value at `key` (creating it).
   virtual void append(const std::string& key, const Bytes& value) = 0;
-  // get/set of several keys at once (multiGet blocks like get).
+  // get/set of several keys at once (multiGet blocks like get, with the
+  // default timeout). multiSet throws ValueError when the sizes differ.
   virtual std::vector<Bytes> multiGet(const std::vector<std::string>& keys) = 0;
   virtual void multiSet(const std::vector<std::string>& keys, const std::vector<Bytes>& values) = 0;
 
-  std::chrono::milliseconds timeout() const { return timeout_; }
-  void setTimeout(std::chrono::milliseconds timeout) { timeout_ = timeout; }
+  // The default timeout of get/wait/multiGet (and of connecting, for TCPStore).
+  // Safe to change while other threads use the store.
+  std::chrono::milliseconds timeout() const {
+    return std::chrono::milliseconds(timeout_.load(std::memory_order_relaxed));
+  }
+  void setTimeout(std::chrono::milliseconds timeout) {
+    timeout_.store(timeout.count(), std::memory_order_relaxed);
+  }
 
   // Convenience for text values.
   void setString(const std::string& key, const std::string& value) {
@@ -67,11 +79,11 @@ class Store {
 
  protected:
   std::chrono::milliseconds resolve(std::chrono::milliseconds timeout) const {
-    return timeout == kUseDefaultTimeout ? timeout_ : timeout;
+    return timeout == kUseDefaultTimeout ? this->timeout() : timeout;
   }
 
  private:
-  std::chrono::milliseconds timeout_;
+  std::atomic<int64_t> timeout_;
 };
 
 }  // namespace distlab::comm

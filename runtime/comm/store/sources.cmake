@@ -1,0 +1,9 @@
+# Stores and rendezvous (paths relative to runtime/comm). distlab_comm links
+# distlab::tensor, so nothing is listed until that target exists.
+if(TARGET distlab_tensor)
+  list(APPEND DISTLAB_COMM_SOURCES
+    store/kv_state.cpp
+    store/hash_store.cpp
+    store/file_store.cpp
+    store/prefix_store.cpp)
+endif()

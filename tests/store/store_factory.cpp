@@ -1,0 +1,42 @@
+#include "tests/store/store_factory.hpp"
+
+#include "runtime/comm/store/file_store.hpp"
+#include "runtime/comm/store/hash_store.hpp"
+#include "runtime/comm/store/prefix_store.hpp"
+#if __has_include("runtime/comm/store/tcp_store.hpp")
+#include "runtime/comm/store/tcp_store.hpp"
+#define DISTLAB_TEST_HAVE_TCP_STORE 1
+#endif
+
+namespace distlab::testing {
+
+std::vector<StoreKind> allStoreKinds() {
+  using comm::Store;
+  std::vector<StoreKind> kinds;
+  kinds.push_back({"Hash", [](const TempDir&, std::chrono::milliseconds t) {
+                     return std::shared_ptr<Store>(std::make_shared<comm::HashStore>(t));
+                   }});
+  kinds.push_back({"File",
+                   [](const TempDir& dir, std::chrono::milliseconds t) {
+                     return std::shared_ptr<Store>(
+                         std::make_shared<comm::FileStore>(dir.file("store"), 1, t));
+                   },
+                   /*supportsDelete=*/false});
+  kinds.push_back({"PrefixOverHash", [](const TempDir&, std::chrono::milliseconds t) {
+                     auto inner = std::make_shared<comm::HashStore>(t);
+                     return std::shared_ptr<Store>(std::make_shared<comm::PrefixStore>("pg0", inner));
+                   }});
+#ifdef DISTLAB_TEST_HAVE_TCP_STORE
+  kinds.push_back({"TCP", [](const TempDir&, std::chrono::milliseconds t) {
+                     comm::TCPStoreOptions o;
+                     o.host = "127.0.0.1";
+                     o.port = 0;
+                     o.isMaster = true;
+                     o.timeout = t;
+                     return std::shared_ptr<Store>(std::make_shared<comm::TCPStore>(o));
+                   }});
+#endif
+  return kinds;
+}
+
+}  // namespace distlab::testing
