@@ -169,6 +169,7 @@ class ProcessGroup : public std::enable_shared_from_this<ProcessGroup> {
   Milliseconds resolveTimeout(Milliseconds timeout) const;
   void checkPeer(int peer, std::string_view op) const;
   WorkPtr observe(WorkPtr work);
+  void checkSplitRank(int r) const;
 
   ProcessGroupConfig config_;
   bool member_;

@@ -128,4 +128,10 @@ class Work : public std::enable_shared_from_this<Work> {
 
 using WorkPtr = std::shared_ptr<Work>;
 
+// Builds the WorkInfo of an operation from its tensors (backends call this).
+WorkInfo makeWorkInfo(std::string groupName, int rank, OpType opType, uint64_t seq,
+                      const std::vector<Tensor>& inputs, const std::vector<Tensor>& outputs,
+                      Milliseconds timeout, int peer = -1, int tag = 0,
+                      std::string reduceOp = "");
+
 }  // namespace distlab::comm

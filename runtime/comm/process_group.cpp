@@ -1,0 +1,212 @@
+#include "runtime/comm/process_group.hpp"
+
+#include <fmt/format.h>
+
+#include "runtime/comm/backend_registry.hpp"
+#include "runtime/comm/op_checks.hpp"
+#include "runtime/core/errors.hpp"
+
+namespace distlab::comm {
+
+using detail::checkListSize;
+using detail::checkRank;
+using detail::checkSameDtype;
+using detail::checkTensor;
+using detail::checkTensors;
+
+ProcessGroup::ProcessGroup(ProcessGroupConfig config) : ProcessGroup(std::move(config), true) {}
+
+ProcessGroup::ProcessGroup(ProcessGroupConfig config, bool member)
+    : config_(std::move(config)), member_(member) {
+  globalRanks_ = config_.globalRanks;
+  if (globalRanks_.empty()) {
+    for (int r = 0; r < config_.size; ++r) globalRanks_.push_back(r);
+  }
+  for (size_t i = 0; i < globalRanks_.size(); ++i) {
+    globalToGroup_[globalRanks_[i]] = static_cast<int>(i);
+  }
+  if (member_) {
+    if (config_.size < 1 || config_.rank < 0 || config_.rank >= config_.size) {
+      throw ValueError(fmt::format("ProcessGroup '{}': rank {} is out of range for size {}",
+                                   config_.name, config_.rank, config_.size));
+    }
+    if (static_cast<int>(globalRanks_.size()) != config_.size) {
+      throw ValueError(fmt::format("ProcessGroup '{}': {} global ranks given for size {}",
+                                   config_.name, globalRanks_.size(), config_.size));
+    }
+  }
+  sendCounts_.assign(globalRanks_.size(), 0);
+  recvCounts_.assign(globalRanks_.size(), 0);
+}
+
+std::shared_ptr<ProcessGroup> ProcessGroup::nonMember(std::string name,
+                                                      std::vector<int> globalRanks) {
+  ProcessGroupConfig config;
+  config.name = std::move(name);
+  config.size = static_cast<int>(globalRanks.size());
+  config.rank = -1;
+  config.globalRanks = std::move(globalRanks);
+  return std::shared_ptr<ProcessGroup>(new ProcessGroup(std::move(config), false));
+}
+
+ProcessGroup::~ProcessGroup() = default;
+
+std::string ProcessGroup::backendName() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (backends_[static_cast<int>(DeviceType::kCPU)] && !backends_[1]) {
+    return backends_[0]->name();
+  }
+  if (backends_[0] && backends_[1] && backends_[0]->name() == backends_[1]->name()) {
+    return backends_[0]->name();
+  }
+  return config_.backendSpec;
+}
+
+int ProcessGroup::groupRankOf(int globalRank) const {
+  auto it = globalToGroup_.find(globalRank);
+  if (it == globalToGroup_.end()) {
+    throw Error(fmt::format("global rank {} is not part of group '{}'", globalRank, name()));
+  }
+  return it->second;
+}
+
+int ProcessGroup::globalRankOf(int groupRank) const {
+  if (groupRank < 0 || groupRank >= groupSize()) {
+    throw Error(fmt::format("group rank {} is not part of group '{}' (size {})", groupRank,
+                            name(), groupSize()));
+  }
+  return globalRanks_[groupRank];
+}
+
+bool ProcessGroup::containsGlobalRank(int globalRank) const {
+  return globalToGroup_.count(globalRank) > 0;
+}
+
+int ProcessGroup::resolveGroupRank(std::optional<int> globalRank, std::optional<int> groupRank,
+                                   std::string_view what, int defaultGroupRank) const {
+  if (globalRank && groupRank) {
+    throw ValueError(fmt::format("Invalid to specify both {} and group_{}", what, what));
+  }
+  if (groupRank) {
+    checkRank(*groupRank, groupSize(), name(), fmt::format("group_{}", what));
+    return *groupRank;
+  }
+  if (globalRank) {
+    if (!containsGlobalRank(*globalRank)) {
+      throw ValueError(fmt::format("{} {} is not part of group '{}'", what, *globalRank, name()));
+    }
+    return groupRankOf(*globalRank);
+  }
+  if (defaultGroupRank < 0) {
+    throw ValueError(fmt::format("Must specify one of {} and group_{}", what, what));
+  }
+  return defaultGroupRank;
+}
+
+void ProcessGroup::setBackend(DeviceType device, BackendPtr backend) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  backends_[static_cast<int>(device)] = std::move(backend);
+}
+
+BackendPtr ProcessGroup::getBackend(DeviceType device) const {
+  return backendForDevice(device, "getBackend");
+}
+
+bool ProcessGroup::hasBackend(DeviceType device) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return backends_[static_cast<int>(device)] != nullptr;
+}
+
+BackendPtr ProcessGroup::backendForDevice(DeviceType device, std::string_view op) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  const BackendPtr& b = backends_[static_cast<int>(device)];
+  if (!b) {
+    throw DistBackendError(fmt::format("{}: group '{}' has no backend for device type {}", op,
+                                       name(), device == DeviceType::kCPU ? "cpu" : "cuda"));
+  }
+  return b;
+}
+
+BackendPtr ProcessGroup::backendFor(const Tensor& tensor, std::string_view op) const {
+  return backendForDevice(tensor.defined() ? tensor.device().type : DeviceType::kCPU, op);
+}
+
+void ProcessGroup::checkMember(std::string_view op) const {
+  if (!member_) {
+    throw ValueError(fmt::format("{}: this rank is not a member of group '{}' (ranks {})", op,
+                                 name(), fmt::join(globalRanks_, ", ")));
+  }
+}
+
+void ProcessGroup::checkHealthy(const Backend& backend, std::string_view op) const {
+  if (auto why = backend.errorReason()) {
+    throw DistBackendError(fmt::format("{}: group '{}' refuses new work: {}", op, name(), *why));
+  }
+}
+
+uint64_t ProcessGroup::sequenceNumber() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return seq_;
+}
+uint64_t ProcessGroup::sendCount(int peer) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return sendCounts_.at(peer);
+}
+uint64_t ProcessGroup::recvCount(int peer) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return recvCounts_.at(peer);
+}
+
+uint64_t ProcessGroup::nextSeq() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return ++seq_;
+}
+
+Milliseconds ProcessGroup::resolveTimeout(Milliseconds timeout) const {
+  return timeout.count() <= 0 ? config_.timeout : timeout;
+}
+
+void ProcessGroup::checkPeer(int peer, std::string_view op) const {
+  checkRank(peer, size(), op, "peer");
+}
+
+WorkPtr ProcessGroup::observe(WorkPtr work) {
+  std::vector<WorkObserverFactory> factories;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    factories = observerFactories_;
+  }
+  for (auto& f : factories) {
+    if (auto o = f(*work)) work->addObserver(std::move(o));
+  }
+  return work;
+}
+
+void ProcessGroup::addWorkObserverFactory(WorkObserverFactory factory) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  observerFactories_.push_back(std::move(factory));
+}
+
+void ProcessGroup::abort(const std::string& reason) {
+  std::array<BackendPtr, 2> backends;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    backends = backends_;
+  }
+  for (auto& b : backends) {
+    if (b) b->abort(reason);
+  }
+}
+
+void ProcessGroup::shutdown(Milliseconds timeout) {
+  std::array<BackendPtr, 2> backends;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    backends = backends_;
+  }
+  for (auto& b : backends) {
+    if (b) b->shutdown(timeout);
+  }
+}
+
+}  // namespace distlab::comm

@@ -1,0 +1,21 @@
+# runtime/comm (this folder): process groups, Work/Future, registry, groups.
+# Paths relative to runtime/comm. Needs the tensor target.
+if(TARGET distlab_tensor)
+  list(APPEND DISTLAB_COMM_SOURCES
+    types.cpp
+    reduce_kernels.cpp
+    future.cpp
+    work.cpp
+    backend.cpp
+    forwarding_backend.cpp
+    backend_registry.cpp
+    progress_thread.cpp
+    op_checks.cpp
+    process_group.cpp
+    process_group_ops.cpp
+    process_group_create.cpp
+    group_management.cpp
+    world.cpp
+    device_mesh.cpp
+    object_collectives.cpp)
+endif()

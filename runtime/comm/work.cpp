@@ -1,0 +1,219 @@
+#include "runtime/comm/work.hpp"
+
+#include <fmt/format.h>
+
+#include "runtime/core/clock.hpp"
+#include "runtime/core/errors.hpp"
+
+namespace distlab::comm {
+
+std::string_view workStateName(WorkState state) {
+  switch (state) {
+    case WorkState::kScheduled: return "scheduled";
+    case WorkState::kStarted: return "started";
+    case WorkState::kCompleted: return "completed";
+    case WorkState::kFailed: return "failed";
+  }
+  return "unknown";
+}
+
+std::string WorkInfo::describe() const {
+  std::string out = fmt::format("{}(seq {}, group '{}', rank {}", opTypeName(opType), seq,
+                                groupName, rank);
+  if (peer >= 0) out += (isPointToPoint(opType) ? ", peer " : ", root ") + std::to_string(peer);
+  if (isPointToPoint(opType)) out += fmt::format(", tag {}", tag);
+  if (!inputDtypes.empty()) {
+    out += fmt::format(", {} elements in x {}", numelIn, dtypeName(inputDtypes.front()));
+  }
+  if (!reduceOp.empty()) out += ", op " + reduceOp;
+  return out + ")";
+}
+
+WorkInfo makeWorkInfo(std::string groupName, int rank, OpType opType, uint64_t seq,
+                      const std::vector<Tensor>& inputs, const std::vector<Tensor>& outputs,
+                      Milliseconds timeout, int peer, int tag, std::string reduceOp) {
+  WorkInfo info;
+  info.groupName = std::move(groupName);
+  info.rank = rank;
+  info.opType = opType;
+  info.seq = seq;
+  info.peer = peer;
+  info.tag = tag;
+  info.reduceOp = std::move(reduceOp);
+  info.timeout = timeout;
+  for (const auto& t : inputs) {
+    if (!t.defined()) continue;
+    info.numelIn += t.numel();
+    info.inputSizes.push_back(t.sizes());
+    info.inputDtypes.push_back(t.dtype());
+  }
+  for (const auto& t : outputs) {
+    if (!t.defined()) continue;
+    info.numelOut += t.numel();
+    info.outputSizes.push_back(t.sizes());
+    info.outputDtypes.push_back(t.dtype());
+  }
+  return info;
+}
+
+Work::Work(WorkInfo info, std::vector<Tensor> outputs)
+    : info_(std::move(info)), outputs_(std::move(outputs)) {
+  scheduledNs_ = monotonicNowNs();
+}
+
+Work::~Work() = default;
+
+std::shared_ptr<Work> Work::completed(WorkInfo info, std::vector<Tensor> outputs) {
+  auto work = std::make_shared<Work>(std::move(info), std::move(outputs));
+  work->markStarted();
+  work->finish();
+  return work;
+}
+
+bool Work::isCompleted() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return state_ == WorkState::kCompleted || state_ == WorkState::kFailed;
+}
+
+bool Work::isSuccess() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return state_ == WorkState::kCompleted;
+}
+
+std::exception_ptr Work::exception() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return error_;
+}
+
+int Work::sourceRank() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return sourceRank_;
+}
+
+std::vector<Tensor> Work::result() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return state_ == WorkState::kCompleted ? outputs_ : std::vector<Tensor>{};
+}
+
+bool Work::wait(Milliseconds timeout) {
+  if (timeout < Milliseconds(0)) timeout = info_.timeout + Milliseconds(5000);
+  std::unique_lock<std::mutex> lock(mutex_);
+  const bool done = cv_.wait_for(lock, timeout, [&] {
+    return state_ == WorkState::kCompleted || state_ == WorkState::kFailed;
+  });
+  if (!done) {
+    throw DistTimeoutError(fmt::format("Work::wait timed out after {} ms: {} is still {}",
+                                       timeout.count(), info_.describe(),
+                                       workStateName(state_)));
+  }
+  if (error_) std::rethrow_exception(error_);
+  return true;
+}
+
+std::shared_ptr<Future> Work::getFuture() {
+  std::shared_ptr<Future> future;
+  bool done = false;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (future_) return future_;
+    future_ = std::make_shared<Future>();
+    future = future_;
+    done = state_ == WorkState::kCompleted || state_ == WorkState::kFailed;
+  }
+  if (done) {
+    if (error_) {
+      future->setError(error_);
+    } else {
+      future->markCompleted(outputs_);
+    }
+  }
+  return future;
+}
+
+void Work::abort(const std::string& reason) {
+  finish(std::make_exception_ptr(
+      DistBackendError(fmt::format("{} aborted: {}", info_.describe(), reason))));
+}
+
+WorkState Work::state() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return state_;
+}
+int64_t Work::scheduledNs() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return scheduledNs_;
+}
+int64_t Work::startedNs() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return startedNs_;
+}
+int64_t Work::completedNs() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return completedNs_;
+}
+
+void Work::addObserver(std::shared_ptr<WorkObserver> observer) {
+  WorkState reached;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    observers_.push_back(observer);
+    reached = state_;
+  }
+  // Replay transitions made before the observer arrived. A transition racing
+  // with this call may be reported twice; observers tolerate repeats.
+  observer->onScheduled(*this);
+  if (reached != WorkState::kScheduled) observer->onStarted(*this);
+  if (reached == WorkState::kCompleted || reached == WorkState::kFailed) {
+    observer->onCompleted(*this);
+  }
+}
+
+void Work::markStarted() {
+  std::vector<std::shared_ptr<WorkObserver>> observers;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (state_ != WorkState::kScheduled) return;
+    state_ = WorkState::kStarted;
+    startedNs_ = monotonicNowNs();
+    observers = observers_;
+  }
+  notify(WorkState::kStarted, observers);
+}
+
+void Work::finish(std::exception_ptr error) {
+  std::vector<std::shared_ptr<WorkObserver>> observers;
+  std::shared_ptr<Future> future;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (state_ == WorkState::kCompleted || state_ == WorkState::kFailed) return;
+    if (startedNs_ == 0) startedNs_ = monotonicNowNs();
+    completedNs_ = monotonicNowNs();
+    error_ = error;
+    state_ = error ? WorkState::kFailed : WorkState::kCompleted;
+    observers = observers_;
+    future = future_;
+  }
+  cv_.notify_all();
+  notify(WorkState::kCompleted, observers);
+  if (future) {
+    if (error) {
+      future->setError(error);
+    } else {
+      future->markCompleted(outputs_);
+    }
+  }
+}
+
+void Work::setSourceRank(int rank) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  sourceRank_ = rank;
+}
+
+void Work::notify(WorkState state, const std::vector<std::shared_ptr<WorkObserver>>& observers) {
+  for (const auto& o : observers) {
+    if (state == WorkState::kStarted) o->onStarted(*this);
+    if (state == WorkState::kCompleted) o->onCompleted(*this);
+  }
+}
+
+}  // namespace distlab::comm
