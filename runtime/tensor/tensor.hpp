@@ -168,12 +168,15 @@ class Tensor {
   // Comparisons return bool tensors.
   Tensor eq(const Tensor& other) const;
   Tensor eq(Scalar other) const;
+  Tensor ne(const Tensor& other) const;
   Tensor ne(Scalar other) const;
   Tensor gt(const Tensor& other) const;
   Tensor gt(Scalar other) const;
   Tensor lt(const Tensor& other) const;
   Tensor lt(Scalar other) const;
+  Tensor ge(const Tensor& other) const;
   Tensor ge(Scalar other) const;
+  Tensor le(const Tensor& other) const;
   Tensor le(Scalar other) const;
   // Bitwise ops on integral/bool tensors.
   Tensor bitwiseAnd(const Tensor& other) const;
@@ -209,10 +212,14 @@ class Tensor {
   Tensor norm(double p = 2.0, const Shape& dims = {}, bool keepdim = false) const;
   Tensor max() const;  // over all elements
   Tensor min() const;
+  // Max/min over several dims (empty: all), values only (torch.amax/amin).
+  Tensor amax(const Shape& dims = {}, bool keepdim = false) const;
+  Tensor amin(const Shape& dims = {}, bool keepdim = false) const;
   // Along one dim: values and indices (int64), like torch.max(dim).
   std::pair<Tensor, Tensor> max(int64_t dim, bool keepdim = false) const;
   std::pair<Tensor, Tensor> min(int64_t dim, bool keepdim = false) const;
   Tensor argmax(int64_t dim, bool keepdim = false) const;
+  Tensor argmin(int64_t dim, bool keepdim = false) const;
   Tensor var(const Shape& dims, bool unbiased = true, bool keepdim = false) const;
 
   // ---- linear algebra (OpenBLAS for float32/float64; half types accumulate in float32)

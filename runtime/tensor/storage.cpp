@@ -1,0 +1,43 @@
+#include "runtime/tensor/storage.hpp"
+
+#include <cstdlib>
+#include <new>
+#include <string>
+#include <utility>
+
+#include "runtime/core/errors.hpp"
+
+namespace distlab {
+namespace {
+constexpr size_t kAlignment = 64;
+}  // namespace
+
+std::shared_ptr<Storage> Storage::allocate(size_t nbytes, Device device) {
+  if (!device.isCpu()) {
+    throw Error("Storage::allocate: no allocator for device " + device.str() + " (" +
+                std::to_string(nbytes) + " bytes requested); CUDA support is not built yet");
+  }
+  // aligned_alloc needs a multiple of the alignment; never allocate 0 bytes so
+  // data() is a valid pointer even for empty tensors.
+  const size_t rounded = (nbytes + kAlignment - 1) / kAlignment * kAlignment;
+  void* data = std::aligned_alloc(kAlignment, rounded == 0 ? kAlignment : rounded);
+  if (data == nullptr) {
+    throw Error("Storage::allocate: out of memory allocating " + std::to_string(nbytes) +
+                " bytes on " + device.str());
+  }
+  return std::shared_ptr<Storage>(new Storage(data, nbytes, device, [](void* p) { std::free(p); }));
+}
+
+std::shared_ptr<Storage> Storage::wrap(void* data, size_t nbytes, Device device,
+                                       std::function<void(void*)> deleter) {
+  return std::shared_ptr<Storage>(new Storage(data, nbytes, device, std::move(deleter)));
+}
+
+Storage::Storage(void* data, size_t nbytes, Device device, std::function<void(void*)> deleter)
+    : data_(data), nbytes_(nbytes), device_(device), deleter_(std::move(deleter)) {}
+
+Storage::~Storage() {
+  if (deleter_) deleter_(data_);
+}
+
+}  // namespace distlab
