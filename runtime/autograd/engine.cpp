@@ -1,0 +1,185 @@
+#include "runtime/autograd/engine.hpp"
+
+#include <queue>
+#include <unordered_map>
+#include <unordered_set>
+#include <utility>
+
+#include "runtime/autograd/grad_mode.hpp"
+#include "runtime/core/check.hpp"
+#include "runtime/core/errors.hpp"
+
+namespace distlab::autograd {
+namespace {
+
+struct GraphTask {
+  std::vector<std::function<void()>> callbacks;
+};
+thread_local GraphTask* tCurrentTask = nullptr;
+
+// Scopes the current graph task (restores the outer one: reentrant backward).
+class TaskScope {
+ public:
+  explicit TaskScope(GraphTask* task) : previous_(tCurrentTask) { tCurrentTask = task; }
+  ~TaskScope() { tCurrentTask = previous_; }
+  TaskScope(const TaskScope&) = delete;
+  TaskScope& operator=(const TaskScope&) = delete;
+
+ private:
+  GraphTask* previous_;
+};
+
+// The node feeding the root gradients into the graph.
+class GraphRoot : public Node {
+ public:
+  GraphRoot(const std::vector<Edge>& edges, TensorList grads) : Node(0), grads_(std::move(grads)) {
+    for (const Edge& e : edges) addNextEdge(e);
+  }
+  TensorList apply(TensorList&&) override { return std::move(grads_); }
+  std::string name() const override { return "GraphRoot"; }
+
+ private:
+  TensorList grads_;
+};
+
+// Note [Engine order]
+// Ready nodes are ordered by sequence number, largest first: a node created
+// later in forward runs earlier in backward, matching PyTorch's CPU engine.
+// AccumulateGrad has the largest possible number, so a leaf's gradient is
+// accumulated (and its hooks fire) the moment it is complete.
+struct LaterFirst {
+  bool operator()(const std::shared_ptr<Node>& a, const std::shared_ptr<Node>& b) const {
+    return a->sequenceNr() < b->sequenceNr();
+  }
+};
+
+std::unordered_map<Node*, int> countDependencies(Node* root) {
+  std::unordered_map<Node*, int> deps;
+  std::unordered_set<Node*> seen{root};
+  std::vector<Node*> stack{root};
+  while (!stack.empty()) {
+    Node* node = stack.back();
+    stack.pop_back();
+    for (const Edge& e : node->nextEdges()) {
+      if (!e.isValid()) continue;
+      Node* next = e.function.get();
+      ++deps[next];
+      if (seen.insert(next).second) stack.push_back(next);
+    }
+  }
+  return deps;
+}
+
+void addToBuffer(Tensor& slot, Tensor grad) {
+  if (!grad.defined()) return;
+  slot = slot.defined() ? slot.add(grad) : std::move(grad);
+}
+
+std::shared_ptr<GraphRoot> makeRoot(const TensorList& tensors, const TensorList& grads) {
+  DL_CHECK_T(ValueError, grads.empty() || grads.size() == tensors.size(),
+             "backward: got ", grads.size(), " gradients for ", tensors.size(), " tensors");
+  std::vector<Edge> edges;
+  TensorList rootGrads;
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    const Tensor& t = tensors[i];
+    DL_CHECK_T(ValueError, t.defined() && t.requiresGrad(), "element ", i,
+               " of tensors does not require grad and does not have a grad_fn");
+    Tensor g = grads.empty() ? Tensor() : grads[i];
+    if (!g.defined()) {
+      DL_CHECK_T(ValueError, t.numel() == 1,
+                 "grad can be implicitly created only for scalar outputs (tensor ", i,
+                 " has shape ", shapeToString(t.sizes()), ")");
+      g = ones(t.sizes(), TensorOptions{t.dtype(), t.device(), false});
+    } else {
+      DL_CHECK_T(ValueError, g.sizes() == t.sizes(), "backward: grad ", i, " has shape ",
+                 shapeToString(g.sizes()), " but the tensor has shape ", shapeToString(t.sizes()));
+      g = g.detach();  // Note [Stealing the first gradient] in node.cpp
+    }
+    edges.push_back(gradientEdge(t));
+    rootGrads.push_back(std::move(g));
+  }
+  return std::make_shared<GraphRoot>(edges, std::move(rootGrads));
+}
+
+}  // namespace
+
+void backward(const TensorList& tensors, const TensorList& grads, bool retainGraph) {
+  auto root = makeRoot(tensors, grads);
+  GraphTask task;
+  TaskScope scope(&task);
+  NoGradGuard noGrad;
+  auto deps = countDependencies(root.get());
+  std::unordered_map<Node*, TensorList> buffers;
+  std::priority_queue<std::shared_ptr<Node>, std::vector<std::shared_ptr<Node>>, LaterFirst> ready;
+  ready.push(root);
+  while (!ready.empty()) {
+    std::shared_ptr<Node> node = ready.top();
+    ready.pop();
+    TensorList inputs;
+    if (auto it = buffers.find(node.get()); it != buffers.end()) {
+      inputs = std::move(it->second);
+      buffers.erase(it);
+    }
+    inputs.resize(node->numInputs());
+    node->runPreHooks(inputs);
+    TensorList outputs = node->apply(std::move(inputs));
+    if (!retainGraph) node->releaseVariables();
+    const auto& edges = node->nextEdges();
+    for (size_t i = 0; i < edges.size(); ++i) {
+      const Edge& e = edges[i];
+      if (!e.isValid()) continue;
+      TensorList& buf = buffers[e.function.get()];
+      if (buf.empty()) buf.resize(e.function->numInputs());
+      if (i < outputs.size()) addToBuffer(buf[e.inputNr], std::move(outputs[i]));
+      if (--deps[e.function.get()] == 0) ready.push(e.function);
+    }
+  }
+  // Callbacks may queue more callbacks; index, do not iterate.
+  for (size_t i = 0; i < task.callbacks.size(); ++i) {
+    auto callback = std::move(task.callbacks[i]);
+    callback();
+  }
+}
+
+void backward(const Tensor& tensor, const Tensor& grad, bool retainGraph) {
+  backward(TensorList{tensor}, TensorList{grad}, retainGraph);
+}
+
+void queueCallback(std::function<void()> callback) {
+  if (tCurrentTask == nullptr) {
+    throw Error("Final callbacks can only be installed during backward pass.");
+  }
+  tCurrentTask->callbacks.push_back(std::move(callback));
+}
+
+bool isBackwardRunning() { return tCurrentTask != nullptr; }
+
+TensorList reachableLeaves(const TensorList& outputs) {
+  TensorList leaves;
+  std::unordered_set<const void*> seenLeaves;
+  std::unordered_set<Node*> seen;
+  std::vector<Node*> stack;
+  auto addLeaf = [&](const Tensor& leaf) {
+    if (seenLeaves.insert(leaf.impl()).second) leaves.push_back(leaf);
+  };
+  for (const Tensor& out : outputs) {
+    if (!out.defined() || !out.requiresGrad()) continue;
+    if (out.isLeaf()) {
+      addLeaf(out);
+      continue;
+    }
+    Node* fn = out.autogradMeta()->gradFn.get();
+    if (seen.insert(fn).second) stack.push_back(fn);
+  }
+  while (!stack.empty()) {
+    Node* node = stack.back();
+    stack.pop_back();
+    if (auto* acc = dynamic_cast<AccumulateGrad*>(node)) addLeaf(acc->variable());
+    for (const Edge& e : node->nextEdges()) {
+      if (e.isValid() && seen.insert(e.function.get()).second) stack.push_back(e.function.get());
+    }
+  }
+  return leaves;
+}
+
+}  // namespace distlab::autograd
