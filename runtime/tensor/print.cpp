@@ -55,10 +55,12 @@ Formatter makeFormatter(const Tensor& t, const std::vector<double>& values) {
       maxAbs = std::max(maxAbs, std::fabs(v));
       if (v != 0) minAbs = std::min(minAbs, std::fabs(v));
     }
-    f.mode = Formatter::Mode::kFixed;
-    if (integral) f.mode = maxAbs > 1e8 ? Formatter::Mode::kScientific : Formatter::Mode::kIntegralFloat;
-    else if (maxAbs > 1e8 || (minAbs < 1e-4 && minAbs > 0) || (minAbs > 0 && maxAbs / minAbs > 1000)) {
-      f.mode = Formatter::Mode::kScientific;
+    const bool wideRange = maxAbs > 1e8 || (minAbs > 0 && maxAbs / minAbs > 1000);
+    if (integral) {
+      f.mode = wideRange ? Formatter::Mode::kScientific : Formatter::Mode::kIntegralFloat;
+    } else {
+      f.mode = wideRange || (minAbs < 1e-4 && minAbs > 0) ? Formatter::Mode::kScientific
+                                                          : Formatter::Mode::kFixed;
     }
   }
   for (double v : values) f.width = std::max(f.width, f.format(v).size());
@@ -105,7 +107,7 @@ void render(const Tensor& t, const Formatter& f, bool summarise, size_t indent, 
       }
     }
     if (idx[k] < 0) {
-      out += "...";
+      out += t.dim() == 1 ? " ..." : "...";
     } else {
       render(t.select(0, idx[k]), f, summarise, indent + 1, out);
     }
