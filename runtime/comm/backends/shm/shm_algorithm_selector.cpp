@@ -1,0 +1,33 @@
+#include "runtime/comm/backends/shm/shm_algorithm_selector.hpp"
+
+#include <iterator>
+
+namespace distlab::comm::shm {
+namespace {
+
+// Direct reads size() x the chunk per rank; RS+AG reads ~2x but takes two steps
+// per chunk. Direct wins for small messages (latency) and at two ranks.
+constexpr AllreduceRule kAllreduceRules[] = {
+    {3, 64 * 1024, AllreduceAlgo::kRsAg},
+    {1, 0, AllreduceAlgo::kDirect},
+};
+
+}  // namespace
+
+std::string_view allreduceAlgoName(AllreduceAlgo algo) {
+  return algo == AllreduceAlgo::kDirect ? "direct" : "reduce_scatter+all_gather";
+}
+
+const AllreduceRule* allreduceRules(int* count) {
+  *count = static_cast<int>(std::size(kAllreduceRules));
+  return kAllreduceRules;
+}
+
+AllreduceAlgo selectAllreduce(uint64_t bytes, int worldSize) {
+  for (const auto& rule : kAllreduceRules) {
+    if (worldSize >= rule.minWorldSize && bytes >= rule.minBytes) return rule.algo;
+  }
+  return AllreduceAlgo::kDirect;
+}
+
+}  // namespace distlab::comm::shm

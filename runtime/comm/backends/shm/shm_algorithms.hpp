@@ -1,0 +1,46 @@
+#pragma once
+// The shm collective algorithms, one file each (house style 4). All run on the
+// collective progress thread inside one ShmOp (Note [shm steps]); every one
+// takes at least one step, so the descriptor check always runs. Pointers are
+// raw and contiguous; sizes were validated by ProcessGroup (local) and are
+// cross-checked by ShmOp (between ranks).
+#include <cstdint>
+#include <vector>
+
+#include "runtime/comm/backends/shm/shm_op.hpp"
+#include "runtime/comm/types.hpp"
+#include "runtime/tensor/dtype.hpp"
+
+namespace distlab::comm::shm {
+
+// shm_allreduce_direct.cpp: per chunk, everyone stages its input, then every
+// rank reduces all slots itself (one step per chunk). Best for small messages.
+void allreduceDirect(ShmOp& op, uint8_t* data, uint64_t count, DType dtype, ReduceOp redop);
+// shm_allreduce_rsag.cpp: per chunk, reduce-scatter (rank r reduces part r)
+// then all-gather of the parts (two steps per chunk, each rank reads ~2x the
+// chunk instead of n x). Best for large messages on more ranks.
+void allreduceRsAg(ShmOp& op, uint8_t* data, uint64_t count, DType dtype, ReduceOp redop);
+// shm_reduce.cpp: direct reduction on the root only.
+void reduceDirect(ShmOp& op, uint8_t* data, uint64_t count, DType dtype, ReduceOp redop, int root);
+// shm_broadcast.cpp: root stages a chunk, the others copy it.
+void broadcastChunked(ShmOp& op, uint8_t* data, uint64_t bytes, int root);
+// shm_allgather.cpp: chunk k of every rank's input per step; rank q's input
+// size is desc(q).bytes (may differ). `outs` empty: receive nothing (gather on
+// a non-root rank); else outs[q] receives rank q's bytes.
+void allgatherChunked(ShmOp& op, const uint8_t* in, uint64_t inBytes,
+                      const std::vector<uint8_t*>& outs);
+// shm_scatter.cpp: root's slot is split in size() parts; part q carries
+// ins[q]'s next piece. `ins` only read on root.
+void scatterChunked(ShmOp& op, const std::vector<const uint8_t*>& ins, uint8_t* out,
+                    uint64_t bytes, int root);
+// shm_reduce_scatter.cpp: each rank stages ins[q]'s piece in part q; rank q
+// reduces part q of every slot into out (count elements per rank).
+void reduceScatterParts(ShmOp& op, const std::vector<const uint8_t*>& ins, uint8_t* out,
+                        uint64_t count, DType dtype, ReduceOp redop);
+// shm_alltoall.cpp: like reduce-scatter without the reduction: rank q copies
+// part q of every rank's slot; per-pair sizes may differ (uneven splits).
+void alltoallParts(ShmOp& op, const std::vector<const uint8_t*>& sends,
+                   const std::vector<uint64_t>& sendBytes, const std::vector<uint8_t*>& recvs,
+                   const std::vector<uint64_t>& recvBytes);
+
+}  // namespace distlab::comm::shm

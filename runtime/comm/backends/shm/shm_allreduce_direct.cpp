@@ -1,0 +1,30 @@
+// Direct allreduce (see shm_algorithms.hpp):
+//   for each chunk of up to slotBytes:
+//     1. stage my chunk (PREMUL_SUM pre-scales) into my slot;
+//     2. sync;
+//     3. reduce all ranks' slots, in rank order, into my output.
+// Every rank computes the same reduction in the same order: results are
+// bitwise identical everywhere.
+#include <algorithm>
+
+#include "runtime/comm/backends/shm/shm_algorithms.hpp"
+#include "runtime/comm/reduce_kernels.hpp"
+
+namespace distlab::comm::shm {
+
+void allreduceDirect(ShmOp& op, uint8_t* data, uint64_t count, DType dtype, ReduceOp redop) {
+  const uint64_t es = elementSize(dtype);
+  const uint64_t chunk = op.slotBytes() / es;
+  std::vector<const void*> srcs(op.size());
+  uint64_t off = 0;
+  do {
+    const uint64_t n = std::min(chunk, count - off);
+    stageInput(op.writeSlot(), data + off * es, n, dtype, redop);
+    op.sync();
+    for (int r = 0; r < op.size(); ++r) srcs[r] = op.readSlot(r);
+    reduceN(data + off * es, srcs.data(), op.size(), n, dtype, redop);
+    off += n;
+  } while (off < count);
+}
+
+}  // namespace distlab::comm::shm

@@ -1,0 +1,45 @@
+// Reduce-scatter + all-gather allreduce (see shm_algorithms.hpp):
+//   for each chunk of up to slotBytes (split in size() parts, part q owned by rank q):
+//     1. stage my chunk into my slot; sync;
+//     2. reduce part r of every slot (rank order) into my output and into part r
+//        of my NEXT slot (free: the sync proved everyone left the step before);
+//     3. sync; copy every other rank's part q from its slot into my output.
+// Each part is reduced by one rank only, so results are identical everywhere.
+#include <algorithm>
+#include <cstring>
+
+#include "runtime/comm/backends/shm/shm_algorithms.hpp"
+#include "runtime/comm/reduce_kernels.hpp"
+
+namespace distlab::comm::shm {
+
+void allreduceRsAg(ShmOp& op, uint8_t* data, uint64_t count, DType dtype, ReduceOp redop) {
+  const uint64_t es = elementSize(dtype);
+  const int size = op.size();
+  const int me = op.rank();
+  const uint64_t chunk = op.slotBytes() / es;
+  std::vector<const void*> srcs(size);
+  uint64_t off = 0;
+  do {
+    const uint64_t n = std::min(chunk, count - off);
+    const uint64_t per = (n + size - 1) / size;  // elements per part (last may be short)
+    auto partBegin = [&](int q) { return std::min<uint64_t>(q * per, n); };
+    auto partLen = [&](int q) { return std::min<uint64_t>((q + 1) * per, n) - partBegin(q); };
+    stageInput(op.writeSlot(), data + off * es, n, dtype, redop);
+    op.sync();
+    const uint64_t b = partBegin(me) * es;
+    for (int r = 0; r < size; ++r) srcs[r] = op.readSlot(r) + b;
+    uint8_t* mine = op.writeSlot() + b;
+    reduceN(mine, srcs.data(), size, partLen(me), dtype, redop);
+    std::memcpy(data + off * es + b, mine, partLen(me) * es);
+    op.sync();
+    for (int q = 0; q < size; ++q) {
+      if (q == me || partLen(q) == 0) continue;
+      const uint64_t bq = partBegin(q) * es;
+      std::memcpy(data + off * es + bq, op.readSlot(q) + bq, partLen(q) * es);
+    }
+    off += n;
+  } while (off < count);
+}
+
+}  // namespace distlab::comm::shm

@@ -1,0 +1,44 @@
+// All-to-all with per-pair sizes: every slot is split in size() parts of P
+// bytes; step k: rank p copies bytes [k*P, (k+1)*P) of its block for q into part
+// q; sync; rank q copies part q of every slot into its receive blocks. Steps
+// follow the largest block of any pair (descriptors carry every rank's send
+// sizes, checked against the receivers' expectations by ShmOp).
+#include <algorithm>
+#include <cstring>
+
+#include "runtime/comm/backends/shm/shm_algorithms.hpp"
+
+namespace distlab::comm::shm {
+
+void alltoallParts(ShmOp& op, const std::vector<const uint8_t*>& sends,
+                   const std::vector<uint64_t>& sendBytes, const std::vector<uint8_t*>& recvs,
+                   const std::vector<uint64_t>& recvBytes) {
+  const uint64_t part = op.partBytes();
+  const int size = op.size();
+  uint64_t steps = 1;
+  for (uint64_t k = 0; k < steps; ++k) {
+    const uint64_t off = k * part;
+    uint8_t* slot = op.writeSlot();
+    for (int q = 0; q < size; ++q) {
+      if (off < sendBytes[q]) {
+        std::memcpy(slot + q * part, sends[q] + off, std::min(part, sendBytes[q] - off));
+      }
+    }
+    op.sync();
+    if (k == 0) {
+      uint64_t maxBytes = 0;
+      for (int p = 0; p < size; ++p) {
+        for (int q = 0; q < size; ++q) maxBytes = std::max(maxBytes, op.desc(p).sendCounts[q]);
+      }
+      steps = std::max<uint64_t>(1, (maxBytes + part - 1) / part);
+    }
+    for (int p = 0; p < size; ++p) {
+      if (off < recvBytes[p]) {
+        std::memcpy(recvs[p] + off, op.readSlot(p) + op.rank() * part,
+                    std::min(part, recvBytes[p] - off));
+      }
+    }
+  }
+}
+
+}  // namespace distlab::comm::shm

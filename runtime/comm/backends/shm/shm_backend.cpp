@@ -1,0 +1,176 @@
+// ShmBackend: construction, the task wrapper, failure handling, lifecycle,
+// registration. The operations are in shm_backend_ops.cpp.
+#include "runtime/comm/backends/shm/shm_backend.hpp"
+
+#include <fmt/format.h>
+
+#include <cstring>
+
+#include "runtime/comm/backend_registry.hpp"
+#include "runtime/comm/backends/shm/shm_wait.hpp"
+#include "runtime/core/errors.hpp"
+
+namespace distlab::comm {
+
+void registerShmBackend() {
+  registerBackend(BackendInfo{
+      "shm",
+      [](const BackendContext& ctx) -> BackendPtr {
+        return std::make_shared<shm::ShmBackend>(ctx);
+      },
+      {"cpu"}});
+}
+
+namespace shm {
+namespace {
+
+uint64_t optionBytes(const BackendContext& ctx, const std::string& key, uint64_t fallback) {
+  auto it = ctx.options.find(key);
+  if (it == ctx.options.end()) return fallback;
+  try {
+    return std::stoull(it->second);
+  } catch (const std::exception&) {
+    throw ValueError(fmt::format("shm: option {}='{}' is not a byte count", key, it->second));
+  }
+}
+
+FailureKind classify(std::exception_ptr e) {
+  try {
+    std::rethrow_exception(e);
+  } catch (const DistTimeoutError&) {
+    return FailureKind::kTimeout;
+  } catch (const DistPeerFailureError&) {
+    return FailureKind::kPeerDied;
+  } catch (const DistBackendError& err) {
+    return std::strstr(err.what(), "mismatch") ? FailureKind::kMismatch : FailureKind::kOther;
+  } catch (...) {
+    return FailureKind::kOther;
+  }
+}
+
+std::string messageOf(std::exception_ptr e) {
+  try {
+    std::rethrow_exception(e);
+  } catch (const std::exception& err) {
+    return err.what();
+  } catch (...) {
+    return "unknown error";
+  }
+}
+
+}  // namespace
+
+ShmBackend::ShmBackend(const BackendContext& context)
+    : Backend(context.rank, context.size), ctx_(context) {
+  SegmentOptions so;
+  so.slotBytes = optionBytes(ctx_, "shm.slot_bytes", so.slotBytes);
+  so.channelBytes = optionBytes(ctx_, "shm.channel_bytes", so.channelBytes);
+  segment_ = ShmSegment::open(*ctx_.store, ctx_.storePrefix, ctx_.rank, ctx_.size, so, ctx_.timeout);
+  peers_ = std::make_unique<ShmPeers>(*segment_);
+  group_.segment = segment_.get();
+  group_.peers = peers_.get();
+  group_.rank = ctx_.rank;
+  group_.size = ctx_.size;
+  group_.groupName = ctx_.groupName;
+  group_.aborted = &aborted_;
+  progress_ = std::make_unique<ProgressThread>("shm:" + ctx_.groupName);
+  p2p_ = std::make_unique<ShmP2P>(*segment_, *peers_, ctx_.groupName,
+                                  [this](std::exception_ptr e, FailureKind kind) {
+                                    markFailed(e, kind);
+                                  });
+}
+
+ShmBackend::~ShmBackend() {
+  try {
+    shutdown(Milliseconds(2000));
+  } catch (...) {
+  }
+}
+
+std::optional<std::string> ShmBackend::errorReason() const {
+  std::lock_guard<std::mutex> lock(errorMutex_);
+  return error_;
+}
+
+void ShmBackend::markFailed(std::exception_ptr error, FailureKind kind) {
+  const std::string why = messageOf(error);
+  {
+    std::lock_guard<std::mutex> lock(errorMutex_);
+    if (error_) return;
+    error_ = why;
+  }
+  RankControl& me = segment_->control(ctx_.rank);
+  if (me.failed.load(std::memory_order_acquire) == 0) {
+    std::strncpy(me.reason, why.c_str(), sizeof(me.reason) - 1);
+    me.failed.store(static_cast<uint32_t>(kind), std::memory_order_release);
+  }
+  ring(segment_->header().collBell, segment_->header().collSleepers);
+  if (p2p_) p2p_->failAll("the group failed earlier: " + why);
+}
+
+WorkInfo ShmBackend::info(OpType type, uint64_t seq, const std::vector<Tensor>& in,
+                          const std::vector<Tensor>& out, Milliseconds timeout, int peer, int tag,
+                          std::string redop) const {
+  return makeWorkInfo(ctx_.groupName, ctx_.rank, type, seq, in, out, timeout, peer, tag,
+                      std::move(redop));
+}
+
+OpDesc ShmBackend::makeDesc(uint64_t seq, OpType type, DType dtype, ReduceOp op, int root,
+                            uint64_t bytes) const {
+  OpDesc d{};
+  d.seq = seq;
+  d.opType = static_cast<uint32_t>(type);
+  d.dtype = static_cast<uint32_t>(dtype);
+  d.reduceOp = static_cast<uint32_t>(op.kind);
+  d.scalar = op.scalar;
+  d.root = root;
+  d.bytes = bytes;
+  return d;
+}
+
+WorkPtr ShmBackend::submit(WorkInfo workInfo, std::vector<Tensor> outputs, bool asyncOp,
+                           Body body) {
+  auto work = std::make_shared<Work>(std::move(workInfo), std::move(outputs));
+  auto task = [this, work, body = std::move(body)]() {
+    if (auto why = errorReason()) {
+      work->finish(std::make_exception_ptr(DistBackendError(fmt::format(
+          "{}: group '{}' refuses new work: {}", work->info().describe(), ctx_.groupName, *why))));
+      return;
+    }
+    work->markStarted();
+    try {
+      body();
+      work->finish();
+    } catch (...) {
+      auto e = std::current_exception();
+      markFailed(e, aborted_.load() ? FailureKind::kAborted : classify(e));
+      work->finish(e);
+    }
+  };
+  progress_->runOrEnqueue(std::move(task), !asyncOp);
+  return work;
+}
+
+void ShmBackend::abort(const std::string& reason) {
+  aborted_.store(true, std::memory_order_release);
+  markFailed(std::make_exception_ptr(DistBackendError("aborted: " + reason)),
+             FailureKind::kAborted);
+  progress_->dropQueued([](ProgressThread::Task& task) { task(); });
+}
+
+void ShmBackend::shutdown(Milliseconds timeout) {
+  if (!progress_) return;
+  progress_->drain(timeout);
+  {
+    std::lock_guard<std::mutex> lock(errorMutex_);
+    if (!error_) error_ = "the backend was shut down";
+  }
+  aborted_.store(true, std::memory_order_release);
+  ring(segment_->header().collBell, segment_->header().collSleepers);
+  progress_->dropQueued([](ProgressThread::Task& task) { task(); });
+  progress_->stop();
+  p2p_->stop();
+}
+
+}  // namespace shm
+}  // namespace distlab::comm

@@ -1,0 +1,109 @@
+#pragma once
+// ShmBackend ("shm"): collectives and point-to-point between ranks on one host
+// through one shared-memory segment per group (the real data path for the
+// emulator and tests; unlike PyTorch's "fake" backend it moves real data).
+//
+// Threads: collectives run in issue order on a ProgressThread (or inline for a
+// blocking call with an idle queue); point-to-point runs on its own engine
+// thread (Note [shm point-to-point]), so p2p never waits behind a collective.
+// Data path and failure rules: Note [shm steps], Note [shm waiting],
+// Note [shm segment lifecycle].
+// After a collective fails (timeout, dead peer, mismatch, abort) the backend
+// publishes the failure in the segment (peers fail fast with the same kind)
+// and refuses new work; errorReason() says why. A p2p timeout or size mismatch
+// fails only that operation (monitoredBarrier keeps collecting after one rank
+// timed out); a dead p2p peer breaks the group.
+//
+// Options (BackendContext::options): "shm.slot_bytes" (default 262144: data
+// slot per rank per parity, a multiple of 4096) and "shm.channel_bytes"
+// (default 65536: ring per rank pair, a power of two). Segment size is
+// about n x (2 x slot + n x channel).
+#include <atomic>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+
+#include "runtime/comm/backend.hpp"
+#include "runtime/comm/backends/shm/shm_op.hpp"
+#include "runtime/comm/backends/shm/shm_p2p.hpp"
+#include "runtime/comm/backends/shm/shm_peers.hpp"
+#include "runtime/comm/backends/shm/shm_segment.hpp"
+#include "runtime/comm/progress_thread.hpp"
+
+namespace distlab::comm {
+
+// Registers "shm" (listed in backends/shm/sources.cmake).
+void registerShmBackend();
+
+namespace shm {
+
+class ShmBackend : public Backend {
+ public:
+  // Collective over the group: creates/attaches the segment (bounded by
+  // context.timeout).
+  explicit ShmBackend(const BackendContext& context);
+  ~ShmBackend() override;
+
+  std::string name() const override { return "shm"; }
+
+  WorkPtr broadcast(const Tensor& tensor, const BroadcastOptions& opts) override;
+  WorkPtr allreduce(const Tensor& tensor, const AllreduceOptions& opts) override;
+  WorkPtr allreduceCoalesced(const std::vector<Tensor>& tensors,
+                             const AllreduceCoalescedOptions& opts) override;
+  WorkPtr reduce(const Tensor& tensor, const ReduceOptions& opts) override;
+  WorkPtr allgather(const std::vector<Tensor>& outputs, const Tensor& input,
+                    const AllgatherOptions& opts) override;
+  WorkPtr allgatherIntoTensor(const Tensor& output, const Tensor& input,
+                              const AllgatherOptions& opts) override;
+  WorkPtr allgatherCoalesced(const std::vector<std::vector<Tensor>>& outputLists,
+                             const std::vector<Tensor>& inputs,
+                             const AllgatherOptions& opts) override;
+  WorkPtr gather(const std::vector<Tensor>& outputs, const Tensor& input,
+                 const GatherOptions& opts) override;
+  WorkPtr scatter(const Tensor& output, const std::vector<Tensor>& inputs,
+                  const ScatterOptions& opts) override;
+  WorkPtr reduceScatter(const Tensor& output, const std::vector<Tensor>& inputs,
+                        const ReduceScatterOptions& opts) override;
+  WorkPtr reduceScatterTensor(const Tensor& output, const Tensor& input,
+                              const ReduceScatterOptions& opts) override;
+  WorkPtr alltoall(const std::vector<Tensor>& outputs, const std::vector<Tensor>& inputs,
+                   const AllToAllOptions& opts) override;
+  WorkPtr alltoallBase(const Tensor& output, const Tensor& input,
+                       const std::vector<int64_t>& outputSplits,
+                       const std::vector<int64_t>& inputSplits,
+                       const AllToAllOptions& opts) override;
+  WorkPtr barrier(const BarrierOptions& opts) override;
+  WorkPtr send(const Tensor& tensor, int dstRank, const SendOptions& opts) override;
+  WorkPtr recv(const Tensor& tensor, int srcRank, const RecvOptions& opts) override;
+  WorkPtr recvAnysource(const Tensor& tensor, const RecvOptions& opts) override;
+
+  void abort(const std::string& reason) override;
+  void shutdown(Milliseconds timeout) override;
+  std::optional<std::string> errorReason() const override;
+
+  const ShmSegment& segment() const { return *segment_; }
+
+ private:
+  using Body = std::function<void()>;
+  WorkPtr submit(WorkInfo info, std::vector<Tensor> outputs, bool asyncOp, Body body);
+  OpDesc makeDesc(uint64_t seq, OpType type, DType dtype, ReduceOp op, int root,
+                  uint64_t bytes) const;
+  void markFailed(std::exception_ptr error, FailureKind kind);
+  WorkInfo info(OpType type, uint64_t seq, const std::vector<Tensor>& in,
+                const std::vector<Tensor>& out, Milliseconds timeout, int peer = -1, int tag = 0,
+                std::string redop = "") const;
+
+  BackendContext ctx_;
+  std::unique_ptr<ShmSegment> segment_;
+  std::unique_ptr<ShmPeers> peers_;
+  std::atomic<bool> aborted_{false};
+  ShmGroup group_;
+  mutable std::mutex errorMutex_;
+  std::optional<std::string> error_;  // GUARDED_BY(errorMutex_)
+  std::unique_ptr<ProgressThread> progress_;
+  std::unique_ptr<ShmP2P> p2p_;
+};
+
+}  // namespace shm
+}  // namespace distlab::comm

@@ -1,0 +1,294 @@
+// ShmBackend operations: build the descriptor, pick the algorithm, submit.
+#include <fmt/format.h>
+
+#include "runtime/comm/backends/shm/shm_algorithm_selector.hpp"
+#include "runtime/comm/backends/shm/shm_algorithms.hpp"
+#include "runtime/comm/backends/shm/shm_backend.hpp"
+#include "runtime/comm/op_checks.hpp"
+#include "runtime/core/errors.hpp"
+
+namespace distlab::comm::shm {
+namespace {
+
+uint8_t* bytesOf(const Tensor& t) { return static_cast<uint8_t*>(t.rawData()); }
+uint64_t u64(size_t v) { return static_cast<uint64_t>(v); }
+
+void checkCpu(const Tensor& t, std::string_view op) {
+  if (t.defined() && !t.device().isCpu()) {
+    throw DistBackendError(fmt::format("Backend shm does not support {} on device {}", op,
+                                       t.device().str()));
+  }
+}
+
+}  // namespace
+
+WorkPtr ShmBackend::broadcast(const Tensor& tensor, const BroadcastOptions& opts) {
+  checkCpu(tensor, "broadcast");
+  return submit(info(OpType::kBroadcast, opts.seq, {tensor}, {tensor}, opts.timeout, opts.rootRank),
+                {tensor}, opts.asyncOp, [=, this] {
+                  ShmOp op(group_, makeDesc(opts.seq, OpType::kBroadcast, tensor.dtype(), {},
+                                            opts.rootRank, tensor.nbytes()),
+                           true, opts.timeout);
+                  broadcastChunked(op, bytesOf(tensor), tensor.nbytes(), opts.rootRank);
+                });
+}
+
+WorkPtr ShmBackend::allreduce(const Tensor& tensor, const AllreduceOptions& opts) {
+  checkCpu(tensor, "allreduce");
+  return submit(info(OpType::kAllreduce, opts.seq, {tensor}, {tensor}, opts.timeout, -1, 0,
+                     std::string(reduceOpName(opts.reduceOp))),
+                {tensor}, opts.asyncOp, [=, this] {
+                  ShmOp op(group_, makeDesc(opts.seq, OpType::kAllreduce, tensor.dtype(),
+                                            opts.reduceOp, -1, tensor.nbytes()),
+                           true, opts.timeout);
+                  const auto count = u64(tensor.numel());
+                  if (selectAllreduce(tensor.nbytes(), size()) == AllreduceAlgo::kRsAg) {
+                    allreduceRsAg(op, bytesOf(tensor), count, tensor.dtype(), opts.reduceOp);
+                  } else {
+                    allreduceDirect(op, bytesOf(tensor), count, tensor.dtype(), opts.reduceOp);
+                  }
+                });
+}
+
+WorkPtr ShmBackend::allreduceCoalesced(const std::vector<Tensor>& tensors,
+                                       const AllreduceCoalescedOptions& opts) {
+  for (const auto& t : tensors) checkCpu(t, "allreduce_coalesced");
+  return submit(info(OpType::kAllreduceCoalesced, opts.seq, tensors, tensors, opts.timeout, -1, 0,
+                     std::string(reduceOpName(opts.reduceOp))),
+                tensors, opts.asyncOp, [=, this] {
+                  // One descriptor-checked pass per tensor, all under the same seq.
+                  for (const auto& t : tensors) {
+                    ShmOp op(group_, makeDesc(opts.seq, OpType::kAllreduceCoalesced, t.dtype(),
+                                              opts.reduceOp, -1, t.nbytes()),
+                             true, opts.timeout);
+                    allreduceDirect(op, bytesOf(t), u64(t.numel()), t.dtype(), opts.reduceOp);
+                  }
+                  if (tensors.empty()) {
+                    ShmOp op(group_, makeDesc(opts.seq, OpType::kAllreduceCoalesced,
+                                              DType::kUInt8, opts.reduceOp, -1, 0),
+                             true, opts.timeout);
+                    op.sync();
+                  }
+                });
+}
+
+WorkPtr ShmBackend::reduce(const Tensor& tensor, const ReduceOptions& opts) {
+  checkCpu(tensor, "reduce");
+  return submit(info(OpType::kReduce, opts.seq, {tensor}, {tensor}, opts.timeout, opts.rootRank,
+                     0, std::string(reduceOpName(opts.reduceOp))),
+                {tensor}, opts.asyncOp, [=, this] {
+                  ShmOp op(group_, makeDesc(opts.seq, OpType::kReduce, tensor.dtype(),
+                                            opts.reduceOp, opts.rootRank, tensor.nbytes()),
+                           true, opts.timeout);
+                  reduceDirect(op, bytesOf(tensor), u64(tensor.numel()), tensor.dtype(),
+                               opts.reduceOp, opts.rootRank);
+                });
+}
+
+WorkPtr ShmBackend::allgather(const std::vector<Tensor>& outputs, const Tensor& input,
+                              const AllgatherOptions& opts) {
+  checkCpu(input, "allgather");
+  return submit(info(OpType::kAllgather, opts.seq, {input}, outputs, opts.timeout), outputs,
+                opts.asyncOp, [=, this] {
+                  OpDesc d = makeDesc(opts.seq, OpType::kAllgather, input.dtype(), {}, -1,
+                                      input.nbytes());
+                  d.hasCounts = 1;
+                  std::vector<uint8_t*> outs;
+                  for (int q = 0; q < size(); ++q) {
+                    d.sendCounts[q] = input.nbytes();
+                    d.recvCounts[q] = outputs[q].nbytes();
+                    outs.push_back(bytesOf(outputs[q]));
+                  }
+                  ShmOp op(group_, d, false, opts.timeout);
+                  allgatherChunked(op, bytesOf(input), input.nbytes(), outs);
+                });
+}
+
+WorkPtr ShmBackend::allgatherIntoTensor(const Tensor& output, const Tensor& input,
+                                        const AllgatherOptions& opts) {
+  checkCpu(input, "all_gather_into_tensor");
+  return submit(info(OpType::kAllgatherBase, opts.seq, {input}, {output}, opts.timeout), {output},
+                opts.asyncOp, [=, this] {
+                  ShmOp op(group_, makeDesc(opts.seq, OpType::kAllgatherBase, input.dtype(), {},
+                                            -1, input.nbytes()),
+                           true, opts.timeout);
+                  std::vector<uint8_t*> outs;
+                  for (int q = 0; q < size(); ++q) outs.push_back(bytesOf(output) + q * input.nbytes());
+                  allgatherChunked(op, bytesOf(input), input.nbytes(), outs);
+                });
+}
+
+WorkPtr ShmBackend::allgatherCoalesced(const std::vector<std::vector<Tensor>>& outputLists,
+                                       const std::vector<Tensor>& inputs,
+                                       const AllgatherOptions& opts) {
+  std::vector<Tensor> flat;
+  for (const auto& l : outputLists) flat.insert(flat.end(), l.begin(), l.end());
+  return submit(info(OpType::kAllgatherCoalesced, opts.seq, inputs, flat, opts.timeout), flat,
+                opts.asyncOp, [=, this] {
+                  for (size_t i = 0; i < inputs.size(); ++i) {
+                    OpDesc d = makeDesc(opts.seq, OpType::kAllgatherCoalesced, inputs[i].dtype(),
+                                        {}, -1, inputs[i].nbytes());
+                    d.hasCounts = 1;
+                    std::vector<uint8_t*> outs;
+                    for (int q = 0; q < size(); ++q) {
+                      d.sendCounts[q] = inputs[i].nbytes();
+                      d.recvCounts[q] = outputLists[i][q].nbytes();
+                      outs.push_back(bytesOf(outputLists[i][q]));
+                    }
+                    ShmOp op(group_, d, false, opts.timeout);
+                    allgatherChunked(op, bytesOf(inputs[i]), inputs[i].nbytes(), outs);
+                  }
+                  if (inputs.empty()) {
+                    ShmOp op(group_, makeDesc(opts.seq, OpType::kAllgatherCoalesced,
+                                              DType::kUInt8, {}, -1, 0),
+                             true, opts.timeout);
+                    op.sync();
+                  }
+                });
+}
+
+WorkPtr ShmBackend::gather(const std::vector<Tensor>& outputs, const Tensor& input,
+                           const GatherOptions& opts) {
+  checkCpu(input, "gather");
+  return submit(info(OpType::kGather, opts.seq, {input}, outputs, opts.timeout, opts.rootRank),
+                outputs, opts.asyncOp, [=, this] {
+                  ShmOp op(group_, makeDesc(opts.seq, OpType::kGather, input.dtype(), {},
+                                            opts.rootRank, input.nbytes()),
+                           true, opts.timeout);
+                  std::vector<uint8_t*> outs;
+                  for (const auto& o : outputs) outs.push_back(bytesOf(o));
+                  allgatherChunked(op, bytesOf(input), input.nbytes(), outs);
+                });
+}
+
+WorkPtr ShmBackend::scatter(const Tensor& output, const std::vector<Tensor>& inputs,
+                            const ScatterOptions& opts) {
+  checkCpu(output, "scatter");
+  return submit(info(OpType::kScatter, opts.seq, inputs, {output}, opts.timeout, opts.rootRank),
+                {output}, opts.asyncOp, [=, this] {
+                  ShmOp op(group_, makeDesc(opts.seq, OpType::kScatter, output.dtype(), {},
+                                            opts.rootRank, output.nbytes()),
+                           true, opts.timeout);
+                  std::vector<const uint8_t*> ins;
+                  for (const auto& t : inputs) ins.push_back(bytesOf(t));
+                  scatterChunked(op, ins, bytesOf(output), output.nbytes(), opts.rootRank);
+                });
+}
+
+WorkPtr ShmBackend::reduceScatter(const Tensor& output, const std::vector<Tensor>& inputs,
+                                  const ReduceScatterOptions& opts) {
+  checkCpu(output, "reduce_scatter");
+  return submit(info(OpType::kReduceScatter, opts.seq, inputs, {output}, opts.timeout, -1, 0,
+                     std::string(reduceOpName(opts.reduceOp))),
+                {output}, opts.asyncOp, [=, this] {
+                  ShmOp op(group_, makeDesc(opts.seq, OpType::kReduceScatter, output.dtype(),
+                                            opts.reduceOp, -1, output.nbytes()),
+                           true, opts.timeout);
+                  std::vector<const uint8_t*> ins;
+                  for (const auto& t : inputs) ins.push_back(bytesOf(t));
+                  reduceScatterParts(op, ins, bytesOf(output), u64(output.numel()),
+                                     output.dtype(), opts.reduceOp);
+                });
+}
+
+WorkPtr ShmBackend::reduceScatterTensor(const Tensor& output, const Tensor& input,
+                                        const ReduceScatterOptions& opts) {
+  checkCpu(output, "reduce_scatter_tensor");
+  return submit(info(OpType::kReduceScatterBase, opts.seq, {input}, {output}, opts.timeout, -1, 0,
+                     std::string(reduceOpName(opts.reduceOp))),
+                {output}, opts.asyncOp, [=, this] {
+                  ShmOp op(group_, makeDesc(opts.seq, OpType::kReduceScatterBase, output.dtype(),
+                                            opts.reduceOp, -1, output.nbytes()),
+                           true, opts.timeout);
+                  std::vector<const uint8_t*> ins;
+                  for (int q = 0; q < size(); ++q) ins.push_back(bytesOf(input) + q * output.nbytes());
+                  reduceScatterParts(op, ins, bytesOf(output), u64(output.numel()),
+                                     output.dtype(), opts.reduceOp);
+                });
+}
+
+WorkPtr ShmBackend::alltoall(const std::vector<Tensor>& outputs, const std::vector<Tensor>& inputs,
+                             const AllToAllOptions& opts) {
+  return submit(info(OpType::kAlltoall, opts.seq, inputs, outputs, opts.timeout), outputs,
+                opts.asyncOp, [=, this] {
+                  OpDesc d = makeDesc(opts.seq, OpType::kAlltoall, inputs[0].dtype(), {}, -1, 0);
+                  d.hasCounts = 1;
+                  std::vector<const uint8_t*> sends;
+                  std::vector<uint8_t*> recvs;
+                  std::vector<uint64_t> sendBytes, recvBytes;
+                  for (int q = 0; q < size(); ++q) {
+                    d.sendCounts[q] = inputs[q].nbytes();
+                    d.recvCounts[q] = outputs[q].nbytes();
+                    sends.push_back(bytesOf(inputs[q]));
+                    recvs.push_back(bytesOf(outputs[q]));
+                    sendBytes.push_back(inputs[q].nbytes());
+                    recvBytes.push_back(outputs[q].nbytes());
+                  }
+                  ShmOp op(group_, d, false, opts.timeout);
+                  alltoallParts(op, sends, sendBytes, recvs, recvBytes);
+                });
+}
+
+WorkPtr ShmBackend::alltoallBase(const Tensor& output, const Tensor& input,
+                                 const std::vector<int64_t>& outputSplits,
+                                 const std::vector<int64_t>& inputSplits,
+                                 const AllToAllOptions& opts) {
+  checkCpu(input, "all_to_all_single");
+  return submit(info(OpType::kAlltoallBase, opts.seq, {input}, {output}, opts.timeout), {output},
+                opts.asyncOp, [=, this] {
+                  const uint64_t row = u64(detail::rowNumel(input)) * input.elementSize();
+                  OpDesc d = makeDesc(opts.seq, OpType::kAlltoallBase, input.dtype(), {}, -1, 0);
+                  d.hasCounts = 1;
+                  std::vector<const uint8_t*> sends;
+                  std::vector<uint8_t*> recvs;
+                  std::vector<uint64_t> sendBytes, recvBytes;
+                  uint64_t inOff = 0, outOff = 0;
+                  for (int q = 0; q < size(); ++q) {
+                    sendBytes.push_back(u64(inputSplits[q]) * row);
+                    recvBytes.push_back(u64(outputSplits[q]) * row);
+                    d.sendCounts[q] = sendBytes.back();
+                    d.recvCounts[q] = recvBytes.back();
+                    sends.push_back(bytesOf(input) + inOff);
+                    recvs.push_back(bytesOf(output) + outOff);
+                    inOff += sendBytes.back();
+                    outOff += recvBytes.back();
+                  }
+                  ShmOp op(group_, d, false, opts.timeout);
+                  alltoallParts(op, sends, sendBytes, recvs, recvBytes);
+                });
+}
+
+WorkPtr ShmBackend::barrier(const BarrierOptions& opts) {
+  return submit(info(OpType::kBarrier, opts.seq, {}, {}, opts.timeout), {}, opts.asyncOp,
+                [=, this] {
+                  ShmOp op(group_, makeDesc(opts.seq, OpType::kBarrier, DType::kUInt8, {}, -1, 0),
+                           true, opts.timeout);
+                  op.sync();
+                });
+}
+
+WorkPtr ShmBackend::send(const Tensor& tensor, int dstRank, const SendOptions& opts) {
+  checkCpu(tensor, "send");
+  auto work = std::make_shared<Work>(
+      info(OpType::kSend, opts.seq, {tensor}, {}, opts.timeout, dstRank, opts.tag), std::vector<Tensor>{tensor});
+  p2p_->postSend(work, tensor, dstRank, opts.tag, opts.seq, opts.timeout);
+  return work;
+}
+
+WorkPtr ShmBackend::recv(const Tensor& tensor, int srcRank, const RecvOptions& opts) {
+  checkCpu(tensor, "recv");
+  auto work = std::make_shared<Work>(
+      info(OpType::kRecv, opts.seq, {}, {tensor}, opts.timeout, srcRank, opts.tag), std::vector<Tensor>{tensor});
+  p2p_->postRecv(work, tensor, srcRank, opts.tag, opts.timeout);
+  return work;
+}
+
+WorkPtr ShmBackend::recvAnysource(const Tensor& tensor, const RecvOptions& opts) {
+  checkCpu(tensor, "recv from any source");
+  auto work = std::make_shared<Work>(
+      info(OpType::kRecvAnysource, opts.seq, {}, {tensor}, opts.timeout, -1, opts.tag), std::vector<Tensor>{tensor});
+  p2p_->postRecv(work, tensor, -1, opts.tag, opts.timeout);
+  return work;
+}
+
+}  // namespace distlab::comm::shm

@@ -1,0 +1,144 @@
+#include "runtime/comm/backends/shm/shm_op.hpp"
+
+#include <fmt/format.h>
+
+#include "runtime/comm/backends/shm/shm_wait.hpp"
+#include "runtime/core/errors.hpp"
+#include "runtime/tensor/dtype.hpp"
+
+namespace distlab::comm::shm {
+
+void throwPeerFailure(ShmSegment& segment, int peer, const std::string& context) {
+  RankControl& c = segment.control(peer);
+  const auto kind = static_cast<FailureKind>(c.failed.load(std::memory_order_acquire));
+  const std::string msg = fmt::format("{}: rank {} failed: {}", context, peer,
+                                      std::string(c.reason, strnlen(c.reason, sizeof(c.reason))));
+  switch (kind) {
+    case FailureKind::kTimeout: throw DistTimeoutError(msg);
+    case FailureKind::kPeerDied: throw DistPeerFailureError(msg);
+    default: throw DistBackendError(msg);
+  }
+}
+
+ShmOp::ShmOp(ShmGroup& group, const OpDesc& mine, bool equalBytes, Milliseconds timeout)
+    : g_(group),
+      mine_(mine),
+      equalBytes_(equalBytes),
+      timeout_(timeout),
+      deadline_(Deadline::after(timeout)) {
+  RankControl& me = g_.segment->control(g_.rank);
+  me.seq.store(mine.seq, std::memory_order_relaxed);
+  me.opType.store(mine.opType, std::memory_order_relaxed);
+}
+
+uint64_t ShmOp::partBytes() const { return (slotBytes() / size()) & ~uint64_t{63}; }
+
+uint8_t* ShmOp::writeSlot() { return g_.segment->slot(g_.rank, (g_.step + 1) & 1); }
+
+const uint8_t* ShmOp::readSlot(int r) { return g_.segment->slot(r, g_.step & 1); }
+
+std::string ShmOp::what() const {
+  return fmt::format("[shm] group '{}' rank {}: {} (seq {})", g_.groupName, g_.rank,
+                     opTypeName(static_cast<OpType>(mine_.opType)), mine_.seq);
+}
+
+void ShmOp::sync() {
+  ShmSegment& seg = *g_.segment;
+  const uint64_t target = g_.step + 1;
+  if (first_) seg.desc(g_.rank, target & 1) = mine_;
+  RankControl& me = seg.control(g_.rank);
+  me.step.store(target, std::memory_order_release);
+  g_.step = target;
+  ring(seg.header().collBell, seg.header().collSleepers);
+  const int n = g_.size;
+  int next = 0;  // ranks below `next` are known to have arrived
+  waitUntil(
+      seg.header().collBell, seg.header().collSleepers,
+      [&] {
+        while (next < n && seg.control(next).step.load(std::memory_order_acquire) >= target) {
+          ++next;
+        }
+        return next == n;
+      },
+      [&] { poll(); });
+  if (first_) {
+    first_ = false;
+    descs_.resize(n);
+    for (int r = 0; r < n; ++r) descs_[r] = seg.desc(r, target & 1);
+    validate();
+  }
+}
+
+void ShmOp::poll() {
+  ShmSegment& seg = *g_.segment;
+  if (g_.aborted && g_.aborted->load(std::memory_order_acquire)) {
+    throw DistBackendError(what() + ": aborted while waiting for peers");
+  }
+  const uint64_t target = g_.step;
+  for (int r = 0; r < g_.size; ++r) {
+    if (r == g_.rank) continue;
+    if (seg.control(r).failed.load(std::memory_order_acquire) != 0) {
+      throwPeerFailure(seg, r, what());
+    }
+    if (seg.control(r).step.load(std::memory_order_acquire) < target && !g_.peers->alive(r)) {
+      throw DistPeerFailureError(fmt::format(
+          "{}: rank {} (pid {}) exited while this rank waited for it ({})", what(), r,
+          g_.peers->pid(r), describeRank(seg, r)));
+    }
+  }
+  if (deadline_.expired()) throwTimeout();
+}
+
+void ShmOp::throwTimeout() {
+  ShmSegment& seg = *g_.segment;
+  std::string missing, progress;
+  for (int r = 0; r < g_.size; ++r) {
+    if (seg.control(r).step.load(std::memory_order_acquire) < g_.step) {
+      missing += (missing.empty() ? "" : ", ") + std::to_string(r);
+      progress += "; " + describeRank(seg, r);
+    }
+  }
+  throw DistTimeoutError(fmt::format(
+      "{} timed out after {} ms: ranks [{}] have not arrived (this rank waits at step {}{})",
+      what(), timeout_.count(), missing, g_.step, progress));
+}
+
+namespace {
+std::string describeDesc(const OpDesc& d) {
+  std::string s = fmt::format("{}(seq {}, {} bytes, {}", opTypeName(static_cast<OpType>(d.opType)),
+                              d.seq, d.bytes, dtypeName(static_cast<DType>(d.dtype)));
+  if (d.root >= 0) s += fmt::format(", root {}", d.root);
+  ReduceOp op(static_cast<ReduceOp::Kind>(d.reduceOp));
+  return s + fmt::format(", op {})", reduceOpName(op));
+}
+}  // namespace
+
+void ShmOp::validate() {
+  const OpDesc& a = descs_[0];
+  std::string diff;
+  for (int r = 1; r < g_.size && diff.empty(); ++r) {
+    const OpDesc& b = descs_[r];
+    if (a.seq != b.seq || a.opType != b.opType || a.dtype != b.dtype ||
+        a.reduceOp != b.reduceOp || a.root != b.root || (equalBytes_ && a.bytes != b.bytes)) {
+      diff = fmt::format("rank 0 runs {}, but rank {} runs {}", describeDesc(a), r,
+                         describeDesc(b));
+    }
+  }
+  if (diff.empty() && mine_.hasCounts) {
+    for (int p = 0; p < g_.size && diff.empty(); ++p) {
+      for (int q = 0; q < g_.size; ++q) {
+        if (descs_[p].sendCounts[q] != descs_[q].recvCounts[p]) {
+          diff = fmt::format("rank {} sends {} bytes to rank {}, which expects {} bytes",
+                             p, descs_[p].sendCounts[q], q, descs_[q].recvCounts[p]);
+          break;
+        }
+      }
+    }
+  }
+  if (!diff.empty()) {
+    throw DistBackendError(fmt::format(
+        "{}: Detected mismatch between collectives on ranks: {}", what(), diff));
+  }
+}
+
+}  // namespace distlab::comm::shm

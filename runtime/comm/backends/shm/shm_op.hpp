@@ -1,0 +1,81 @@
+#pragma once
+// ShmOp: one collective's walk through the segment's steps.
+//
+// Note [shm steps]
+// Each rank counts the steps it has arrived at (RankControl::step, monotonic
+// across operations). A step is: write your part into your slot of parity
+// (step % 2), arrive (step++), wait until every rank arrived at that step, then
+// read any rank's slot of that parity until your next arrival. The wait also
+// proves every rank has finished reading the previous step, so the other parity
+// is free to write: two buffers give a pipeline where a fast rank writes chunk
+// k+1 while a slow one still reads chunk k. One wait per step, no extra
+// "done reading" barrier.
+// The first step also publishes this rank's OpDesc (op, seq, dtype, sizes); after
+// it every rank compares all descriptors, so a mismatch raises on every rank
+// before any rank reads a byte of another's data.
+//
+// Waiting follows Note [shm waiting]. Failures: DistTimeoutError (deadline; the
+// message names the ranks that have not arrived and where they are),
+// DistPeerFailureError (a rank's process exited), DistBackendError (mismatch,
+// abort, or a peer that published a failure — mirrored with its kind).
+#include <atomic>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "runtime/comm/backends/shm/shm_peers.hpp"
+#include "runtime/comm/backends/shm/shm_segment.hpp"
+#include "runtime/comm/types.hpp"
+#include "runtime/core/clock.hpp"
+
+namespace distlab::comm::shm {
+
+// Group-wide state the collectives share (owned by ShmBackend).
+struct ShmGroup {
+  ShmSegment* segment = nullptr;
+  ShmPeers* peers = nullptr;
+  int rank = 0;
+  int size = 1;
+  std::string groupName;
+  uint64_t step = 0;                       // this rank's arrived steps (collective thread only)
+  std::atomic<bool>* aborted = nullptr;     // local abort request
+};
+
+class ShmOp {
+ public:
+  // `equalBytes`: every rank must contribute the same number of bytes.
+  ShmOp(ShmGroup& group, const OpDesc& mine, bool equalBytes, Milliseconds timeout);
+
+  int rank() const { return g_.rank; }
+  int size() const { return g_.size; }
+  uint64_t slotBytes() const { return g_.segment->slotBytes(); }
+  // Bytes per rank part when the slot is split in size() parts (64-byte aligned).
+  uint64_t partBytes() const;
+  // My slot for the step about to be taken.
+  uint8_t* writeSlot();
+  // Rank r's slot of the step last synced.
+  const uint8_t* readSlot(int r);
+  // Arrive and wait for every rank (see the Note).
+  void sync();
+  // Descriptors of the first step (valid after the first sync).
+  const OpDesc& desc(int r) const { return descs_[r]; }
+
+ private:
+  void validate();
+  void poll();
+  [[noreturn]] void throwTimeout();
+  std::string what() const;
+
+  ShmGroup& g_;
+  OpDesc mine_;
+  bool equalBytes_;
+  bool first_ = true;
+  Milliseconds timeout_;
+  Deadline deadline_;
+  std::vector<OpDesc> descs_;
+};
+
+// Mirrors a peer's published failure as the same exception kind.
+[[noreturn]] void throwPeerFailure(ShmSegment& segment, int peer, const std::string& context);
+
+}  // namespace distlab::comm::shm

@@ -1,0 +1,417 @@
+#include "runtime/comm/backends/shm/shm_p2p.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "runtime/comm/backends/shm/shm_op.hpp"
+#include "runtime/comm/backends/shm/shm_wait.hpp"
+#include "runtime/core/errors.hpp"
+
+namespace distlab::comm::shm {
+namespace {
+
+struct MsgHeader {
+  uint32_t magic;
+  int32_t tag;
+  uint64_t bytes;
+  uint64_t seq;
+  uint64_t pad;
+};
+static_assert(sizeof(MsgHeader) == 32);
+constexpr uint32_t kMsgMagic = 0x6d736731;
+
+void ringWrite(uint8_t* ring, uint64_t cap, uint64_t pos, const uint8_t* src, uint64_t n) {
+  const uint64_t at = pos & (cap - 1);
+  const uint64_t first = std::min(n, cap - at);
+  std::memcpy(ring + at, src, first);
+  if (first < n) std::memcpy(ring, src + first, n - first);
+}
+
+void ringRead(const uint8_t* ring, uint64_t cap, uint64_t pos, uint8_t* dst, uint64_t n) {
+  const uint64_t at = pos & (cap - 1);
+  const uint64_t first = std::min(n, cap - at);
+  if (dst) {
+    std::memcpy(dst, ring + at, first);
+    if (first < n) std::memcpy(dst + first, ring, n - first);
+  }
+}
+
+}  // namespace
+
+struct ShmP2P::Send {
+  WorkPtr work;
+  Tensor keep;
+  const uint8_t* data;
+  uint64_t bytes;
+  int dst;
+  int tag;
+  uint64_t seq;
+  Milliseconds timeout;
+  Deadline deadline;
+  bool headerDone = false;
+  uint64_t sent = 0;
+};
+
+struct ShmP2P::Recv {
+  WorkPtr work;
+  Tensor keep;
+  uint8_t* data;
+  uint64_t bytes;
+  int src;  // -1: any
+  int tag;
+  Milliseconds timeout;
+  Deadline deadline;
+};
+
+struct ShmP2P::Unexpected {
+  int src;
+  int tag;
+  std::vector<uint8_t> data;
+  bool complete = false;
+  std::shared_ptr<Recv> claimedBy;
+};
+
+struct ShmP2P::Incoming {
+  MsgHeader hdr{};
+  uint64_t got = 0;
+  std::shared_ptr<Recv> target;
+  Unexpected* buffer = nullptr;  // stable: std::list
+  bool discard = false;
+};
+
+ShmP2P::ShmP2P(ShmSegment& segment, ShmPeers& peers, std::string groupName, FailureFn onFailure)
+    : seg_(segment),
+      peers_(peers),
+      groupName_(std::move(groupName)),
+      onFailure_(std::move(onFailure)),
+      rank_(segment.rank()),
+      size_(segment.size()) {
+  sends_.resize(size_);
+  incoming_.resize(size_);
+  thread_ = std::thread([this] { loop(); });
+}
+
+ShmP2P::~ShmP2P() { stop(); }
+
+std::string ShmP2P::what() const {
+  return fmt::format("[shm] group '{}' rank {}", groupName_, rank_);
+}
+
+void ShmP2P::ringPeer(int peer) {
+  RankControl& c = seg_.control(peer);
+  ring(c.p2pBell, c.p2pSleepers);
+}
+
+void ShmP2P::postSend(WorkPtr work, const Tensor& tensor, int dst, int tag, uint64_t seq,
+                      Milliseconds timeout) {
+  auto s = std::make_shared<Send>(Send{work, tensor, static_cast<const uint8_t*>(tensor.rawData()),
+                                       tensor.nbytes(), dst, tag, seq, timeout,
+                                       Deadline::after(timeout)});
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    postedSends_.push_back(std::move(s));
+  }
+  ringPeer(rank_);
+}
+
+void ShmP2P::postRecv(WorkPtr work, const Tensor& tensor, int src, int tag, Milliseconds timeout) {
+  auto r = std::make_shared<Recv>(Recv{work, tensor, static_cast<uint8_t*>(tensor.rawData()),
+                                       tensor.nbytes(), src, tag, timeout,
+                                       Deadline::after(timeout)});
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    postedRecvs_.push_back(std::move(r));
+  }
+  ringPeer(rank_);
+}
+
+void ShmP2P::failAll(const std::string& reason) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  failReason_ = reason;
+  failing_.store(true, std::memory_order_release);
+  ringPeer(rank_);
+}
+
+void ShmP2P::stop() {
+  if (!thread_.joinable()) return;
+  stopping_.store(true, std::memory_order_release);
+  ringPeer(rank_);
+  thread_.join();
+  auto e = std::make_exception_ptr(DistBackendError(what() + ": point-to-point engine shut down"));
+  acceptPosted();
+  for (auto& q : sends_) {
+    for (auto& s : q) s->work->finish(e);
+    q.clear();
+  }
+  for (auto& r : recvs_) r->work->finish(e);
+  recvs_.clear();
+  for (auto& in : incoming_) {
+    if (in && in->target) in->target->work->finish(e);
+  }
+  for (auto& u : unexpected_) {
+    if (u.claimedBy) u.claimedBy->work->finish(e);
+  }
+}
+
+void ShmP2P::acceptPosted() {
+  std::vector<std::shared_ptr<Send>> sends;
+  std::vector<std::shared_ptr<Recv>> recvs;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    sends.swap(postedSends_);
+    recvs.swap(postedRecvs_);
+  }
+  for (auto& s : sends) {
+    s->work->markStarted();
+    sends_[s->dst].push_back(std::move(s));
+  }
+  for (auto& r : recvs) {
+    r->work->markStarted();
+    if (!matchUnexpected(r)) recvs_.push_back(std::move(r));
+  }
+}
+
+bool ShmP2P::matchUnexpected(const std::shared_ptr<Recv>& recv) {
+  for (auto it = unexpected_.begin(); it != unexpected_.end(); ++it) {
+    Unexpected& u = *it;
+    if (u.claimedBy || u.tag != recv->tag || (recv->src >= 0 && u.src != recv->src)) continue;
+    if (!u.complete) {
+      u.claimedBy = recv;
+      return true;
+    }
+    deliver(u, recv);
+    unexpected_.erase(it);
+    return true;
+  }
+  return false;
+}
+
+void ShmP2P::deliver(Unexpected& u, const std::shared_ptr<Recv>& recv) {
+  if (u.data.size() != recv->bytes) {
+    fail(recv, std::make_exception_ptr(DistBackendError(fmt::format(
+                   "{}: recv from rank {} (tag {}) expects {} bytes, but the message has {} bytes",
+                   what(), u.src, u.tag, recv->bytes, u.data.size()))));
+    return;
+  }
+  if (!u.data.empty()) std::memcpy(recv->data, u.data.data(), u.data.size());
+  complete(recv, u.src);
+}
+
+void ShmP2P::complete(const std::shared_ptr<Recv>& r, int src) {
+  r->work->setSourceRank(src);
+  r->work->finish();
+}
+
+void ShmP2P::fail(const std::shared_ptr<Send>& s, std::exception_ptr e) { s->work->finish(e); }
+void ShmP2P::fail(const std::shared_ptr<Recv>& r, std::exception_ptr e) { r->work->finish(e); }
+
+bool ShmP2P::progressSends() {
+  bool moved = false;
+  const uint64_t cap = seg_.channelBytes();
+  for (int dst = 0; dst < size_; ++dst) {
+    auto& queue = sends_[dst];
+    if (queue.empty()) continue;
+    ChannelHeader& ch = seg_.channel(rank_, dst);
+    uint8_t* data = seg_.channelData(rank_, dst);
+    uint64_t tail = ch.tail.load(std::memory_order_relaxed);
+    const uint64_t head = ch.head.load(std::memory_order_acquire);
+    bool wrote = false;
+    while (!queue.empty()) {
+      Send& s = *queue.front();
+      uint64_t space = cap - (tail - head);
+      if (!s.headerDone) {
+        if (space < sizeof(MsgHeader)) break;
+        MsgHeader h{kMsgMagic, s.tag, s.bytes, s.seq, 0};
+        ringWrite(data, cap, tail, reinterpret_cast<const uint8_t*>(&h), sizeof h);
+        tail += sizeof h;
+        space -= sizeof h;
+        s.headerDone = true;
+        wrote = true;
+      }
+      const uint64_t n = std::min(space, s.bytes - s.sent);
+      if (n > 0) {
+        ringWrite(data, cap, tail, s.data + s.sent, n);
+        tail += n;
+        s.sent += n;
+        wrote = true;
+      }
+      if (s.sent < s.bytes) break;
+      ch.tail.store(tail, std::memory_order_release);
+      s.work->finish();
+      queue.pop_front();
+    }
+    if (wrote) {
+      ch.tail.store(tail, std::memory_order_release);
+      ringPeer(dst);
+      moved = true;
+    }
+  }
+  return moved;
+}
+
+bool ShmP2P::progressIncoming(int src) {
+  const uint64_t cap = seg_.channelBytes();
+  ChannelHeader& ch = seg_.channel(src, rank_);
+  const uint8_t* data = seg_.channelData(src, rank_);
+  const uint64_t tail = ch.tail.load(std::memory_order_acquire);
+  uint64_t head = ch.head.load(std::memory_order_relaxed);
+  const uint64_t start = head;
+  auto& in = incoming_[src];
+  while (tail != head) {
+    if (!in) {
+      if (tail - head < sizeof(MsgHeader)) break;
+      in = std::make_unique<Incoming>();
+      ringRead(data, cap, head, reinterpret_cast<uint8_t*>(&in->hdr), sizeof(MsgHeader));
+      head += sizeof(MsgHeader);
+      auto it = std::find_if(recvs_.begin(), recvs_.end(), [&](const auto& r) {
+        return r->tag == in->hdr.tag && (r->src < 0 || r->src == src);
+      });
+      if (it != recvs_.end()) {
+        if ((*it)->bytes != in->hdr.bytes) {
+          fail(*it, std::make_exception_ptr(DistBackendError(fmt::format(
+                        "{}: recv from rank {} (tag {}) expects {} bytes, but the message has {} "
+                        "bytes",
+                        what(), src, in->hdr.tag, (*it)->bytes, in->hdr.bytes))));
+          in->discard = true;
+        } else {
+          in->target = *it;
+        }
+        recvs_.erase(it);
+      } else {
+        unexpected_.push_back(Unexpected{src, in->hdr.tag, std::vector<uint8_t>(in->hdr.bytes)});
+        in->buffer = &unexpected_.back();
+      }
+    }
+    const uint64_t n = std::min(tail - head, in->hdr.bytes - in->got);
+    uint8_t* dst = in->target   ? in->target->data + in->got
+                   : in->buffer ? in->buffer->data.data() + in->got
+                                : nullptr;
+    ringRead(data, cap, head, dst, n);
+    head += n;
+    in->got += n;
+    if (in->got < in->hdr.bytes) break;
+    if (in->target) complete(in->target, src);
+    if (in->buffer) {
+      in->buffer->complete = true;
+      if (in->buffer->claimedBy) {
+        auto recv = in->buffer->claimedBy;
+        deliver(*in->buffer, recv);
+        unexpected_.remove_if([&](const Unexpected& u) { return &u == in->buffer; });
+      }
+    }
+    in.reset();
+  }
+  if (head != start) {
+    ch.head.store(head, std::memory_order_release);
+    ringPeer(src);
+    return true;
+  }
+  return false;
+}
+
+bool ShmP2P::progress() {
+  acceptPosted();
+  bool moved = progressSends();
+  for (int src = 0; src < size_; ++src) moved = progressIncoming(src) || moved;
+  return moved;
+}
+
+void ShmP2P::checkFailures() {
+  lastPollNs_ = monotonicNowNs();
+  if (failing_.load(std::memory_order_acquire)) {
+    std::string reason;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      reason = failReason_;
+    }
+    acceptPosted();
+    auto e = std::make_exception_ptr(DistBackendError(what() + ": " + reason));
+    for (auto& q : sends_) {
+      for (auto& s : q) fail(s, e);
+      q.clear();
+    }
+    for (auto& r : recvs_) fail(r, e);
+    recvs_.clear();
+    for (auto& u : unexpected_) {
+      if (u.claimedBy && !u.complete) fail(u.claimedBy, e), u.claimedBy = nullptr;
+    }
+    for (auto& in : incoming_) {
+      if (in && in->target) fail(in->target, e), in->target = nullptr, in->discard = true;
+    }
+    return;
+  }
+  auto peerError = [&](int peer, const char* dir, int tag) -> std::exception_ptr {
+    const std::string ctx = fmt::format("{}: {} rank {} (tag {})", what(), dir, peer, tag);
+    if (seg_.control(peer).failed.load(std::memory_order_acquire) != 0 && peer != rank_) {
+      try {
+        throwPeerFailure(seg_, peer, ctx);
+      } catch (...) {
+        return std::current_exception();
+      }
+    }
+    if (!peers_.alive(peer)) {
+      return std::make_exception_ptr(DistPeerFailureError(
+          fmt::format("{}: rank {} (pid {}) exited", ctx, peer, peers_.pid(peer))));
+    }
+    return nullptr;
+  };
+  for (auto& q : sends_) {
+    while (!q.empty()) {
+      auto s = q.front();
+      std::exception_ptr e = peerError(s->dst, "send to", s->tag);
+      if (!e && s->deadline.expired()) {
+        e = std::make_exception_ptr(DistTimeoutError(fmt::format(
+            "{}: send to rank {} (tag {}, p2p seq {}) timed out after {} ms: {} of {} bytes "
+            "delivered, the receiver is not draining",
+            what(), s->dst, s->tag, s->seq, s->timeout.count(), s->sent, s->bytes)));
+      }
+      if (!e) break;
+      fail(s, e);
+      q.pop_front();
+      if (!s->deadline.expired()) onFailure_(e, FailureKind::kPeerDied);
+    }
+  }
+  for (auto it = recvs_.begin(); it != recvs_.end();) {
+    auto r = *it;
+    std::exception_ptr e;
+    if (r->src >= 0) {
+      ChannelHeader& ch = seg_.channel(r->src, rank_);
+      const bool drained = ch.tail.load(std::memory_order_acquire) ==
+                           ch.head.load(std::memory_order_relaxed);
+      if (drained) e = peerError(r->src, "recv from", r->tag);
+    }
+    if (!e && r->deadline.expired()) {
+      e = std::make_exception_ptr(DistTimeoutError(fmt::format(
+          "{}: recv from {} (tag {}) timed out after {} ms: no matching message arrived", what(),
+          r->src >= 0 ? "rank " + std::to_string(r->src) : std::string("any rank"), r->tag,
+          r->timeout.count())));
+    }
+    if (!e) {
+      ++it;
+      continue;
+    }
+    fail(r, e);
+    it = recvs_.erase(it);
+    if (!r->deadline.expired()) onFailure_(e, FailureKind::kPeerDied);
+  }
+}
+
+void ShmP2P::loop() {
+  RankControl& me = seg_.control(rank_);
+  while (!stopping_.load(std::memory_order_acquire)) {
+    const uint32_t seen = me.p2pBell.load(std::memory_order_acquire);
+    if (progress()) continue;
+    if (monotonicNowNs() - lastPollNs_ > kPollIntervalNs || failing_.load()) checkFailures();
+    waitUntil(
+        me.p2pBell, me.p2pSleepers,
+        [&] {
+          return me.p2pBell.load(std::memory_order_acquire) != seen ||
+                 stopping_.load(std::memory_order_acquire);
+        },
+        [&] { checkFailures(); });
+  }
+}
+
+}  // namespace distlab::comm::shm

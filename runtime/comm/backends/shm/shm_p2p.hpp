@@ -1,0 +1,99 @@
+#pragma once
+// Point-to-point over the segment's channels (one ring per ordered rank pair).
+//
+// Note [shm point-to-point]
+// A message is a 32-byte header (tag, size, per-peer seq) followed by the
+// payload, streamed through the ring of (src, dst) as space allows, so any
+// message size fits a bounded channel. One engine thread per rank moves all
+// pending sends and receives a little at a time (never blocking on one), so
+// isend/irecv in any order, send-to-self and batch_isend_irecv rings cannot
+// deadlock. Receiving matches (source, tag) like MPI: a message that arrives
+// before its recv is posted (or whose tag does not match the oldest posted
+// recv) is drained into a heap buffer and delivered when a matching recv is
+// posted; messages between one pair with one tag never overtake each other.
+// recvAnysource takes the oldest matching message from any rank.
+// A size mismatch fails the recv (naming both sizes) and discards the payload:
+// memory is never overrun. Each op fails with DistTimeoutError at its deadline
+// and with DistPeerFailureError when its peer exits (checked every ~50 ms).
+// Waiting: the engine sleeps on its rank's p2pBell (Note [shm waiting]); peers
+// ring it when they write to or drain from its channels.
+#include <atomic>
+#include <deque>
+#include <functional>
+#include <list>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "runtime/comm/backends/shm/shm_peers.hpp"
+#include "runtime/comm/backends/shm/shm_segment.hpp"
+#include "runtime/comm/work.hpp"
+#include "runtime/core/clock.hpp"
+
+namespace distlab::comm::shm {
+
+class ShmP2P {
+ public:
+  // `onFailure(error, kind)` runs (on the engine thread) when an op fails; the
+  // backend uses it to mark the group broken.
+  using FailureFn = std::function<void(std::exception_ptr, FailureKind)>;
+  ShmP2P(ShmSegment& segment, ShmPeers& peers, std::string groupName, FailureFn onFailure);
+  ~ShmP2P();  // stop()
+  ShmP2P(const ShmP2P&) = delete;
+  ShmP2P& operator=(const ShmP2P&) = delete;
+
+  void postSend(WorkPtr work, const Tensor& tensor, int dst, int tag, uint64_t seq,
+                Milliseconds timeout);
+  // src == -1: any source.
+  void postRecv(WorkPtr work, const Tensor& tensor, int src, int tag, Milliseconds timeout);
+  // Fails every pending op with `reason` (DistBackendError).
+  void failAll(const std::string& reason);
+  void stop();
+
+ private:
+  struct Send;
+  struct Recv;
+  struct Incoming;
+  struct Unexpected;
+
+  void loop();
+  bool progress();
+  bool progressSends();
+  bool progressIncoming(int src);
+  void checkFailures();
+  void acceptPosted();
+  bool matchUnexpected(const std::shared_ptr<Recv>& recv);
+  void deliver(Unexpected& u, const std::shared_ptr<Recv>& recv);
+  void fail(const std::shared_ptr<Send>& s, std::exception_ptr e);
+  void fail(const std::shared_ptr<Recv>& r, std::exception_ptr e);
+  void complete(const std::shared_ptr<Recv>& r, int src);
+  void ringPeer(int peer);
+  std::string what() const;
+
+  ShmSegment& seg_;
+  ShmPeers& peers_;
+  std::string groupName_;
+  FailureFn onFailure_;
+  int rank_;
+  int size_;
+
+  std::mutex mutex_;
+  std::vector<std::shared_ptr<Send>> postedSends_;  // GUARDED_BY(mutex_)
+  std::vector<std::shared_ptr<Recv>> postedRecvs_;  // GUARDED_BY(mutex_)
+  std::string failReason_;                           // GUARDED_BY(mutex_)
+  std::atomic<bool> failing_{false};
+  std::atomic<bool> stopping_{false};
+
+  // Engine-thread state.
+  std::vector<std::deque<std::shared_ptr<Send>>> sends_;  // per dst, FIFO
+  std::list<std::shared_ptr<Recv>> recvs_;                // unmatched, in post order
+  std::vector<std::unique_ptr<Incoming>> incoming_;       // per src: message being read
+  std::list<Unexpected> unexpected_;                      // in arrival order
+  uint64_t arrivals_ = 0;
+  int64_t lastPollNs_ = 0;
+  std::thread thread_;
+};
+
+}  // namespace distlab::comm::shm

@@ -1,0 +1,58 @@
+#include "runtime/comm/backends/shm/shm_peers.hpp"
+
+#include <poll.h>
+#include <signal.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cerrno>
+
+#include <fmt/format.h>
+
+#include "runtime/comm/types.hpp"
+
+namespace distlab::comm::shm {
+
+ShmPeers::ShmPeers(ShmSegment& segment) {
+  const int self = getpid();
+  for (int r = 0; r < segment.size(); ++r) {
+    const int pid = segment.control(r).pid.load(std::memory_order_acquire);
+    pids_.push_back(pid);
+    if (pid == self) {
+      pidfds_.push_back(-2);
+      continue;
+    }
+#ifdef SYS_pidfd_open
+    const int fd = static_cast<int>(syscall(SYS_pidfd_open, pid, 0));
+#else
+    const int fd = -1;
+#endif
+    pidfds_.push_back(fd >= 0 ? fd : -1);
+  }
+}
+
+ShmPeers::~ShmPeers() {
+  for (int fd : pidfds_) {
+    if (fd >= 0) close(fd);
+  }
+}
+
+bool ShmPeers::alive(int rank) const {
+  const int fd = pidfds_[rank];
+  if (fd == -2) return true;
+  if (fd >= 0) {
+    pollfd p{fd, POLLIN, 0};
+    return poll(&p, 1, 0) == 0;  // readable once the process has exited
+  }
+  return kill(pids_[rank], 0) == 0 || errno == EPERM;
+}
+
+std::string describeRank(ShmSegment& segment, int rank) {
+  RankControl& c = segment.control(rank);
+  return fmt::format("rank {} is at seq {} ({}), step {}", rank,
+                     c.seq.load(std::memory_order_acquire),
+                     opTypeName(static_cast<OpType>(c.opType.load(std::memory_order_acquire))),
+                     c.step.load(std::memory_order_acquire));
+}
+
+}  // namespace distlab::comm::shm

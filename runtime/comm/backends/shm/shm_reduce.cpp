@@ -1,0 +1,28 @@
+// Direct reduce: as the direct allreduce, but only the root reduces:
+//   per chunk: stage into my slot; sync; root reduces all slots into its tensor.
+#include <algorithm>
+
+#include "runtime/comm/backends/shm/shm_algorithms.hpp"
+#include "runtime/comm/reduce_kernels.hpp"
+
+namespace distlab::comm::shm {
+
+void reduceDirect(ShmOp& op, uint8_t* data, uint64_t count, DType dtype, ReduceOp redop,
+                  int root) {
+  const uint64_t es = elementSize(dtype);
+  const uint64_t chunk = op.slotBytes() / es;
+  std::vector<const void*> srcs(op.size());
+  uint64_t off = 0;
+  do {
+    const uint64_t n = std::min(chunk, count - off);
+    stageInput(op.writeSlot(), data + off * es, n, dtype, redop);
+    op.sync();
+    if (op.rank() == root) {
+      for (int r = 0; r < op.size(); ++r) srcs[r] = op.readSlot(r);
+      reduceN(data + off * es, srcs.data(), op.size(), n, dtype, redop);
+    }
+    off += n;
+  } while (off < count);
+}
+
+}  // namespace distlab::comm::shm

@@ -1,0 +1,31 @@
+// Reduce-scatter: every slot is split in size() parts of P bytes; step k: each
+// rank stages piece k of ins[q] in part q; sync; rank q reduces part q of all
+// slots (rank order) into its output piece.
+#include <algorithm>
+
+#include "runtime/comm/backends/shm/shm_algorithms.hpp"
+#include "runtime/comm/reduce_kernels.hpp"
+
+namespace distlab::comm::shm {
+
+void reduceScatterParts(ShmOp& op, const std::vector<const uint8_t*>& ins, uint8_t* out,
+                        uint64_t count, DType dtype, ReduceOp redop) {
+  const uint64_t es = elementSize(dtype);
+  const uint64_t part = op.partBytes();
+  const uint64_t chunk = part / es;
+  std::vector<const void*> srcs(op.size());
+  uint64_t off = 0;
+  do {
+    const uint64_t n = std::min(chunk, count - off);
+    uint8_t* slot = op.writeSlot();
+    for (int q = 0; q < op.size(); ++q) {
+      stageInput(slot + q * part, ins[q] + off * es, n, dtype, redop);
+    }
+    op.sync();
+    for (int r = 0; r < op.size(); ++r) srcs[r] = op.readSlot(r) + op.rank() * part;
+    reduceN(out + off * es, srcs.data(), op.size(), n, dtype, redop);
+    off += n;
+  } while (off < count);
+}
+
+}  // namespace distlab::comm::shm

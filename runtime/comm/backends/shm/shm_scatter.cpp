@@ -1,0 +1,26 @@
+// Scatter: the root's slot is split in size() parts of P bytes; step k carries
+// bytes [k*P, (k+1)*P) of ins[q] in part q; after the sync rank q copies its part.
+#include <algorithm>
+#include <cstring>
+
+#include "runtime/comm/backends/shm/shm_algorithms.hpp"
+
+namespace distlab::comm::shm {
+
+void scatterChunked(ShmOp& op, const std::vector<const uint8_t*>& ins, uint8_t* out,
+                    uint64_t bytes, int root) {
+  const uint64_t part = op.partBytes();
+  uint64_t off = 0;
+  do {
+    const uint64_t n = std::min(part, bytes - off);
+    if (op.rank() == root && n > 0) {
+      uint8_t* slot = op.writeSlot();
+      for (int q = 0; q < op.size(); ++q) std::memcpy(slot + q * part, ins[q] + off, n);
+    }
+    op.sync();
+    if (n > 0) std::memcpy(out + off, op.readSlot(root) + op.rank() * part, n);
+    off += n;
+  } while (off < bytes);
+}
+
+}  // namespace distlab::comm::shm

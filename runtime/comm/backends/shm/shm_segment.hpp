@@ -1,0 +1,126 @@
+#pragma once
+// The shared-memory segment of one shm group: control blocks, per-op
+// descriptors, double-buffered data slots and point-to-point channels.
+//
+// Note [shm segment lifecycle]
+// Rank 0 creates the segment (shm_open with a fresh random name, ftruncate,
+// mmap) and publishes the name in the store under <prefix>segment. The others
+// read the name, shm_open and mmap it, and set `attached` and their pid in
+// their control block. Once every rank has attached, rank 0 shm_unlinks the
+// name: from then on the memory lives only as long as some rank maps it, so a
+// crash (even SIGKILL) leaks nothing. If attaching fails or times out, rank 0
+// unlinks on the way out.
+//
+// Layout (every part 64-byte aligned, sizes bounded by the options):
+//   SegmentHeader | RankControl[n] | OpDesc[n][2] | slot[n][2][slotBytes] |
+//   Channel[n][n] (src-major; each a header + channelBytes ring)
+#include <atomic>
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "runtime/comm/store/store.hpp"
+
+namespace distlab::comm::shm {
+
+inline constexpr int kMaxWorldSize = 64;
+inline constexpr uint64_t kSegmentMagic = 0x64697374'6c616273ULL;  // "distlabs"
+
+struct alignas(64) SegmentHeader {
+  uint64_t magic;
+  int32_t worldSize;
+  uint32_t pad;
+  uint64_t slotBytes;
+  uint64_t channelBytes;
+  uint64_t totalBytes;
+  alignas(64) std::atomic<uint32_t> collBell;      // bumped on every arrival
+  std::atomic<uint32_t> collSleepers;              // ranks in futex wait on collBell
+};
+
+// Failure kinds a rank publishes so its peers fail fast with the same kind.
+enum class FailureKind : uint32_t { kNone = 0, kTimeout, kPeerDied, kMismatch, kAborted, kOther };
+
+struct alignas(64) RankControl {
+  std::atomic<uint64_t> step;    // collective steps this rank has arrived at
+  std::atomic<uint64_t> seq;     // seq of the collective it runs (or last ran)
+  std::atomic<uint32_t> opType;  // OpType of that collective
+  std::atomic<int32_t> pid;
+  std::atomic<uint32_t> attached;
+  std::atomic<uint32_t> failed;  // FailureKind; set after `reason` is written
+  char reason[480];
+  alignas(64) std::atomic<uint32_t> p2pBell;  // bumped when p2p work for this rank may progress
+  std::atomic<uint32_t> p2pSleepers;
+};
+
+// What a rank is doing in one collective, published with its first step and
+// compared by every rank (mismatched collectives and sizes never touch memory).
+struct alignas(64) OpDesc {
+  uint64_t seq;
+  uint32_t opType;
+  uint32_t dtype;
+  uint32_t reduceOp;
+  int32_t root;
+  uint64_t bytes;         // this rank's contribution (input bytes)
+  double scalar;          // PREMUL_SUM
+  uint32_t hasCounts;     // sendCounts/recvCounts valid
+  uint32_t pad;
+  uint64_t sendCounts[kMaxWorldSize];  // bytes this rank sends to each rank
+  uint64_t recvCounts[kMaxWorldSize];  // bytes it expects from each rank
+};
+
+struct alignas(64) ChannelHeader {
+  std::atomic<uint64_t> head;  // bytes consumed (receiver writes)
+  alignas(64) std::atomic<uint64_t> tail;  // bytes produced (sender writes)
+};
+
+struct SegmentOptions {
+  uint64_t slotBytes = 256 * 1024;    // per rank per parity
+  uint64_t channelBytes = 64 * 1024;  // per ordered rank pair (power of two)
+};
+
+class ShmSegment {
+ public:
+  // Creates (rank 0) or attaches (others) and waits until every rank attached
+  // (or `timeout`: DistTimeoutError naming the missing ranks). Collective.
+  static std::unique_ptr<ShmSegment> open(Store& store, const std::string& keyPrefix, int rank,
+                                          int size, const SegmentOptions& options,
+                                          std::chrono::milliseconds timeout);
+  ~ShmSegment();  // munmap (and unlink if still linked)
+  ShmSegment(const ShmSegment&) = delete;
+  ShmSegment& operator=(const ShmSegment&) = delete;
+
+  int size() const { return size_; }
+  int rank() const { return rank_; }
+  uint64_t slotBytes() const { return header_->slotBytes; }
+  uint64_t channelBytes() const { return header_->channelBytes; }
+  const std::string& name() const { return name_; }
+
+  SegmentHeader& header() { return *header_; }
+  RankControl& control(int r) { return controls_[r]; }
+  OpDesc& desc(int r, int parity) { return descs_[r * 2 + parity]; }
+  uint8_t* slot(int r, int parity) { return slots_ + (uint64_t(r) * 2 + parity) * slotBytes(); }
+  ChannelHeader& channel(int src, int dst);
+  uint8_t* channelData(int src, int dst);
+
+ private:
+  ShmSegment() = default;
+  void layout(uint8_t* base, int size, const SegmentOptions& options);
+  static uint64_t totalBytes(int size, const SegmentOptions& options);
+
+  int rank_ = 0;
+  int size_ = 0;
+  std::string name_;
+  bool linked_ = false;
+  uint8_t* base_ = nullptr;
+  uint64_t mapped_ = 0;
+  SegmentHeader* header_ = nullptr;
+  RankControl* controls_ = nullptr;
+  OpDesc* descs_ = nullptr;
+  uint8_t* slots_ = nullptr;
+  uint8_t* channels_ = nullptr;
+  uint64_t channelStride_ = 0;
+};
+
+}  // namespace distlab::comm::shm
