@@ -13,6 +13,11 @@ Tensor& Tensor::copy_(const Tensor& src) {
   detail::checkCpu("copy_", *this);
   detail::checkCpu("copy_", src);
   Tensor source = src;
+  // A source that shares memory with *this in another layout (t.copy_(t.t()))
+  // would be overwritten while it is read: copy it out first.
+  const bool sameLayout = src.sizes() == sizes() && src.strides() == strides() &&
+                          src.storageOffset() == storageOffset();
+  if (src.sharesStorageWith(*this) && !sameLayout) source = src.clone();
   if (src.sizes() != sizes()) {
     const Shape target = detail::broadcastFor("copy_", sizes(), src.sizes());
     if (target != sizes()) {
@@ -20,7 +25,7 @@ Tensor& Tensor::copy_(const Tensor& src) {
                                  " cannot be broadcast to destination shape ",
                                  shapeToString(sizes())));
     }
-    source = src.expand(sizes());
+    source = source.expand(sizes());
   }
   if (source.dtype() == dtype() && isContiguous() && source.isContiguous()) {
     if (rawData() != source.rawData()) std::memmove(rawData(), source.rawData(), nbytes());

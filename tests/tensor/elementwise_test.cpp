@@ -162,6 +162,9 @@ TEST(Elementwise, CopyFillTo) {
   EXPECT_EQ(d.sum().item<double>(), 0.0);
   d.t().fill_(2);
   EXPECT_EQ(d.sum().item<double>(), 12.0);
+  Tensor sq = arange(4, {DType::kFloat32}).view({2, 2});
+  sq.copy_(sq.t());  // overlapping source in another layout
+  EXPECT_EQ(sq.toVector<float>(), (std::vector<float>{0, 2, 1, 3}));
   Tensor h = f.to(DType::kFloat16);
   EXPECT_EQ(h.to(DType::kFloat64).toVector<double>(), (std::vector<double>{1.5, -2.5, 3.75}));
 }
