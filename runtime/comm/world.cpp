@@ -24,7 +24,8 @@ World& currentWorld() {
 
 Rendezvous rendezvous(const std::string& url, int rank, int worldSize, Milliseconds timeout) {
 #if DISTLAB_HAVE_RENDEZVOUS
-  return rendezvousFromUrl(url, rank, worldSize, timeout);
+  RendezvousResult r = rendezvousFromUrl(url, rank, worldSize, timeout);
+  return Rendezvous{r.store, r.rank, r.worldSize};
 #else
   (void)rank;
   (void)worldSize;

@@ -1,5 +1,7 @@
 #include "tests/store/store_factory.hpp"
 
+#include <algorithm>
+
 #include "runtime/comm/store/file_store.hpp"
 #include "runtime/comm/store/hash_store.hpp"
 #include "runtime/comm/store/prefix_store.hpp"
@@ -32,8 +34,12 @@ std::vector<StoreKind> allStoreKinds() {
                      o.host = "127.0.0.1";
                      o.port = 0;
                      o.isMaster = true;
-                     o.timeout = t;
-                     return std::shared_ptr<Store>(std::make_shared<comm::TCPStore>(o));
+                     // Connecting uses the timeout too: give it room on a busy
+                     // machine, then apply the short timeout the test wants.
+                     o.timeout = std::max(t, std::chrono::milliseconds(10000));
+                     auto store = std::make_shared<comm::TCPStore>(o);
+                     store->setTimeout(t);
+                     return std::shared_ptr<Store>(store);
                    }});
 #endif
   return kinds;

@@ -1,0 +1,181 @@
+#include "runtime/comm/store/rendezvous.hpp"
+
+#include <charconv>
+#include <climits>
+
+#include <fmt/format.h>
+
+#include "runtime/comm/store/file_store.hpp"
+#include "runtime/comm/store/prefix_store.hpp"
+#include "runtime/comm/store/tcp_store.hpp"
+#include "runtime/core/env.hpp"
+#include "runtime/core/errors.hpp"
+
+namespace distlab::comm {
+namespace {
+
+int parseIntParam(const std::string& url, const std::string& name, const std::string& text,
+                  int min, int max) {
+  int value = 0;
+  auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (text.empty() || ec != std::errc() || ptr != text.data() + text.size() || value < min ||
+      value > max) {
+    throw ValueError(fmt::format("init_method '{}': {}='{}' is not an integer in [{}, {}]", url,
+                                 name, text, min, max));
+  }
+  return value;
+}
+
+// Combines an explicit argument with a URL query value; they must agree.
+int merge(const std::string& url, const char* argName, int arg, const InitMethod& m,
+          const char* param) {
+  auto it = m.query.find(param);
+  if (it == m.query.end()) return arg;
+  int fromUrl = parseIntParam(url, param, it->second, 0, INT_MAX);
+  if (arg >= 0 && arg != fromUrl) {
+    throw ValueError(fmt::format("init_method '{}' says {}={} but the {} argument is {}; give "
+                                 "one or make them agree", url, param, fromUrl, argName, arg));
+  }
+  return fromUrl;
+}
+
+void checkRankAndSize(const std::string& what, int rank, int worldSize) {
+  if (worldSize < 1) {
+    throw ValueError(fmt::format("{}: world_size must be given and >= 1 (found {})", what,
+                                 worldSize));
+  }
+  if (rank < 0 || rank >= worldSize) {
+    throw ValueError(fmt::format("{}: rank must be given and lie in [0, {}) (found {})", what,
+                                 worldSize, rank));
+  }
+}
+
+std::shared_ptr<Store> tcpStore(const std::string& host, int port, int rank, int worldSize,
+                                std::chrono::milliseconds timeout) {
+  bool external = env::getBool("DISTLAB_STORE_EXTERNAL").value_or(false);
+  TCPStoreOptions o;
+  o.host = host;
+  o.port = port;
+  o.isMaster = rank == 0 && !external;
+  o.worldSize = worldSize;
+  o.waitForWorkers = true;
+  o.timeout = timeout;
+  return std::make_shared<TCPStore>(o);
+}
+
+RendezvousResult envRendezvous(const RendezvousOptions& o, const InitMethod& m) {
+  std::string url = o.initMethod.empty() ? "env://" : o.initMethod;
+  int rank = merge(url, "rank", o.rank, m, "rank");
+  int worldSize = merge(url, "world_size", o.worldSize, m, "world_size");
+  if (worldSize < 0) worldSize = static_cast<int>(env::requireInt("WORLD_SIZE", 1, INT_MAX));
+  if (rank < 0) rank = static_cast<int>(env::requireInt("RANK", 0, INT_MAX));
+  checkRankAndSize(url, rank, worldSize);
+  auto addr = env::getString("MASTER_ADDR");
+  if (!addr || addr->empty()) {
+    if (rank != 0) {
+      throw ValueError("environment variable MASTER_ADDR is not set; set it to the address of "
+                       "the rank 0 host (env:// needs it on every rank but 0)");
+    }
+    addr = "127.0.0.1";
+  }
+  int port = static_cast<int>(env::requireInt("MASTER_PORT", 1, 65535));
+  std::shared_ptr<Store> store = tcpStore(*addr, port, rank, worldSize, o.timeout);
+  if (auto prefix = env::getString("DISTLAB_STORE_PREFIX"); prefix && !prefix->empty()) {
+    store = std::make_shared<PrefixStore>(*prefix, store);
+  }
+  return {store, rank, worldSize};
+}
+
+RendezvousResult tcpRendezvous(const RendezvousOptions& o, const InitMethod& m) {
+  const std::string& url = o.initMethod;
+  int rank = merge(url, "rank", o.rank, m, "rank");
+  int worldSize = merge(url, "world_size", o.worldSize, m, "world_size");
+  checkRankAndSize(url, rank, worldSize);
+  auto colon = m.location.rfind(':');
+  if (colon == std::string::npos || colon == 0) {
+    throw ValueError(fmt::format("init_method '{}': expected tcp://host:port", url));
+  }
+  std::string host = m.location.substr(0, colon);
+  if (host.size() > 2 && host.front() == '[' && host.back() == ']') {
+    host = host.substr(1, host.size() - 2);  // [::1]:port
+  }
+  int port = parseIntParam(url, "port", m.location.substr(colon + 1), 1, 65535);
+  return {tcpStore(host, port, rank, worldSize, o.timeout), rank, worldSize};
+}
+
+RendezvousResult fileRendezvous(const RendezvousOptions& o, const InitMethod& m) {
+  const std::string& url = o.initMethod;
+  int rank = merge(url, "rank", o.rank, m, "rank");
+  int worldSize = merge(url, "world_size", o.worldSize, m, "world_size");
+  checkRankAndSize(url, rank, worldSize);
+  if (m.location.empty()) {
+    throw ValueError(fmt::format("init_method '{}': expected file:///path/to/file", url));
+  }
+  return {std::make_shared<FileStore>(m.location, worldSize, o.timeout), rank, worldSize};
+}
+
+}  // namespace
+
+InitMethod parseInitMethod(const std::string& url) {
+  auto sep = url.find("://");
+  if (sep == std::string::npos || sep == 0) {
+    throw ValueError(fmt::format("init_method '{}' is not a URL; use env://, tcp://host:port or "
+                                 "file:///path", url));
+  }
+  InitMethod m;
+  m.scheme = url.substr(0, sep);
+  std::string rest = url.substr(sep + 3);
+  auto q = rest.find('?');
+  m.location = rest.substr(0, q);
+  if (q != std::string::npos) {
+    std::string query = rest.substr(q + 1);
+    size_t pos = 0;
+    while (pos <= query.size()) {
+      size_t amp = query.find('&', pos);
+      std::string item = query.substr(pos, amp == std::string::npos ? std::string::npos : amp - pos);
+      auto eq = item.find('=');
+      if (!item.empty()) {
+        if (eq == std::string::npos || eq == 0) {
+          throw ValueError(fmt::format("init_method '{}': query item '{}' is not name=value", url,
+                                       item));
+        }
+        m.query[item.substr(0, eq)] = item.substr(eq + 1);
+      }
+      if (amp == std::string::npos) break;
+      pos = amp + 1;
+    }
+  }
+  if (m.scheme != "env" && m.scheme != "tcp" && m.scheme != "file") {
+    throw ValueError(fmt::format("init_method '{}': unknown scheme '{}'; use env://, "
+                                 "tcp://host:port or file:///path", url, m.scheme));
+  }
+  return m;
+}
+
+RendezvousResult rendezvous(const RendezvousOptions& options) {
+  if (options.store) {
+    if (!options.initMethod.empty()) {
+      throw ValueError(fmt::format("init_method '{}' and store are mutually exclusive; give one",
+                                   options.initMethod));
+    }
+    checkRankAndSize("init with an explicit store", options.rank, options.worldSize);
+    return {options.store, options.rank, options.worldSize};
+  }
+  if (options.timeout.count() < 0) throw ValueError("rendezvous: timeout must not be negative");
+  InitMethod m = parseInitMethod(options.initMethod.empty() ? "env://" : options.initMethod);
+  if (m.scheme == "env") return envRendezvous(options, m);
+  if (m.scheme == "tcp") return tcpRendezvous(options, m);
+  return fileRendezvous(options, m);
+}
+
+RendezvousResult rendezvousFromUrl(const std::string& url, int rank, int worldSize,
+                                   std::chrono::milliseconds timeout) {
+  RendezvousOptions options;
+  options.initMethod = url;
+  options.rank = rank;
+  options.worldSize = worldSize;
+  options.timeout = timeout;
+  return rendezvous(options);
+}
+
+}  // namespace distlab::comm

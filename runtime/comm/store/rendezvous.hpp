@@ -1,0 +1,65 @@
+#pragma once
+// Rendezvous: turns an init method (URL) or an explicit store into the
+// {store, rank, worldSize} a process group is built on (PyTorch
+// init_process_group's init_method / store / rank / world_size; seed-inventory
+// §1.1-1.2). initProcessGroup calls this.
+//
+//   env://                   RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT from the
+//                            environment (explicit rank/worldSize win). Rank 0
+//                            hosts the TCPStore server on MASTER_PORT and waits
+//                            for all worldSize ranks to connect.
+//   tcp://host:port          rank and worldSize required (arguments or
+//                            ?rank=R&world_size=N); rank 0 hosts the server.
+//   file:///path/to/file     FileStore on that file; rank and worldSize
+//                            required. Use a fresh (absent or empty) file each job.
+//
+// With DISTLAB_STORE_EXTERNAL=1 in the environment (the launcher sets it) a
+// server already runs at MASTER_ADDR:MASTER_PORT, so rank 0 connects as a
+// client too. With DISTLAB_STORE_PREFIX=p (the launcher sets it per restart
+// round) env:// returns PrefixStore(p, store), so a restarted group never sees
+// the keys of an earlier round.
+//
+// Errors: bad or missing input is a ValueError naming the variable, URL part or
+// argument; a server that cannot be reached is a DistNetworkError; workers that
+// do not all arrive before `timeout` is a DistStoreError. Blocks until the
+// store is reachable (and, for the hosting rank, every rank has connected).
+#include <chrono>
+#include <map>
+#include <memory>
+#include <string>
+
+#include "runtime/comm/store/store.hpp"
+
+namespace distlab::comm {
+
+struct RendezvousOptions {
+  std::string initMethod;          // empty: "env://" unless `store` is given
+  std::shared_ptr<Store> store;    // explicit store; excludes initMethod
+  int rank = -1;                   // -1: from the URL or the environment
+  int worldSize = -1;              // -1: from the URL or the environment
+  std::chrono::milliseconds timeout = Store::kDefaultTimeout;
+};
+
+struct RendezvousResult {
+  std::shared_ptr<Store> store;
+  int rank = -1;
+  int worldSize = -1;
+};
+
+RendezvousResult rendezvous(const RendezvousOptions& options);
+
+// Shorthand for initProcessGroup: rendezvous({url, nullptr, rank, worldSize,
+// timeout}); an empty url means "env://".
+RendezvousResult rendezvousFromUrl(const std::string& url, int rank, int worldSize,
+                                   std::chrono::milliseconds timeout);
+
+// A parsed init URL: scheme ("env", "tcp", "file"), the part after "://"
+// without the query, and the query parameters. Throws ValueError.
+struct InitMethod {
+  std::string scheme;
+  std::string location;
+  std::map<std::string, std::string> query;
+};
+InitMethod parseInitMethod(const std::string& url);
+
+}  // namespace distlab::comm
