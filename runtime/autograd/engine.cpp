@@ -130,7 +130,12 @@ void backward(const TensorList& tensors, const TensorList& grads, bool retainGra
       if (!e.isValid()) continue;
       TensorList& buf = buffers[e.function.get()];
       if (buf.empty()) buf.resize(e.function->numInputs());
-      if (i < outputs.size()) addToBuffer(buf[e.inputNr], std::move(outputs[i]));
+      // A fresh handle per edge: a node may send one tensor along several edges
+      // (add's backward passes its gradient through to both inputs); separate
+      // handles make the sharing visible to AccumulateGrad's steal check.
+      if (i < outputs.size() && outputs[i].defined()) {
+        addToBuffer(buf[e.inputNr], outputs[i].detach());
+      }
       if (--deps[e.function.get()] == 0) ready.push(e.function);
     }
   }

@@ -16,9 +16,10 @@ std::atomic<uint64_t> gHookId{0};
 // Note [Stealing the first gradient]
 // PyTorch makes the incoming gradient the new `.grad` (no copy) when nothing
 // else references it. Here a gradient's storage referenced by a single handle
-// is safe to steal: the engine wraps every tensor that reaches it from outside
-// (user-supplied root gradients, hook results) in a fresh handle, so a caller's
-// own handle always shows up as a second reference to the storage.
+// is safe to steal: the engine gives every gradient it routes its own handle
+// (user-supplied root gradients, hook results, and each edge of a node's
+// output), so a caller's handle or a second consumer of the same gradient
+// always shows up as a second reference to the storage.
 bool canSteal(const Tensor& grad, const Tensor& variable) {
   return grad.storage().use_count() == 1 && grad.isContiguous() &&
          grad.sizes() == variable.sizes() && grad.strides() == variable.strides() &&

@@ -49,6 +49,16 @@ TEST(Engine, FirstGradientIsNotAliasedWithCallerTensor) {
   EXPECT_EQ(vals(g), (std::vector<float>{1, 1}));
 }
 
+TEST(Engine, PassThroughGradientIsNotSharedBetweenLeaves) {
+  Tensor a = leaf({1, 2});
+  Tensor b = leaf({1, 2});
+  backward(ops::sum(ops::add(a, b)));  // add's backward sends one tensor to both
+  EXPECT_FALSE(a.grad().sharesStorageWith(b.grad()));
+  backward(ops::sum(ops::mul(a, Scalar(2.0))));
+  EXPECT_EQ(vals(a.grad()), (std::vector<float>{3, 3}));
+  EXPECT_EQ(vals(b.grad()), (std::vector<float>{1, 1}));
+}
+
 TEST(Engine, FanOutSumsGradients) {
   Tensor x = leaf({2});
   Tensor y = ops::mul(x, x);                 // 2x
