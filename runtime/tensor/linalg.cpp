@@ -8,10 +8,19 @@
 // with ld = stride(1). Only other layouts are copied. Half types are widened
 // to float32, multiplied with sgemm (fp32 accumulation) and rounded back;
 // integer dtypes use plain loops accumulating in their own type, as PyTorch.
+//
+// Note [Small-M NT GEMM]
+// OpenBLAS is markedly slower for C = A . B^T (NoTrans, Trans) when A has few
+// rows, which is exactly the Linear forward x[32,1024] . W^T. Computing the
+// transposed product C^T = B . A^T (the same call with the operands swapped)
+// and transposing the small result into place measured 26% faster at M = 32
+// (1300 -> 962 us single-threaded, 1024x1024 weight; 53% at M = 8, 12% at
+// M = 64, a loss from M = 128 on), so that form is used for M <= 64.
 #include <cblas.h>
 
 #include <algorithm>
 #include <optional>
+#include <vector>
 
 #include "runtime/core/check.hpp"
 #include "runtime/tensor/detail/convert.hpp"
@@ -52,6 +61,33 @@ BatchOperand prepare(const Tensor& t) {
   return {c, Operand{false, std::max<int64_t>(1, c.sizes()[2])}};
 }
 
+constexpr int64_t kSwapMaxRows = 64;
+
+// dst[M,N] = src[N,M]^T, in cache-sized tiles.
+template <typename T>
+void transposeInto(const T* src, T* dst, int64_t M, int64_t N) {
+  constexpr int64_t kTile = 16;
+  for (int64_t i0 = 0; i0 < N; i0 += kTile) {
+    for (int64_t j0 = 0; j0 < M; j0 += kTile) {
+      const int64_t iEnd = std::min(N, i0 + kTile);
+      const int64_t jEnd = std::min(M, j0 + kTile);
+      for (int64_t j = j0; j < jEnd; ++j) {
+        for (int64_t i = i0; i < iEnd; ++i) dst[j * N + i] = src[i * M + j];
+      }
+    }
+  }
+}
+
+template <typename T>
+void gemmCall(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int64_t M, int64_t N, int64_t K, const T* a,
+              int64_t lda, const T* b, int64_t ldb, T* c, int64_t ldc) {
+  if constexpr (std::is_same_v<T, float>) {
+    cblas_sgemm(CblasRowMajor, ta, tb, M, N, K, 1.0f, a, lda, b, ldb, 0.0f, c, ldc);
+  } else {
+    cblas_dgemm(CblasRowMajor, ta, tb, M, N, K, 1.0, a, lda, b, ldb, 0.0, c, ldc);
+  }
+}
+
 template <typename T>
 void gemmBlas(const BatchOperand& a, const BatchOperand& b, Tensor& out, int64_t M, int64_t N,
               int64_t K) {
@@ -61,16 +97,18 @@ void gemmBlas(const BatchOperand& a, const BatchOperand& b, Tensor& out, int64_t
   const T* pb = static_cast<const T*>(b.tensor.rawData());
   T* pc = static_cast<T*>(out.rawData());
   const int64_t batch = out.sizes()[0];
+  // Note [Small-M NT GEMM]
+  const bool swap = !a.op.trans && b.op.trans && M <= kSwapMaxRows && N >= 2 * M;
+  std::vector<T> scratch(swap ? static_cast<size_t>(M * N) : 0);
   for (int64_t i = 0; i < batch; ++i) {
     const T* ai = pa + i * a.tensor.strides()[0];
     const T* bi = pb + i * b.tensor.strides()[0];
     T* ci = pc + i * M * N;
-    if constexpr (std::is_same_v<T, float>) {
-      cblas_sgemm(CblasRowMajor, ta, tb, M, N, K, 1.0f, ai, a.op.ld, bi, b.op.ld, 0.0f, ci,
-                  std::max<int64_t>(1, N));
+    if (swap) {
+      gemmCall<T>(CblasNoTrans, CblasTrans, N, M, K, bi, b.op.ld, ai, a.op.ld, scratch.data(), M);
+      transposeInto(scratch.data(), ci, M, N);
     } else {
-      cblas_dgemm(CblasRowMajor, ta, tb, M, N, K, 1.0, ai, a.op.ld, bi, b.op.ld, 0.0, ci,
-                  std::max<int64_t>(1, N));
+      gemmCall<T>(ta, tb, M, N, K, ai, a.op.ld, bi, b.op.ld, ci, std::max<int64_t>(1, N));
     }
   }
 }

@@ -99,6 +99,23 @@ TEST(Linalg, LinearForwardShapeUsesTransposedWeight) {
   EXPECT_TRUE(y.to(DType::kFloat64).equal(naiveMm(x, w.t().contiguous())));
 }
 
+TEST(Linalg, SmallRowNtProductTakesSwappedPath) {
+  // M = 3 rows against a transposed [16, 8] weight: computed as (W . x^T)^T
+  // (Note [Small-M NT GEMM]); the result must still be a plain contiguous [3, 16].
+  Generator g(6);
+  Tensor x = randint(-4, 5, {3, 8}, g, {DType::kFloat32});
+  Tensor w = randint(-4, 5, {16, 8}, g, {DType::kFloat32});
+  Tensor y = x.mm(w.t());
+  EXPECT_TRUE(y.isContiguous());
+  EXPECT_TRUE(y.to(DType::kFloat64).equal(naiveMm(x, w.t().contiguous())));
+  Tensor xb = randint(-4, 5, {2, 3, 8}, g, {DType::kFloat64});
+  Tensor wb = randint(-4, 5, {2, 16, 8}, g, {DType::kFloat64});
+  Tensor yb = xb.bmm(wb.transpose(1, 2));
+  for (int64_t i = 0; i < 2; ++i) {
+    EXPECT_TRUE(yb.select(0, i).equal(naiveMm(xb.select(0, i), wb.select(0, i).t().contiguous())));
+  }
+}
+
 // Small-integer products are exact in float64 whatever the layout and blocking.
 RC_GTEST_PROP(LinalgProp, MatmulMatchesNaive, (uint8_t mr, uint8_t kr, uint8_t nr, bool ta, bool tb)) {
   const int64_t m = mr % 7 + 1, k = kr % 7 + 1, n = nr % 7 + 1;
