@@ -1,0 +1,49 @@
+#pragma once
+// The backend-independent collective suite, written once and instantiated per
+// backend and rank spawner:
+//
+//   INSTANTIATE_TEST_SUITE_P(Shm, CollectiveSuite,
+//       ::testing::Values(CollectiveSuiteParam{"shm", SpawnMode::kThreads},
+//                         CollectiveSuiteParam{"shm", SpawnMode::kProcesses}),
+//       collectiveSuiteParamName);
+//
+// Add tests/comm/collective_suite.cpp and comm_test_util.cpp to the test's
+// sources. Every test spawns ranks, builds a ProcessGroup with the backend under
+// test through the registry (createProcessGroup) and checks exact results
+// against a sequential reference (comm_test_util.hpp).
+#include <functional>
+#include <map>
+#include <set>
+#include <string>
+
+#include <gtest/gtest.h>
+
+#include "runtime/comm/process_group.hpp"
+#include "tests/support/spawn.hpp"
+
+namespace distlab::testing {
+
+struct CollectiveSuiteParam {
+  std::string backend;
+  SpawnMode mode = SpawnMode::kThreads;
+  // BackendContext::options (e.g. small shm slots so chunking is exercised).
+  std::map<std::string, std::string> options = {};
+  // Operations the backend rejects with "Backend <name> does not support <op>";
+  // the suite checks that error instead of the results. Names as in
+  // Backend's messages ("reduce_scatter", "all_gather_into_tensor", ...).
+  std::set<std::string> unsupported = {};
+};
+
+void PrintTo(const CollectiveSuiteParam& param, std::ostream* out);
+std::string collectiveSuiteParamName(const ::testing::TestParamInfo<CollectiveSuiteParam>& info);
+
+class CollectiveSuite : public ::testing::TestWithParam<CollectiveSuiteParam> {
+ protected:
+  using RankBody = std::function<void(comm::ProcessGroup& group, RankContext& ctx)>;
+  // Spawns `worldSize` ranks, each running body with its own group (timeout
+  // 20 s per operation); throws SpawnError naming the failed rank.
+  void runRanks(int worldSize, const RankBody& body);
+  bool supports(const std::string& op) const { return !GetParam().unsupported.count(op); }
+};
+
+}  // namespace distlab::testing

@@ -1,0 +1,115 @@
+#include "tests/comm/comm_test_util.hpp"
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <stdexcept>
+
+namespace distlab::testing {
+
+using comm::ReduceOp;
+
+ValueRange valueRange(std::optional<ReduceOp> op, DType dtype, int rank, int worldSize) {
+  const bool isBool = dtype == DType::kBool;
+  const bool isUnsigned = dtype == DType::kUInt8;
+  if (isBool) return {0, 1};
+  if (!op) return isUnsigned ? ValueRange{0, 200} : ValueRange{-100, 100};
+  switch (op->kind) {
+    case ReduceOp::kSum:
+    case ReduceOp::kPremulSum: return isUnsigned ? ValueRange{0, 15} : ValueRange{-8, 8};
+    case ReduceOp::kAvg: return {-8, 8, worldSize};
+    case ReduceOp::kProduct:
+      if (rank == 0) return isUnsigned ? ValueRange{0, 3} : ValueRange{-3, 3};
+      return isUnsigned ? ValueRange{0, 1} : ValueRange{-1, 1};
+    case ReduceOp::kMin:
+    case ReduceOp::kMax: return isUnsigned ? ValueRange{0, 200} : ValueRange{-100, 100};
+    case ReduceOp::kBand:
+    case ReduceOp::kBor:
+    case ReduceOp::kBxor:
+      if (dtype == DType::kInt8) return {-128, 127};
+      if (isUnsigned) return {0, 255};
+      return {-1000000, 1000000};
+  }
+  return {-8, 8};
+}
+
+namespace {
+uint64_t mix(uint64_t x) {
+  x += 0x9e3779b97f4a7c15ULL;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+  return x ^ (x >> 31);
+}
+}  // namespace
+
+Tensor tensorFrom(const std::vector<double>& values, const Shape& shape, DType dtype) {
+  if (!shape.empty()) return fromVector<double>(values, shape, TensorOptions{dtype});
+  return fromVector<double>(values, {1}, TensorOptions{dtype}).reshape({});
+}
+
+Tensor makeInput(DType dtype, const Shape& shape, uint64_t seed, int rank, ValueRange range) {
+  const int64_t n = shapeNumel(shape);
+  std::vector<double> values(n);
+  const uint64_t span = static_cast<uint64_t>(range.hi - range.lo + 1);
+  for (int64_t i = 0; i < n; ++i) {
+    const uint64_t h = mix(seed * 1315423911ULL + mix(static_cast<uint64_t>(rank) * 7919 + i));
+    values[i] = static_cast<double>((range.lo + static_cast<int64_t>(h % span)) * range.multiple);
+  }
+  return tensorFrom(values, shape, dtype);
+}
+
+Tensor referenceReduce(const std::vector<Tensor>& inputs, ReduceOp op,
+                       const std::vector<double>& scalars) {
+  const int n = static_cast<int>(inputs.size());
+  const DType dtype = inputs[0].dtype();
+  std::vector<std::vector<double>> v;
+  for (const auto& t : inputs) v.push_back(t.toVector<double>());
+  std::vector<double> out(v[0].size());
+  for (size_t i = 0; i < out.size(); ++i) {
+    double acc = op.kind == ReduceOp::kPremulSum ? v[0][i] * scalars[0] : v[0][i];
+    int64_t bits = static_cast<int64_t>(v[0][i]);
+    for (int r = 1; r < n; ++r) {
+      const double x = v[r][i];
+      switch (op.kind) {
+        case ReduceOp::kSum:
+        case ReduceOp::kAvg: acc += x; break;
+        case ReduceOp::kPremulSum: acc += x * scalars[r]; break;
+        case ReduceOp::kProduct: acc *= x; break;
+        case ReduceOp::kMin: acc = std::min(acc, x); break;
+        case ReduceOp::kMax: acc = std::max(acc, x); break;
+        case ReduceOp::kBand: bits &= static_cast<int64_t>(x); break;
+        case ReduceOp::kBor: bits |= static_cast<int64_t>(x); break;
+        case ReduceOp::kBxor: bits ^= static_cast<int64_t>(x); break;
+      }
+    }
+    if (op.kind == ReduceOp::kBand || op.kind == ReduceOp::kBor || op.kind == ReduceOp::kBxor) {
+      acc = static_cast<double>(bits);
+    }
+    if (op.kind == ReduceOp::kAvg) acc /= n;
+    if (dtype == DType::kBool) acc = acc != 0 ? 1 : 0;
+    out[i] = acc;
+  }
+  return tensorFrom(out, inputs[0].sizes(), dtype);
+}
+
+void expectEqualTensor(const Tensor& actual, const Tensor& expected, const std::string& what) {
+  if (actual.dtype() == expected.dtype() && actual.sizes() == expected.sizes() &&
+      actual.equal(expected)) {
+    return;
+  }
+  auto clip = [](std::string s) { return s.size() > 600 ? s.substr(0, 600) + "..." : s; };
+  throw std::runtime_error(fmt::format("{}: expected {} but got {}", what,
+                                       clip(expected.toString()), clip(actual.toString())));
+}
+
+std::vector<DType> allDtypes() {
+  return {DType::kFloat32, DType::kFloat64, DType::kFloat16, DType::kBFloat16, DType::kInt8,
+          DType::kUInt8,   DType::kInt32,   DType::kInt64,   DType::kBool};
+}
+
+std::vector<ReduceOp::Kind> allReduceOps() {
+  return {ReduceOp::kSum,  ReduceOp::kAvg, ReduceOp::kProduct, ReduceOp::kMin,      ReduceOp::kMax,
+          ReduceOp::kBand, ReduceOp::kBor, ReduceOp::kBxor,    ReduceOp::kPremulSum};
+}
+
+}  // namespace distlab::testing

@@ -1,0 +1,45 @@
+#pragma once
+// Helpers shared by the comm suites: deterministic per-rank inputs whose
+// reductions are exact in every dtype (the nccl-tests idea: craft the inputs
+// so the expected output is known exactly), and the sequential reference.
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "runtime/comm/types.hpp"
+#include "runtime/tensor/tensor.hpp"
+
+namespace distlab::testing {
+
+// Value range for (op, dtype, rank, world size) such that every reduction over
+// the world is exact (no overflow, no rounding): see comm_test_util.cpp.
+struct ValueRange {
+  int64_t lo;
+  int64_t hi;
+  int64_t multiple = 1;  // values are multiples of this (AVG: the world size)
+};
+ValueRange valueRange(std::optional<comm::ReduceOp> op, DType dtype, int rank, int worldSize);
+
+// fromVector that keeps an empty shape a 0-d tensor (fromVector reads {} as 1-D).
+Tensor tensorFrom(const std::vector<double>& values, const Shape& shape, DType dtype);
+
+// Deterministic tensor of `shape`: element i is hash(seed, rank, i) mapped into range.
+Tensor makeInput(DType dtype, const Shape& shape, uint64_t seed, int rank, ValueRange range);
+
+// Reduction of inputs[0..n) elementwise as the sequential reference (double math,
+// exact for valueRange inputs). PREMUL_SUM uses scalars[r].
+Tensor referenceReduce(const std::vector<Tensor>& inputs, comm::ReduceOp op,
+                       const std::vector<double>& scalars = {});
+
+// The premul scalar rank r uses in the suites (nccl-tests: 1 for even ranks, 2 for odd).
+inline double premulScalar(int rank) { return rank % 2 == 0 ? 1.0 : 2.0; }
+
+// Throws std::runtime_error "<what>: expected <e> but got <a>" when not equal
+// (shape, dtype and every value).
+void expectEqualTensor(const Tensor& actual, const Tensor& expected, const std::string& what);
+
+std::vector<DType> allDtypes();
+std::vector<comm::ReduceOp::Kind> allReduceOps();
+
+}  // namespace distlab::testing
