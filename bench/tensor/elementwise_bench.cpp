@@ -29,6 +29,29 @@ void BM_Relu(benchmark::State& state) {
 }
 BENCHMARK(BM_Relu);
 
+void BM_ReluInplace(benchmark::State& state) {
+  Generator gen(2);
+  Tensor x = randn({32, 1024}, gen);
+  for (auto _ : state) {
+    x.relu_();
+    benchmark::ClobberMemory();
+  }
+  setBytes(state, 2 * 32 * 1024 * 4);
+}
+BENCHMARK(BM_ReluInplace);
+
+void BM_MulInplace(benchmark::State& state) {
+  Generator gen(2);
+  Tensor x = randn({32, 1024}, gen);
+  const Tensor y = randn({32, 1024}, gen);
+  for (auto _ : state) {
+    x.mul_(y);
+    benchmark::ClobberMemory();
+  }
+  setBytes(state, 3 * 32 * 1024 * 4);
+}
+BENCHMARK(BM_MulInplace);
+
 void BM_SumBatch(benchmark::State& state) {
   Generator gen(3);
   const Tensor g = randn({32, 1024}, gen);
