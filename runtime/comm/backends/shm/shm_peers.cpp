@@ -49,6 +49,9 @@ bool ShmPeers::alive(int rank) const {
 
 std::string describeRank(ShmSegment& segment, int rank) {
   RankControl& c = segment.control(rank);
+  if (c.seq.load(std::memory_order_acquire) == 0) {
+    return fmt::format("rank {} has not started a collective yet", rank);
+  }
   return fmt::format("rank {} is at seq {} ({}), step {}", rank,
                      c.seq.load(std::memory_order_acquire),
                      opTypeName(static_cast<OpType>(c.opType.load(std::memory_order_acquire))),

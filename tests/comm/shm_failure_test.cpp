@@ -1,0 +1,208 @@
+// Failure behaviour of the shm backend (processes: a rank really dies).
+//   - a peer killed mid-collective is reported as DistPeerFailureError within 1 s;
+//   - a peer that never arrives gives DistTimeoutError naming it;
+//   - mismatched sizes/ops raise on every rank and never touch memory outside
+//     the tensors;
+//   - after a failure the group refuses new work and says why; abort() and
+//     shutdown() work; the segment is unlinked once everyone attached.
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+
+#include <chrono>
+#include <cstring>
+#include <string>
+
+#include "runtime/comm/backends/shm/shm_backend.hpp"
+#include "runtime/comm/process_group.hpp"
+#include "runtime/core/clock.hpp"
+#include "runtime/core/errors.hpp"
+#include "tests/comm/comm_test_util.hpp"
+#include "tests/support/spawn.hpp"
+
+namespace distlab::testing {
+namespace {
+
+using comm::ProcessGroup;
+
+std::shared_ptr<ProcessGroup> makeGroup(RankContext& ctx, std::chrono::milliseconds timeout) {
+  comm::ProcessGroupConfig config;
+  config.store = ctx.store;
+  config.rank = ctx.rank;
+  config.size = ctx.worldSize;
+  config.name = "failure";
+  config.timeout = timeout;
+  config.backendSpec = "shm";
+  return comm::createProcessGroup(config);
+}
+
+// Runs fn, requires it to throw E whose message contains every needle; returns
+// the seconds it took.
+template <typename E>
+double expectThrows(const std::function<void()>& fn, const std::vector<std::string>& needles) {
+  Stopwatch watch;
+  try {
+    fn();
+  } catch (const E& e) {
+    const std::string msg = e.what();
+    for (const auto& n : needles) {
+      if (msg.find(n) == std::string::npos) {
+        throw std::runtime_error("error message lacks '" + n + "': " + msg);
+      }
+    }
+    return watch.elapsedSeconds();
+  }
+  throw std::runtime_error("expected an exception of the right type");
+}
+
+TEST(ShmFailure, KilledPeerIsReportedWithinOneSecond) {
+  SpawnOptions options;
+  options.mayDie = {1};
+  spawn(SpawnMode::kProcesses, 3, [](RankContext& ctx) {
+    auto g = makeGroup(ctx, std::chrono::seconds(30));
+    Tensor t = ones({1 << 16});
+    g->allreduce(t)->wait();  // everyone alive and attached
+    if (ctx.rank == 1) {
+      Tensor big = ones({1 << 22});
+      g->allreduce(big);  // issued, then the process dies mid-collective
+      ctx.killSelf();
+    }
+    Tensor big = ones({1 << 22});
+    const double seconds = expectThrows<DistPeerFailureError>(
+        [&] { g->allreduce(big)->wait(); }, {"rank 1", "exited", "ALLREDUCE", "seq 2"});
+    if (seconds > 1.0) throw std::runtime_error("detection took " + std::to_string(seconds) + " s");
+    // The group now refuses work and says why.
+    expectThrows<DistBackendError>([&] { g->allreduce(t)->wait(); },
+                                   {"refuses new work", "exited"});
+  }, options);
+}
+
+TEST(ShmFailure, PeerThatNeverArrivesIsNamedInTheTimeout) {
+  spawn(SpawnMode::kProcesses, 3, [](RankContext& ctx) {
+    auto g = makeGroup(ctx, std::chrono::milliseconds(400));
+    g->barrier()->wait();
+    if (ctx.rank == 2) {
+      // Never calls the allreduce; waits (bounded) until the others reported.
+      ctx.store->wait({"reported0", "reported1"}, std::chrono::seconds(20));
+      return;
+    }
+    Tensor t = ones({8});
+    expectThrows<DistTimeoutError>([&] { g->allreduce(t)->wait(); },
+                                   {"ranks [2]", "ALLREDUCE", "seq 2", "timed out", "failure"});
+    ctx.store->setString("reported" + std::to_string(ctx.rank), "1");
+  });
+}
+
+TEST(ShmFailure, MismatchedSizesFailOnEveryRankWithoutTouchingMemory) {
+  spawn(SpawnMode::kProcesses, 3, [](RankContext& ctx) {
+    auto g = makeGroup(ctx, std::chrono::seconds(10));
+    // Each rank's tensor is a view into a larger buffer full of canaries.
+    const int64_t n = ctx.rank == 1 ? 20 : 10;
+    Tensor buffer = full({64}, -7.0);
+    Tensor view = buffer.narrow(0, 0, n);
+    view.fill_(1.0);
+    expectThrows<DistBackendError>([&] { g->allreduce(view)->wait(); },
+                                   {"mismatch", "ALLREDUCE", "bytes"});
+    expectEqualTensor(buffer.narrow(0, n, 64 - n), full({64 - n}, -7.0), "canaries");
+    expectEqualTensor(view, full({n}, 1.0), "input untouched");
+    expectThrows<DistBackendError>([&] { g->barrier()->wait(); },
+                                   {"refuses new work", "mismatch"});
+  });
+}
+
+TEST(ShmFailure, MismatchedOperationsFailOnEveryRank) {
+  spawn(SpawnMode::kProcesses, 2, [](RankContext& ctx) {
+    auto g = makeGroup(ctx, std::chrono::seconds(10));
+    Tensor t = ones({4});
+    expectThrows<DistBackendError>(
+        [&] {
+          if (ctx.rank == 0) {
+            g->allreduce(t)->wait();
+          } else {
+            g->broadcast(t)->wait();
+          }
+        },
+        {"mismatch", "ALLREDUCE", "BROADCAST"});
+  });
+}
+
+TEST(ShmFailure, AbortFailsPendingWorkAndRefusesMore) {
+  spawn(SpawnMode::kThreads, 2, [](RankContext& ctx) {
+    auto g = makeGroup(ctx, std::chrono::seconds(30));
+    if (ctx.rank == 1) {
+      ctx.store->wait({"aborted"}, std::chrono::seconds(20));
+      g->shutdown(std::chrono::seconds(1));
+      return;
+    }
+    Tensor t = ones({4});
+    auto work = g->allreduce(t);  // rank 1 never joins
+    Stopwatch watch;
+    g->abort("test abort");
+    expectThrows<DistBackendError>([&] { work->wait(); }, {"abort"});
+    if (watch.elapsedSeconds() > 1.0) throw std::runtime_error("abort was slow");
+    expectThrows<DistBackendError>([&] { g->allreduce(t); }, {"refuses new work", "test abort"});
+    g->shutdown(std::chrono::seconds(1));
+    ctx.store->setString("aborted", "1");
+  });
+}
+
+TEST(ShmFailure, SegmentIsUnlinkedOnceEveryoneAttached) {
+  spawn(SpawnMode::kProcesses, 3, [](RankContext& ctx) {
+    auto g = makeGroup(ctx, std::chrono::seconds(10));
+    auto backend = std::dynamic_pointer_cast<comm::shm::ShmBackend>(g->getBackend(DeviceType::kCPU));
+    if (!backend) throw std::runtime_error("not an shm backend");
+    // Rank 0 unlinks once all attached, before its first collective: after one
+    // allreduce the name is gone on every rank.
+    Tensor t = ones({3});
+    g->allreduce(t)->wait();
+    expectEqualTensor(t, full({3}, 3.0), "allreduce on the unlinked segment");
+    const std::string path = "/dev/shm" + backend->segment().name();
+    struct stat st;
+    if (stat(path.c_str(), &st) == 0) throw std::runtime_error(path + " still exists");
+  });
+}
+
+TEST(ShmFailure, DeadPeerFailsPendingReceive) {
+  SpawnOptions options;
+  options.mayDie = {1};
+  spawn(SpawnMode::kProcesses, 2, [](RankContext& ctx) {
+    auto g = makeGroup(ctx, std::chrono::seconds(30));
+    g->barrier()->wait();
+    if (ctx.rank == 1) ctx.killSelf();
+    Tensor t = empty({4});
+    const double seconds = expectThrows<DistPeerFailureError>(
+        [&] { g->recv(t, 1); }, {"recv from rank 1", "exited"});
+    if (seconds > 1.0) throw std::runtime_error("detection took " + std::to_string(seconds) + " s");
+  }, options);
+}
+
+TEST(ShmFailure, ReceiveTimeoutNamesPeerAndKeepsGroupUsable) {
+  spawn(SpawnMode::kThreads, 2, [](RankContext& ctx) {
+    auto g = makeGroup(ctx, std::chrono::seconds(10));
+    if (ctx.rank == 0) {
+      Tensor t = empty({2});
+      expectThrows<DistTimeoutError>([&] { g->recv(t, 1, {.tag = 4, .timeout = std::chrono::milliseconds(100)}); },
+                                     {"recv from rank 1", "tag 4", "timed out"});
+    }
+    // A p2p timeout fails only that operation: collectives still work.
+    Tensor t = ones({2});
+    g->allreduce(t)->wait();
+    expectEqualTensor(t, full({2}, 2.0), "allreduce after a recv timeout");
+  });
+}
+
+TEST(ShmFailure, RecvSizeMismatchFailsWithoutOverrun) {
+  spawn(SpawnMode::kThreads, 2, [](RankContext& ctx) {
+    auto g = makeGroup(ctx, std::chrono::seconds(10));
+    if (ctx.rank == 0) {
+      g->send(ones({16}), 1);
+    } else {
+      Tensor buffer = full({32}, -1.0);
+      Tensor view = buffer.narrow(0, 0, 8);
+      expectThrows<DistBackendError>([&] { g->recv(view, 0); }, {"expects 32 bytes", "64 bytes"});
+      expectEqualTensor(buffer, full({32}, -1.0), "recv buffer untouched");
+    }
+  });
+}
+
+}  // namespace
+}  // namespace distlab::testing
