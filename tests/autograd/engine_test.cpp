@@ -5,10 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "runtime/autograd/engine.hpp"
-#include "runtime/autograd/grad_mode.hpp"
-#include "runtime/autograd/hooks.hpp"
-#include "runtime/autograd/ops.hpp"
+#include "runtime/autograd/autograd.hpp"
 #include "runtime/core/errors.hpp"
 
 namespace distlab::autograd {
@@ -245,6 +242,8 @@ TEST(Reachable, AccumulatorIsSharedAndReachable) {
   const Edge& e = y.autogradMeta()->gradFn->nextEdges()[0];
   EXPECT_EQ(e.function.get(), acc.get());
   EXPECT_EQ(acc->name(), "AccumulateGrad");
+  EXPECT_THROW(gradAccumulator(y), ValueError);
+  EXPECT_THROW(gradAccumulator(fromVector<float>({1})), ValueError);
 }
 
 TEST(Engine, ErrorInHookPropagatesAndDropsCallbacks) {
