@@ -1,3 +1,4 @@
+#include "runtime/tensor/parallel.hpp"
 #include "tests/tensor/test_util.hpp"
 
 #include <rapidcheck/gtest.h>
@@ -114,6 +115,16 @@ TEST(Linalg, SmallRowNtProductTakesSwappedPath) {
   for (int64_t i = 0; i < 2; ++i) {
     EXPECT_TRUE(yb.select(0, i).equal(naiveMm(xb.select(0, i), wb.select(0, i).t().contiguous())));
   }
+}
+
+TEST(Linalg, NumThreads) {
+  const int before = getNumThreads();
+  setNumThreads(1);
+  EXPECT_EQ(getNumThreads(), 1);
+  EXPECT_EQ(f32({1, 2, 3, 4}, {2, 2}).mm(f32({1, 0, 0, 1}, {2, 2})).toVector<float>(),
+            (std::vector<float>{1, 2, 3, 4}));
+  EXPECT_THROW_MSG(setNumThreads(0), ValueError, "setNumThreads: threads must be >= 1, got 0");
+  setNumThreads(before);
 }
 
 // Small-integer products are exact in float64 whatever the layout and blocking.
