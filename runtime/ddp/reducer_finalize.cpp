@@ -1,0 +1,146 @@
+// End of a synchronising backward: wait for every bucket, copy results back.
+#include <fmt/format.h>
+
+#include "runtime/core/debug_level.hpp"
+#include "runtime/core/errors.hpp"
+#include "runtime/core/logging.hpp"
+#include "runtime/ddp/reducer_internal.hpp"
+
+namespace distlab::ddp {
+namespace {
+
+Tensor checkHookResult(const comm::Future::Value& value, const Tensor& bucketBuffer,
+                       size_t index, const std::string& hookName) {
+  if (value.size() != 1 || !value[0].defined() || value[0].numel() != bucketBuffer.numel()) {
+    throw Error(fmt::format(
+        "DDP communication hook '{}': the Future of bucket {} must hold a single tensor shaped "
+        "like the bucket ({} elements), got {} tensor(s){}",
+        hookName.empty() ? "allreduce" : hookName, index, bucketBuffer.numel(), value.size(),
+        value.size() == 1 && value[0].defined()
+            ? fmt::format(" of shape {}", shapeToString(value[0].sizes()))
+            : std::string()));
+  }
+  return value[0];
+}
+
+}  // namespace
+
+void Reducer::delayAllReduce() {
+  // Static graph, first iteration: everything is reduced once backward ended.
+  timing_.backwardComputeEndNs = monotonicNowNs();
+  allreduceLocalUsedMap();
+  unusedParameters_.clear();
+  for (size_t i = 0; i < params_.size(); ++i) {
+    if (hookCounts_[i] == 0) unusedParameters_.push_back(i);
+  }
+  if (debugLevel() != DebugLevel::kOff) {
+    for (size_t i : unusedParameters_) {
+      DL_LOG(INFO, "[Rank {}]: Parameter {} at index {} is marked as unused.", group_->rank(),
+             names_[i], i);
+    }
+  }
+  requireFinalize_ = true;
+  for (size_t i = 0; i < params_.size(); ++i) {
+    if (hookCounts_[i] == 0) locallyUnusedThisIteration_[i] = 1;
+    markVariableReady(i);
+  }
+  finalizeBackward();
+}
+
+void Reducer::finalizeBackward() {
+  expectAutogradHooks_ = false;
+  requireFinalize_ = false;
+  if (nextBucket_ != buckets_.size()) {
+    throw Error(fmt::format("DDP internal error: finalize with {} of {} buckets launched",
+                            nextBucket_, buckets_.size()));
+  }
+  for (auto& bucketPtr : buckets_) {
+    Bucket& bucket = *bucketPtr;
+    bucket.future->wait(group_->timeout());
+    Tensor result = checkHookResult(bucket.future->value(), bucket.gradients, bucket.index,
+                                    hookName_);
+    if (detail::sameMemory(result, bucket.gradients)) {
+      bucket.viewsOut = bucket.viewsIn;
+    } else {
+      bucket.viewsOut.clear();
+      for (size_t s = 0; s < bucket.offsets.size(); ++s) {
+        bucket.viewsOut.push_back(
+            result.narrow(0, bucket.offsets[s], bucket.lengths[s]).view(bucket.sizes[s]));
+      }
+    }
+    finalizeBucket(bucket);
+  }
+  if ((dynamicFindUnused() || staticFirstIteration()) && localUsedWork_ && !localUsedMapReduced_) {
+    localUsedWork_->wait(group_->timeout());
+    localUsedMap_.copy_(localUsedMapSync_);
+    localUsedMapReduced_ = true;
+  }
+  if (dynamicFindUnused()) {
+    localUsedMap_.zero_();
+    localUsedMapReduced_ = false;
+  }
+  localUsedWork_.reset();
+  // can_set_static_graph: the per-parameter hook counts never changed.
+  if (!options_.staticGraph) {
+    if (numBwdCalls_ == 1) {
+      hookCounts_ = observedCounts_;
+    } else if (observedCounts_ != hookCounts_) {
+      graphStatic_ = false;
+    }
+  }
+  finalizeQueued_ = false;
+  timing_.backwardCommEndNs = monotonicNowNs();
+}
+
+bool Reducer::globallyUnused(size_t index) {
+  if (!(options_.staticGraph || options_.findUnusedParameters)) return false;
+  bool unused = localUsedMap_.data<int32_t>()[index] == 0;
+  if (unused && !localUsedMapReduced_ && localUsedWork_) {
+    // Waited lazily: only when some parameter was unused locally.
+    localUsedWork_->wait(group_->timeout());
+    localUsedMap_.copy_(localUsedMapSync_);
+    localUsedMapReduced_ = true;
+    unused = localUsedMap_.data<int32_t>()[index] == 0;
+  }
+  return unused;
+}
+
+void Reducer::finalizeBucket(Bucket& bucket) {
+  for (size_t slot = 0; slot < bucket.variableIndices.size(); ++slot) {
+    const size_t v = bucket.variableIndices[slot];
+    Tensor& param = params_[v];
+    const bool unused = globallyUnused(v);  // such a .grad stays untouched
+    const Tensor& out = bucket.viewsOut[slot];
+    if (!options_.gradientAsBucketView) {
+      if (unused) continue;
+      Tensor grad = param.grad();
+      if (!grad.defined()) {
+        param.setGrad(out.clone());
+      } else {
+        grad.copy_(out);
+      }
+      continue;
+    }
+    Tensor& in = bucket.viewsIn[slot];
+    if (!detail::sameMemory(in, out)) in.copy_(out);
+    if (unused) continue;
+    const Tensor grad = param.grad();
+    if (!grad.defined()) {
+      param.setGrad(in);
+    } else if (!detail::sameMemory(grad, in)) {
+      throw Error(
+          "Detected at least one parameter gradient is not the expected DDP bucket view with "
+          "gradient_as_bucket_view=True. This may happen (for example) if multiple allreduce "
+          "hooks were registered onto the same parameter. If you hit this error, please file an "
+          "issue with a minimal repro.");
+    }
+  }
+}
+
+void Reducer::allreduceLocalUsedMap() {
+  localUsedMapSync_ = localUsedMap_.clone();
+  localUsedMapReduced_ = false;
+  localUsedWork_ = group_->allreduce(localUsedMapSync_);
+}
+
+}  // namespace distlab::ddp

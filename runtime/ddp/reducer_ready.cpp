@@ -1,0 +1,137 @@
+// Marking gradients ready and launching buckets (Note [Launch order]).
+#include <fmt/format.h>
+
+#include "runtime/autograd/engine.hpp"
+#include "runtime/core/errors.hpp"
+#include "runtime/ddp/reducer_internal.hpp"
+
+namespace distlab::ddp {
+
+void Reducer::autogradHook(size_t index) {
+  // Used-ness is recorded even outside a synchronising iteration (no_sync), so
+  // a parameter used in any accumulated micro-step counts as used.
+  if (dynamicFindUnused() || staticFirstIteration()) {
+    if (params_[index].grad().defined()) localUsedMap_.data<int32_t>()[index] = 1;
+  }
+  if (!expectAutogradHooks_) return;
+  if (staticFirstIteration()) {
+    // Note [Initial buckets]: the first static-graph iteration only counts hooks
+    // and reduces everything at once when backward ends.
+    ++hookCounts_[index];
+    if (!finalizeQueued_) {
+      finalizeQueued_ = true;
+      autograd::queueCallback([this] { delayAllReduce(); });
+    }
+    return;
+  }
+  ++observedCounts_[index];
+  if (!hasMarkedUnused_) {
+    hasMarkedUnused_ = true;
+    for (size_t unused : unusedParameters_) markVariableReady(unused);
+  }
+  if (staticAfterFirstIteration()) {
+    if (hookCountsThisIteration_[index] <= 0) {
+      throw Error(fmt::format(
+          "Your training graph has changed in this iteration, e.g., one parameter is unused in "
+          "first iteration, but then got used in the second iteration. this is not compatible "
+          "with static_graph set to True. (parameter index {}, name {})",
+          index, names_[index]));
+    }
+    if (--hookCountsThisIteration_[index] > 0) return;
+  }
+  if (shouldRebuildBuckets()) rebuiltParamIndices_.push_back(index);
+  markVariableReady(index);
+}
+
+void Reducer::markVariableReady(size_t index) {
+  checkMarkedTwice(index);
+  readyThisIteration_[index] = 1;
+  requireFinalize_ = true;
+  const Locator loc = locators_[index];
+  Bucket& bucket = *buckets_[loc.bucket];
+  copyGradIntoBucket(index, bucket, loc.slot);
+  if (--bucket.pending == 0) {
+    bucket.readyNs = monotonicNowNs();
+    markBucketReady(loc.bucket);
+  }
+  if (nextBucket_ == buckets_.size() && !finalizeQueued_) {
+    if (dynamicFindUnused() && !options_.skipAllReduceUnusedParams) allreduceLocalUsedMap();
+    finalizeQueued_ = true;
+    autograd::queueCallback([this] {
+      timing_.backwardComputeEndNs = monotonicNowNs();
+      if (staticAfterFirstIteration() && shouldRebuildBuckets()) {
+        for (size_t unused : unusedParameters_) rebuiltParamIndices_.push_back(unused);
+      }
+      finalizeBackward();
+    });
+  }
+}
+
+void Reducer::copyGradIntoBucket(size_t index, Bucket& bucket, size_t slot) {
+  Tensor& view = bucket.viewsIn[slot];
+  Tensor& param = params_[index];
+  const Tensor grad = param.grad();
+  if (!grad.defined()) {
+    if ((dynamicFindUnused() || staticFirstIteration()) &&
+        localUsedMap_.data<int32_t>()[index] != 0) {
+      throw Error(
+          "Encountered gradient which is undefined, but still allreduced by DDP reducer. This "
+          "indicates a bug in DDP implementation, please report a bug with a repro to PyTorch.");
+    }
+    view.zero_();
+    return;
+  }
+  if (!grad.sizes().empty() && grad.sizes() != view.sizes()) {
+    throw Error(fmt::format("DDP: gradient of parameter {} ({}) has shape {}, expected {}",
+                            index, names_[index], shapeToString(grad.sizes()),
+                            shapeToString(view.sizes())));
+  }
+  if (detail::sameMemory(grad, view)) {
+    // gradient_as_bucket_view: .grad already is the bucket slot.
+    if (!hook_) view.div_(static_cast<double>(divFactor()));
+    return;
+  }
+  if (!hook_) {
+    detail::copyScaled(view, grad, 1.0 / static_cast<double>(divFactor()));
+  } else {
+    view.copy_(grad);
+  }
+  if (options_.gradientAsBucketView) param.setGrad(view);
+}
+
+void Reducer::markBucketReady(size_t bucketIndex) {
+  if (bucketIndex > nextBucket_) return;  // an earlier bucket is still pending
+  for (; nextBucket_ < buckets_.size() && buckets_[nextBucket_]->pending == 0; ++nextBucket_) {
+    if (timing_.backwardCommStartNs == 0) timing_.backwardCommStartNs = monotonicNowNs();
+    launchBucket(*buckets_[nextBucket_]);
+  }
+}
+
+void Reducer::launchBucket(Bucket& bucket) {
+  bucket.launchedNs = monotonicNowNs();
+  bucket.completedNs->store(0);
+  bool allUnused = options_.skipAllReduceUnusedParams;
+  for (size_t v : bucket.variableIndices) allUnused = allUnused && locallyUnusedThisIteration_[v];
+  bucket.communicated = !allUnused;
+  if (allUnused) {
+    // skip_all_reduce_unused_params: the user promises the same parameters are
+    // unused on every rank, so every rank skips the same buckets.
+    bucket.future = comm::Future::completed({bucket.gradients});
+  } else if (!hook_) {
+    bucket.future = group_->allreduce(bucket.gradients)->getFuture();
+  } else {
+    std::vector<Tensor> params;
+    for (size_t v : bucket.variableIndices) params.push_back(params_[v]);
+    GradBucket gradBucket(bucket.index, buckets_.size(), bucket.gradients, bucket.offsets,
+                          bucket.lengths, bucket.sizes, std::move(params), group_);
+    bucket.future = hook_(hookState_, gradBucket);
+    if (!bucket.future) {
+      throw Error(fmt::format("DDP communication hook '{}' returned no Future for bucket {}",
+                              hookName_, bucket.index));
+    }
+  }
+  auto stamp = bucket.completedNs;
+  bucket.future->addCallback([stamp](comm::Future&) { stamp->store(monotonicNowNs()); });
+}
+
+}  // namespace distlab::ddp
