@@ -7,6 +7,7 @@
 #include <set>
 
 #include "runtime/comm/backend_registry.hpp"
+#include "runtime/comm/debug/debug_install.hpp"
 #include "runtime/comm/world.hpp"
 #include "runtime/core/errors.hpp"
 #include "runtime/core/logging.hpp"
@@ -58,6 +59,7 @@ ProcessGroupPtr initProcessGroup(const InitOptions& options) {
   world.backendSpec = spec;
   world.timeout = timeout;
   world.backendOptions = options.backendOptions;
+  installDebugDecorators();  // DETAIL wrapper, flight recorder, watchdog (runtime/comm/debug)
   ProcessGroupConfig config;
   config.store = rv.store;
   config.rank = rv.rank;

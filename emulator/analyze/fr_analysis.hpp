@@ -1,0 +1,59 @@
+#pragma once
+// analyzeDumps: reads every rank's flight-recorder dump and reports, per
+// group, the first divergence (`distlab analyze DUMP...`; PyTorch's
+// fr_trace / torchfrtrace, pytorch-internals §1.6).
+//
+// Note [First divergence]
+// Collectives of a group are matched across ranks by collective_seq_id; the
+// first sequence number (from the oldest one every rank still holds) where
+// the ranks disagree is reported:
+//   NOT_JOINED               some ranks have no entry: they never joined. Ranks
+//                            with no dump at all are listed apart ("no dump:
+//                            the process most likely died").
+//   EXTRA_COLLECTIVE         the ranks that did join are a minority and every
+//                            missing rank finished all it had issued: the
+//                            joined ranks issued a collective the others never do.
+//   COLLECTIVE_TYPE_MISMATCH op differs; SIZE_OR_SYNTAX_MISMATCH sizes differ
+//                            (uneven allgather/alltoall are cross-checked, not
+//                            compared); DTYPE_MISMATCH dtypes differ. The culprit
+//                            is the minority against a strict majority, else
+//                            every rank that differs from the lowest rank.
+//   NOT_FINISHED             all joined, some did not finish: the culprits are
+//                            the ranks that joined but did not finish.
+// Point-to-point operations are matched per (sender, receiver) by p2p_seq_id:
+// UNMATCHED_P2P (one side never posted; culprit: that side) and P2P_MISMATCH
+// (element count or dtype differ; culprits: both).
+// Culprits and rank lists are global ranks.
+#include <string>
+#include <vector>
+
+#include "emulator/analyze/dump_reader.hpp"
+
+namespace distlab::emulator {
+
+struct Divergence {
+  std::string kind;  // see the Note
+  std::string group;
+  std::string groupDesc;
+  uint64_t seq = 0;       // collective or p2p sequence number
+  std::string op;         // "ALLREDUCE", ...
+  std::vector<int> culprits;
+  std::vector<int> notJoined;    // dumped, never joined
+  std::vector<int> noDump;       // expected, no dump found
+  std::vector<int> notFinished;  // joined, did not finish
+  std::string text;              // one paragraph
+};
+
+struct AnalysisResult {
+  std::vector<int> ranks;  // ranks whose dumps were read
+  std::vector<Divergence> divergences;  // at most one per group, then p2p findings
+  std::string text;                     // the whole report
+  bool foundDivergence() const { return !divergences.empty(); }
+};
+
+// Throws ValueError for unreadable or malformed dumps (dump_reader.hpp), for
+// no paths, and for two dumps of the same rank.
+AnalysisResult analyzeDumps(const std::vector<std::string>& paths);
+AnalysisResult analyzeRankDumps(const std::vector<RankDump>& dumps);
+
+}  // namespace distlab::emulator

@@ -1,0 +1,307 @@
+#include "runtime/comm/debug/flight_recorder.hpp"
+
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+
+#include "runtime/core/clock.hpp"
+#include "runtime/core/env.hpp"
+#include "runtime/core/logging.hpp"
+
+namespace distlab::comm {
+namespace {
+
+using nlohmann::json;
+
+int64_t wallNs() { return wallClockNowUs() * 1000; }
+
+std::string_view profilingOp(OpType op) {
+  switch (op) {
+    case OpType::kBroadcast: return "broadcast";
+    case OpType::kAllreduce: return "all_reduce";
+    case OpType::kAllreduceCoalesced: return "allreduce_coalesced";
+    case OpType::kReduce: return "reduce";
+    case OpType::kAllgather: return "all_gather";
+    case OpType::kAllgatherBase: return "_allgather_base";
+    case OpType::kAllgatherCoalesced: return "allgather_coalesced";
+    case OpType::kGather: return "gather";
+    case OpType::kScatter: return "scatter";
+    case OpType::kReduceScatter: return "reduce_scatter";
+    case OpType::kReduceScatterBase: return "_reduce_scatter_base";
+    case OpType::kAlltoall: return "all_to_all";
+    case OpType::kAlltoallBase: return "all_to_all_single";
+    case OpType::kBarrier: return "barrier";
+    case OpType::kSend: return "send";
+    case OpType::kRecv: return "recv";
+    case OpType::kRecvAnysource: return "recv_any_source";
+    case OpType::kUnknown: return "unknown";
+  }
+  return "unknown";
+}
+
+json nsOrNull(int64_t ns) { return ns == 0 ? json(nullptr) : json(ns); }
+
+json entryJson(const FlightRecorder& fr, const FlightRecorderEntry& e) {
+  json dtIn = json::array(), dtOut = json::array();
+  for (auto d : e.inputDtypes) dtIn.push_back(std::string(dtypeName(d)));
+  for (auto d : e.outputDtypes) dtOut.push_back(std::string(dtypeName(d)));
+  const bool done = e.state == WorkState::kCompleted || e.state == WorkState::kFailed;
+  return json{
+      {"record_id", e.recordId},
+      {"pg_id", fr.groupName()},
+      {"process_group", json::array({fr.groupName(), fr.groupDesc()})},
+      {"collective_seq_id", e.isP2P ? 0 : e.seq},
+      {"p2p_seq_id", e.isP2P ? e.seq : 0},
+      {"op_id", e.opId},
+      {"profiling_name", fmt::format("{}:{}", fr.backendName(), profilingOp(e.opType))},
+      {"op_type", std::string(opTypeName(e.opType))},
+      {"time_created_ns", e.createdNs},
+      {"input_sizes", e.inputSizes},
+      {"input_dtypes", dtIn},
+      {"output_sizes", e.outputSizes},
+      {"output_dtypes", dtOut},
+      {"state", std::string(workStateName(e.state))},
+      {"time_discovered_started_ns", nsOrNull(e.startedNs)},
+      {"time_discovered_completed_ns", nsOrNull(e.completedNs)},
+      {"duration_ms", done && e.startedNs ? json((e.completedNs - e.startedNs) / 1e6) : json()},
+      {"retired", done},
+      {"timeout_ms", e.timeoutMs},
+      {"is_p2p", e.isP2P},
+      {"peer", e.peer},
+      {"tag", e.tag},
+      {"reduce_op", e.reduceOp},
+      {"input_splits", e.inputSplits},
+      {"output_splits", e.outputSplits},
+      {"timed_out", e.timedOut},
+      {"error", e.error},
+  };
+}
+
+struct Config {
+  std::mutex mutex;
+  bool sizeSet = false;
+  size_t size = kDefaultFlightRecorderBufferSize;
+  bool prefixSet = false;
+  std::string prefix = "/tmp/distlab_fr_rank_";
+};
+
+Config& config() {
+  static Config* c = new Config();
+  return *c;
+}
+
+struct Registry {
+  std::mutex mutex;
+  std::vector<std::weak_ptr<FlightRecorder>> recorders;
+  std::atomic<uint64_t> nextRecordId{1};
+};
+
+Registry& registry() {
+  static Registry* r = new Registry();
+  return *r;
+}
+
+std::vector<FlightRecorderPtr> liveRecorders() {
+  Registry& r = registry();
+  std::lock_guard<std::mutex> lock(r.mutex);
+  std::vector<FlightRecorderPtr> out;
+  std::erase_if(r.recorders, [](const auto& w) { return w.expired(); });
+  for (auto& w : r.recorders) {
+    if (auto p = w.lock()) out.push_back(p);
+  }
+  return out;
+}
+
+std::string hostName() {
+  char buf[256] = {0};
+  gethostname(buf, sizeof(buf) - 1);
+  return buf;
+}
+
+}  // namespace
+
+FlightRecorder::FlightRecorder(std::string groupName, std::string groupDesc,
+                               std::vector<int> globalRanks, int rank, std::string backendName,
+                               size_t capacity)
+    : groupName_(std::move(groupName)),
+      groupDesc_(std::move(groupDesc)),
+      globalRanks_(std::move(globalRanks)),
+      rank_(rank),
+      backendName_(std::move(backendName)),
+      capacity_(capacity) {}
+
+uint64_t FlightRecorder::record(const WorkInfo& info, Milliseconds timeout,
+                                std::vector<int64_t> inputSplits,
+                                std::vector<int64_t> outputSplits) {
+  FlightRecorderEntry e;
+  e.recordId = registry().nextRecordId.fetch_add(1);
+  e.opType = info.opType;
+  e.seq = info.seq;
+  e.isP2P = isPointToPoint(info.opType);
+  e.peer = info.peer;
+  e.tag = info.tag;
+  e.reduceOp = info.reduceOp;
+  e.inputSizes = info.inputSizes;
+  e.outputSizes = info.outputSizes;
+  e.inputDtypes = info.inputDtypes;
+  e.outputDtypes = info.outputDtypes;
+  e.inputSplits = std::move(inputSplits);
+  e.outputSplits = std::move(outputSplits);
+  e.createdNs = wallNs();
+  e.timeoutMs = timeout.count();
+  std::lock_guard<std::mutex> lock(mutex_);
+  e.opId = ++nextOpId_;
+  if (!e.isP2P) status_.lastEnqueued = std::max(status_.lastEnqueued, e.seq);
+  ring_.push_back(std::move(e));
+  while (ring_.size() > capacity_) ring_.pop_front();
+  return ring_.empty() ? 0 : ring_.back().recordId;
+}
+
+FlightRecorderEntry* FlightRecorder::find(uint64_t recordId) {
+  for (auto it = ring_.rbegin(); it != ring_.rend(); ++it) {
+    if (it->recordId == recordId) return &*it;
+  }
+  return nullptr;
+}
+
+void FlightRecorder::markStarted(uint64_t recordId) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  FlightRecorderEntry* e = find(recordId);
+  if (!e || e->startedNs) return;
+  e->startedNs = wallNs();
+  if (e->state == WorkState::kScheduled) e->state = WorkState::kStarted;
+  if (!e->isP2P) status_.lastStarted = std::max(status_.lastStarted, e->seq);
+}
+
+void FlightRecorder::markCompleted(uint64_t recordId, bool success, const std::string& error) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  FlightRecorderEntry* e = find(recordId);
+  if (!e || e->completedNs) return;
+  e->completedNs = wallNs();
+  if (!e->startedNs) e->startedNs = e->completedNs;
+  e->state = success ? WorkState::kCompleted : WorkState::kFailed;
+  e->error = error;
+  if (!e->isP2P && success) status_.lastCompleted = std::max(status_.lastCompleted, e->seq);
+}
+
+void FlightRecorder::markTimedOut(uint64_t recordId) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (FlightRecorderEntry* e = find(recordId)) e->timedOut = true;
+}
+
+GroupStatus FlightRecorder::status() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return status_;
+}
+
+std::vector<FlightRecorderEntry> FlightRecorder::entries() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return {ring_.begin(), ring_.end()};
+}
+
+size_t flightRecorderBufferSize() {
+  Config& c = config();
+  std::lock_guard<std::mutex> lock(c.mutex);
+  if (!c.sizeSet) {
+    auto v = env::getInt("TORCH_FR_BUFFER_SIZE", 0, int64_t{1} << 30);
+    if (!v) v = env::getInt("TORCH_NCCL_TRACE_BUFFER_SIZE", 0, int64_t{1} << 30);
+    if (v) c.size = static_cast<size_t>(*v);
+    c.sizeSet = true;
+  }
+  return c.size;
+}
+
+void setFlightRecorderBufferSize(size_t entries) {
+  Config& c = config();
+  std::lock_guard<std::mutex> lock(c.mutex);
+  c.size = entries;
+  c.sizeSet = true;
+}
+
+std::string flightRecorderDumpPrefix() {
+  Config& c = config();
+  std::lock_guard<std::mutex> lock(c.mutex);
+  if (!c.prefixSet) {
+    auto v = env::getString("TORCH_FR_DUMP_TEMP_FILE");
+    if (!v) v = env::getString("TORCH_NCCL_DEBUG_INFO_TEMP_FILE");
+    if (v && !v->empty()) c.prefix = *v;
+    c.prefixSet = true;
+  }
+  return c.prefix;
+}
+
+void setFlightRecorderDumpPrefix(std::string prefix) {
+  Config& c = config();
+  std::lock_guard<std::mutex> lock(c.mutex);
+  c.prefix = std::move(prefix);
+  c.prefixSet = true;
+}
+
+void registerFlightRecorder(const FlightRecorderPtr& recorder) {
+  Registry& r = registry();
+  std::lock_guard<std::mutex> lock(r.mutex);
+  r.recorders.push_back(recorder);
+}
+
+std::string flightRecorderDumpPath(int globalRank) {
+  return fmt::format("{}{}.json", flightRecorderDumpPrefix(), globalRank);
+}
+
+std::string flightRecorderJson(int globalRank, const std::string& trigger,
+                               const std::string& reason) {
+  json dump{{"version", "2.4-distlab"}, {"rank", globalRank},       {"pid", getpid()},
+            {"host", hostName()},        {"trigger", trigger},       {"reason", reason},
+            {"dump_time_ns", wallNs()},  {"pg_config", json::object()},
+            {"pg_status", json::object()}, {"entries", json::array()}};
+  for (const auto& fr : liveRecorders()) {
+    if (fr->globalRank() != globalRank) continue;
+    dump["pg_config"][fr->groupName()] = {{"name", fr->groupName()},
+                                          {"desc", fr->groupDesc()},
+                                          {"ranks", fr->globalRanks()},
+                                          {"backend", fr->backendName()}};
+    const GroupStatus s = fr->status();
+    dump["pg_status"][fr->groupName()] = {{"last_enqueued_collective", s.lastEnqueued},
+                                          {"last_started_collective", s.lastStarted},
+                                          {"last_completed_collective", s.lastCompleted}};
+    for (const auto& e : fr->entries()) dump["entries"].push_back(entryJson(*fr, e));
+  }
+  return dump.dump(1);
+}
+
+std::vector<std::string> dumpFlightRecorders(const std::string& trigger,
+                                             const std::string& reason, int globalRank) {
+  std::vector<int> ranks;
+  for (const auto& fr : liveRecorders()) {
+    const int g = fr->globalRank();
+    if ((globalRank < 0 || g == globalRank) &&
+        std::find(ranks.begin(), ranks.end(), g) == ranks.end()) {
+      ranks.push_back(g);
+    }
+  }
+  std::vector<std::string> written;
+  for (int g : ranks) {
+    const std::string path = flightRecorderDumpPath(g);
+    const std::string tmp = fmt::format("{}.tmp{}", path, getpid());
+    try {
+      {
+        std::ofstream out(tmp, std::ios::trunc);
+        out << flightRecorderJson(g, trigger, reason) << "\n";
+        if (!out) throw std::runtime_error("write failed");
+      }
+      std::filesystem::rename(tmp, path);
+      written.push_back(path);
+      DL_LOG(INFO, "flight recorder dumped to {} ({})", path, trigger);
+    } catch (const std::exception& e) {
+      DL_LOG(ERROR, "flight recorder: could not write {}: {}", path, e.what());
+    }
+  }
+  return written;
+}
+
+}  // namespace distlab::comm

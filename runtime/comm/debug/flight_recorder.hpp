@@ -1,0 +1,124 @@
+#pragma once
+// Flight recorder: a ring buffer per group of the last operations with their
+// state, dumped as JSON per rank when something goes wrong (pytorch-internals
+// §1.6; PyTorch's FlightRecorder / NCCLTraceBuffer, for every backend here).
+//
+// Note [Flight recorder dumps]
+// One file per global rank: "<prefix><global rank>.json", holding every group
+// of that rank in this process. The prefix comes from TORCH_FR_DUMP_TEMP_FILE
+// (also TORCH_NCCL_DEBUG_INFO_TEMP_FILE), default "/tmp/distlab_fr_rank_", or
+// setFlightRecorderDumpPrefix(). A dump replaces the previous file atomically
+// (write + rename), so the last dump holds the most complete picture.
+// Triggers: "timeout" (watchdog), "error" (an operation failed), "mismatch"
+// (DETAIL check), "signal" (SIGUSR2 by default, see watchdog.hpp), "peer"
+// (another rank asked through the store), "request" (dumpFlightRecorders()).
+// Schema (version "2.4-distlab"): top level {version, rank, pid, host,
+// trigger, reason, dump_time_ns, pg_config{<name>: {name, desc, ranks,
+// backend}}, pg_status{<name>: {last_enqueued_collective,
+// last_started_collective, last_completed_collective}}, entries[...]}; each
+// entry {record_id, pg_id, process_group[name, desc], collective_seq_id,
+// p2p_seq_id, op_id, profiling_name ("shm:all_reduce"), time_created_ns,
+// input_sizes, input_dtypes, output_sizes, output_dtypes, state
+// (scheduled|started|completed|failed), time_discovered_started_ns,
+// time_discovered_completed_ns (null until reached), duration_ms, retired,
+// timeout_ms, is_p2p, peer, tag, reduce_op, input_splits, output_splits,
+// timed_out, error}. Times are wall-clock ns since the Unix epoch.
+//
+// Buffer size: TORCH_FR_BUFFER_SIZE (also TORCH_NCCL_TRACE_BUFFER_SIZE),
+// default 2000 entries per group; 0 disables recording.
+// Thread-safety: every function here is thread-safe.
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "runtime/comm/work.hpp"
+
+namespace distlab::comm {
+
+inline constexpr size_t kDefaultFlightRecorderBufferSize = 2000;
+
+struct FlightRecorderEntry {
+  uint64_t recordId = 0;
+  uint64_t opId = 0;
+  OpType opType = OpType::kUnknown;
+  uint64_t seq = 0;
+  bool isP2P = false;
+  int peer = -1;
+  int tag = 0;
+  std::string reduceOp;
+  std::vector<Shape> inputSizes, outputSizes;
+  std::vector<DType> inputDtypes, outputDtypes;
+  std::vector<int64_t> inputSplits, outputSplits;
+  WorkState state = WorkState::kScheduled;
+  int64_t createdNs = 0, startedNs = 0, completedNs = 0;  // wall clock; 0 = not reached
+  int64_t timeoutMs = 0;
+  bool timedOut = false;
+  std::string error;
+};
+
+struct GroupStatus {
+  uint64_t lastEnqueued = 0, lastStarted = 0, lastCompleted = 0;
+};
+
+class FlightRecorder {
+ public:
+  FlightRecorder(std::string groupName, std::string groupDesc, std::vector<int> globalRanks,
+                 int rank, std::string backendName, size_t capacity);
+
+  const std::string& groupName() const { return groupName_; }
+  const std::string& groupDesc() const { return groupDesc_; }
+  int rank() const { return rank_; }
+  int globalRank() const { return globalRanks_.at(rank_); }
+
+  // Records an issued operation; returns its record id.
+  uint64_t record(const WorkInfo& info, Milliseconds timeout, std::vector<int64_t> inputSplits,
+                  std::vector<int64_t> outputSplits);
+  void markStarted(uint64_t recordId);
+  void markCompleted(uint64_t recordId, bool success, const std::string& error);
+  void markTimedOut(uint64_t recordId);
+
+  GroupStatus status() const;
+  std::vector<FlightRecorderEntry> entries() const;
+  const std::vector<int>& globalRanks() const { return globalRanks_; }
+  const std::string& backendName() const { return backendName_; }
+
+ private:
+  FlightRecorderEntry* find(uint64_t recordId);  // REQUIRES(mutex_)
+
+  const std::string groupName_, groupDesc_;
+  const std::vector<int> globalRanks_;
+  const int rank_;
+  const std::string backendName_;
+  const size_t capacity_;
+  mutable std::mutex mutex_;
+  std::deque<FlightRecorderEntry> ring_;  // GUARDED_BY(mutex_)
+  uint64_t nextOpId_ = 0;                 // GUARDED_BY(mutex_)
+  GroupStatus status_;                    // GUARDED_BY(mutex_)
+};
+
+using FlightRecorderPtr = std::shared_ptr<FlightRecorder>;
+
+// ---- configuration (Note [Flight recorder dumps]) -------------------------------------
+size_t flightRecorderBufferSize();  // env on first use; throws ValueError on a bad value
+void setFlightRecorderBufferSize(size_t entries);
+std::string flightRecorderDumpPrefix();
+void setFlightRecorderDumpPrefix(std::string prefix);
+
+// ---- registry and dumps -------------------------------------------------------------------
+// Recorders register on creation and are dumped while alive (weak references).
+void registerFlightRecorder(const FlightRecorderPtr& recorder);
+// The JSON dump of `globalRank`'s recorders in this process.
+std::string flightRecorderJson(int globalRank, const std::string& trigger = "request",
+                               const std::string& reason = "");
+// Writes the dump of every global rank with recorders in this process (or
+// only `globalRank` when >= 0); returns the files written. Never throws:
+// a failed write is logged.
+std::vector<std::string> dumpFlightRecorders(const std::string& trigger,
+                                             const std::string& reason, int globalRank = -1);
+// The file a rank's dump goes to with the current prefix.
+std::string flightRecorderDumpPath(int globalRank);
+
+}  // namespace distlab::comm

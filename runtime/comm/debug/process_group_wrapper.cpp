@@ -1,0 +1,310 @@
+// ProcessGroupWrapper: construction and the collective checks.
+#include "runtime/comm/debug/process_group_wrapper.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <numeric>
+
+#include "runtime/comm/debug/flight_recorder.hpp"
+#include "runtime/comm/debug/liveness.hpp"
+#include "runtime/comm/debug/watchdog.hpp"
+#include "runtime/core/errors.hpp"
+#include "runtime/core/logging.hpp"
+
+namespace distlab::comm {
+namespace {
+
+std::vector<int64_t> numels(const std::vector<Tensor>& ts) {
+  std::vector<int64_t> out;
+  for (const auto& t : ts) out.push_back(t.numel());
+  return out;
+}
+
+int64_t rowNumel(const Tensor& t) {
+  const Shape& s = t.sizes();
+  return std::accumulate(s.begin() + (s.empty() ? 0 : 1), s.end(), int64_t{1},
+                         std::multiplies<>());
+}
+
+}  // namespace
+
+ProcessGroupWrapper::ProcessGroupWrapper(BackendPtr inner, const BackendContext& ctx)
+    : ForwardingBackend(std::move(inner)),
+      store_(ctx.store),
+      groupName_(ctx.groupName),
+      keyBase_(fmt::format("dbg/{}/", ctx.groupName)),
+      rank_(ctx.rank),
+      globalRanks_(ctx.globalRanks) {
+  if (globalRanks_.empty()) {
+    for (int r = 0; r < ctx.size; ++r) globalRanks_.push_back(r);
+  }
+  registerLiveness(store_, globalRanks_[rank_]);
+  setTimeoutDiagnoser(groupName_, globalRanks_[rank_], [this] { return describeUnmatched(); });
+}
+
+ProcessGroupWrapper::~ProcessGroupWrapper() {
+  clearTimeoutDiagnoser(groupName_, globalRanks_[rank_]);
+  {
+    std::lock_guard<std::mutex> lock(p2pMutex_);
+    stopping_ = true;
+  }
+  p2pCv_.notify_all();
+  if (checker_.joinable()) checker_.join();
+  unregisterLiveness(store_.get(), globalRanks_[rank_]);
+}
+
+std::string ProcessGroupWrapper::collectiveKey(uint64_t seq, int rank) const {
+  return fmt::format("{}c/{}/{}", keyBase_, seq, rank);
+}
+
+void ProcessGroupWrapper::checkCollective(const CollectiveFingerprint& fp, Milliseconds timeout) {
+  ExchangeSpec spec{fmt::format("{}c/{}/", keyBase_, fp.seq), rank_, globalRanks_, true};
+  ExchangeResult result = exchangeValues(*store_, spec, fp.serialize(), Deadline::after(timeout));
+  if (!result.complete()) throwBarrierFailure(fp, result, timeout);
+  std::vector<CollectiveFingerprint> all;
+  for (const auto& v : result.values) all.push_back(CollectiveFingerprint::parse(v));
+  bool differ = !peerCountMismatches(all).empty();
+  for (const auto& other : all) differ |= !fingerprintDifferences(fp, other).empty();
+  if (differ) throwMismatch(all);
+  forgetOld(fp.seq);
+}
+
+void ProcessGroupWrapper::forgetOld(uint64_t seq) {
+  // Every rank has read round seq - 1 once round seq completed; keep some for history.
+  const uint64_t keep = kHistory + 2;
+  if (!canDelete_ || seq <= keep) return;
+  try {
+    store_->deleteKey(collectiveKey(seq - keep, rank_));
+  } catch (const std::exception&) {
+    canDelete_ = false;  // FileStore cannot delete keys
+  }
+}
+
+std::string ProcessGroupWrapper::historyLine(int rank, const CollectiveFingerprint& current) {
+  std::vector<std::string> parts;
+  const uint64_t first = current.seq > kHistory ? current.seq - kHistory : 1;
+  for (uint64_t s = first; s < current.seq; ++s) {
+    try {
+      const std::string key = collectiveKey(s, rank);
+      if (store_->check({key})) {
+        parts.push_back(CollectiveFingerprint::parse(store_->getString(key)).shortString());
+      }
+    } catch (const std::exception&) {
+    }
+  }
+  parts.push_back(current.shortString() + " <- failed here");
+  return fmt::format("  rank {}: {}", rank, fmt::join(parts, "; "));
+}
+
+void ProcessGroupWrapper::throwBarrierFailure(const CollectiveFingerprint& fp,
+                                              const ExchangeResult& result,
+                                              Milliseconds timeout) {
+  std::vector<int> ranks;
+  std::string lines;
+  for (const auto& m : result.missing) {
+    ranks.push_back(m.rank);
+    lines += fmt::format("\n  rank {}: {}", m.rank, m.liveness.detail);
+    std::string last = "it has issued no collective in this group";
+    for (uint64_t s = fp.seq - 1; s >= 1 && s + kHistory >= fp.seq; --s) {
+      const std::string key = collectiveKey(s, m.rank);
+      if (store_->check({key})) {
+        last = "its last collective in this group: " +
+               CollectiveFingerprint::parse(store_->getString(key)).shortString();
+        break;
+      }
+    }
+    lines += "; " + last;
+  }
+  const std::string text = fmt::format(
+      "ProcessGroupWrapper: Monitored Barrier encountered error running collective: {}. "
+      "Error: \n[Rank {}]: {} {} failed to pass monitoredBarrier in {} ms (group '{}'){}",
+      fp.toString(), rank_, ranks.size() == 1 ? "Rank" : "Ranks", fmt::join(ranks, ", "),
+      timeout.count(), groupName_, lines);
+  DL_LOG(ERROR, "{}", text);
+  dumpFlightRecorders("mismatch", text, globalRanks_[rank_]);
+  if (result.anyDead()) throw DistPeerFailureError(text);
+  throw DistTimeoutError(text);
+}
+
+void ProcessGroupWrapper::throwMismatch(const std::vector<CollectiveFingerprint>& all) {
+  const CollectiveFingerprint& mine = all[rank_];
+  std::vector<int> culprits = fingerprintCulprits(all);
+  const auto counts = peerCountMismatches(all);
+  int other = -1;
+  std::string aspects;
+  const bool iAmCulprit = std::find(culprits.begin(), culprits.end(), rank_) != culprits.end();
+  for (int r = 0; r < static_cast<int>(all.size()) && other < 0; ++r) {
+    auto diffs = fingerprintDifferences(mine, all[r]);
+    const bool relevant = culprits.empty() || iAmCulprit || culprits.front() == r;
+    if (!diffs.empty() && relevant) {
+      other = r;
+      aspects = fmt::format("{}", fmt::join(diffs, ""));
+    }
+  }
+  if (other < 0) {  // only the per-peer counts disagree
+    const CountMismatch& c = counts.front();
+    other = c.sender == rank_ ? c.receiver : c.sender;
+    aspects = "  Split sizes: " + c.describe();
+    std::map<int, int> involvement;
+    for (const auto& m : counts) {
+      ++involvement[m.sender];
+      ++involvement[m.receiver];
+    }
+    int best = 0, bestCount = 0, ties = 0;
+    for (auto [r, n] : involvement) {
+      if (n > bestCount) {
+        best = r, bestCount = n, ties = 0;
+      } else if (n == bestCount) {
+        ++ties;
+      }
+    }
+    culprits.clear();
+    if (ties == 0) culprits.push_back(best);
+  }
+  std::string text = fmt::format(
+      "Detected mismatch between collectives on ranks. Rank {} is running collective: {}, but "
+      "Rank {} is running collective: {}. Collectives differ in the following aspects: {}",
+      rank_, mine.toString(), other, all[other].toString(), aspects);
+  if (!culprits.empty()) {
+    text += fmt::format("\nCulprit rank(s): {} (the other ranks of group '{}' agree)",
+                        fmt::join(culprits, ", "), groupName_);
+  }
+  std::vector<int> involved{rank_, other};
+  for (int c : culprits) involved.push_back(c);
+  std::sort(involved.begin(), involved.end());
+  involved.erase(std::unique(involved.begin(), involved.end()), involved.end());
+  text += fmt::format("\nRecent collectives in group '{}' (oldest first):", groupName_);
+  for (int r : involved) text += "\n" + historyLine(r, all[r]);
+  DL_LOG(ERROR, "{}", text);
+  dumpFlightRecorders("mismatch", text, globalRanks_[rank_]);
+  throw DistBackendError(text);
+}
+
+// ---- the collectives: build the fingerprint, check, forward --------------------------------
+
+WorkPtr ProcessGroupWrapper::broadcast(const Tensor& t, const BroadcastOptions& o) {
+  auto fp = CollectiveFingerprint::of(OpType::kBroadcast, o.seq, {t});
+  fp.root = o.rootRank;
+  checkCollective(fp, o.timeout);
+  return ForwardingBackend::broadcast(t, o);
+}
+
+WorkPtr ProcessGroupWrapper::allreduce(const Tensor& t, const AllreduceOptions& o) {
+  auto fp = CollectiveFingerprint::of(OpType::kAllreduce, o.seq, {t});
+  fp.reduceOp = std::string(reduceOpName(o.reduceOp));
+  checkCollective(fp, o.timeout);
+  return ForwardingBackend::allreduce(t, o);
+}
+
+WorkPtr ProcessGroupWrapper::allreduceCoalesced(const std::vector<Tensor>& ts,
+                                                const AllreduceCoalescedOptions& o) {
+  auto fp = CollectiveFingerprint::of(OpType::kAllreduceCoalesced, o.seq, ts);
+  fp.reduceOp = std::string(reduceOpName(o.reduceOp));
+  checkCollective(fp, o.timeout);
+  return ForwardingBackend::allreduceCoalesced(ts, o);
+}
+
+WorkPtr ProcessGroupWrapper::reduce(const Tensor& t, const ReduceOptions& o) {
+  auto fp = CollectiveFingerprint::of(OpType::kReduce, o.seq, {t});
+  fp.reduceOp = std::string(reduceOpName(o.reduceOp));
+  fp.root = o.rootRank;
+  checkCollective(fp, o.timeout);
+  return ForwardingBackend::reduce(t, o);
+}
+
+WorkPtr ProcessGroupWrapper::allgather(const std::vector<Tensor>& outs, const Tensor& in,
+                                       const AllgatherOptions& o) {
+  auto fp = CollectiveFingerprint::of(OpType::kAllgather, o.seq, {in});
+  fp.uniformShapes = false;  // uneven all_gather is legal: cross-check counts instead
+  fp.sendCounts.assign(outs.size(), in.numel());
+  fp.recvCounts = numels(outs);
+  checkCollective(fp, o.timeout);
+  return ForwardingBackend::allgather(outs, in, o);
+}
+
+WorkPtr ProcessGroupWrapper::allgatherIntoTensor(const Tensor& out, const Tensor& in,
+                                                 const AllgatherOptions& o) {
+  checkCollective(CollectiveFingerprint::of(OpType::kAllgatherBase, o.seq, {in, out}), o.timeout);
+  return ForwardingBackend::allgatherIntoTensor(out, in, o);
+}
+
+WorkPtr ProcessGroupWrapper::allgatherCoalesced(const std::vector<std::vector<Tensor>>& outs,
+                                                const std::vector<Tensor>& ins,
+                                                const AllgatherOptions& o) {
+  auto fp = CollectiveFingerprint::of(OpType::kAllgatherCoalesced, o.seq, ins);
+  fp.uniformShapes = false;
+  int64_t mine = 0;
+  for (const auto& t : ins) mine += t.numel();
+  const size_t n = outs.empty() ? 0 : outs.front().size();
+  fp.sendCounts.assign(n, mine);
+  fp.recvCounts.assign(n, 0);
+  for (const auto& list : outs) {
+    for (size_t q = 0; q < list.size() && q < n; ++q) fp.recvCounts[q] += list[q].numel();
+  }
+  checkCollective(fp, o.timeout);
+  return ForwardingBackend::allgatherCoalesced(outs, ins, o);
+}
+
+WorkPtr ProcessGroupWrapper::gather(const std::vector<Tensor>& outs, const Tensor& in,
+                                    const GatherOptions& o) {
+  auto fp = CollectiveFingerprint::of(OpType::kGather, o.seq, {in});
+  fp.root = o.rootRank;
+  checkCollective(fp, o.timeout);
+  return ForwardingBackend::gather(outs, in, o);
+}
+
+WorkPtr ProcessGroupWrapper::scatter(const Tensor& out, const std::vector<Tensor>& ins,
+                                     const ScatterOptions& o) {
+  auto fp = CollectiveFingerprint::of(OpType::kScatter, o.seq, {out});
+  fp.root = o.rootRank;
+  checkCollective(fp, o.timeout);
+  return ForwardingBackend::scatter(out, ins, o);
+}
+
+WorkPtr ProcessGroupWrapper::reduceScatter(const Tensor& out, const std::vector<Tensor>& ins,
+                                           const ReduceScatterOptions& o) {
+  std::vector<Tensor> ts{out};
+  ts.insert(ts.end(), ins.begin(), ins.end());
+  auto fp = CollectiveFingerprint::of(OpType::kReduceScatter, o.seq, ts);
+  fp.reduceOp = std::string(reduceOpName(o.reduceOp));
+  checkCollective(fp, o.timeout);
+  return ForwardingBackend::reduceScatter(out, ins, o);
+}
+
+WorkPtr ProcessGroupWrapper::reduceScatterTensor(const Tensor& out, const Tensor& in,
+                                                 const ReduceScatterOptions& o) {
+  auto fp = CollectiveFingerprint::of(OpType::kReduceScatterBase, o.seq, {in, out});
+  fp.reduceOp = std::string(reduceOpName(o.reduceOp));
+  checkCollective(fp, o.timeout);
+  return ForwardingBackend::reduceScatterTensor(out, in, o);
+}
+
+WorkPtr ProcessGroupWrapper::alltoall(const std::vector<Tensor>& outs,
+                                      const std::vector<Tensor>& ins, const AllToAllOptions& o) {
+  auto fp = CollectiveFingerprint::of(OpType::kAlltoall, o.seq, ins);
+  fp.uniformShapes = false;
+  fp.sendCounts = numels(ins);
+  fp.recvCounts = numels(outs);
+  checkCollective(fp, o.timeout);
+  return ForwardingBackend::alltoall(outs, ins, o);
+}
+
+WorkPtr ProcessGroupWrapper::alltoallBase(const Tensor& out, const Tensor& in,
+                                          const std::vector<int64_t>& outSplits,
+                                          const std::vector<int64_t>& inSplits,
+                                          const AllToAllOptions& o) {
+  auto fp = CollectiveFingerprint::of(OpType::kAlltoallBase, o.seq, {in});
+  fp.uniformShapes = false;
+  for (int64_t s : inSplits) fp.sendCounts.push_back(s * rowNumel(in));
+  for (int64_t s : outSplits) fp.recvCounts.push_back(s * rowNumel(out));
+  checkCollective(fp, o.timeout);
+  return ForwardingBackend::alltoallBase(out, in, outSplits, inSplits, o);
+}
+
+WorkPtr ProcessGroupWrapper::barrier(const BarrierOptions& o) {
+  checkCollective(CollectiveFingerprint::of(OpType::kBarrier, o.seq, {}), o.timeout);
+  return ForwardingBackend::barrier(o);
+}
+
+}  // namespace distlab::comm

@@ -1,0 +1,133 @@
+#pragma once
+// ProcessGroupWrapper: the TORCH_DISTRIBUTED_DEBUG=DETAIL decorator
+// (kLayerDebug, outermost), wrapping every group's backends
+// (pytorch-internals §1.1, seed-inventory §10.2).
+//
+// Before each collective, on the calling thread, it exchanges this rank's
+// CollectiveFingerprint with every other rank through the store under
+// "dbg/<group>/c/<seq>/" (StoreExchange: a monitored barrier and the
+// fingerprint all-gather in one round, for every backend). Then:
+// - a rank that does not arrive within the operation's timeout fails the call
+//   on every arrived rank with DistTimeoutError (DistPeerFailureError when the
+//   missing rank is dead, reported as soon as it is seen dead):
+//     "ProcessGroupWrapper: Monitored Barrier encountered error running
+//     collective: <fingerprint>. Error: \n[Rank 0]: Rank 1 failed to pass
+//     monitoredBarrier in 1000 ms\n  rank 1: alive (pid ...) ..."
+//   with the missing rank's last collective in the group;
+// - fingerprints that differ (Note [Fingerprint checks]) fail the call on
+//   every rank with DistBackendError:
+//     "Detected mismatch between collectives on ranks. Rank 0 is running
+//     collective: CollectiveFingerPrint(...), but Rank 1 is running collective:
+//     CollectiveFingerPrint(...). Collectives differ in the following aspects:
+//       Tensor Tensor shapes: [10]vs [20]"
+//   followed by "Culprit rank(s): ..." when a strict majority agrees, and the
+//   last kHistory collectives of each involved rank.
+// The inner backend is not called when a check fails, so the group stays
+// usable. The flight recorder is dumped (trigger "mismatch").
+//
+// Point-to-point (Note [P2P pairing]): send #k from a to b with tag t must
+// pair with recv #k from a on b with tag t (numbered per peer and tag, so
+// tags used out of order are fine); dtype and element count must agree. Each
+// side publishes its fingerprint without waiting (isend/irecv never block on
+// the peer). The side that arrives second compares at once and throws; the
+// first side's Work is failed with the same report by a checker thread, which
+// also aborts the inner backend (its operation can never match). A side
+// whose peer never posts is described in the watchdog's timeout report.
+// recvAnysource is not checked.
+//
+// Thread-safety: as the inner backend (ProcessGroup serialises issue).
+#include <condition_variable>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "runtime/comm/debug/collective_fingerprint.hpp"
+#include "runtime/comm/debug/store_exchange.hpp"
+#include "runtime/comm/forwarding_backend.hpp"
+
+namespace distlab::comm {
+
+class ProcessGroupWrapper : public ForwardingBackend {
+ public:
+  static constexpr int kHistory = 4;
+
+  ProcessGroupWrapper(BackendPtr inner, const BackendContext& context);
+  ~ProcessGroupWrapper() override;
+
+  WorkPtr broadcast(const Tensor& tensor, const BroadcastOptions& opts) override;
+  WorkPtr allreduce(const Tensor& tensor, const AllreduceOptions& opts) override;
+  WorkPtr allreduceCoalesced(const std::vector<Tensor>& tensors,
+                             const AllreduceCoalescedOptions& opts) override;
+  WorkPtr reduce(const Tensor& tensor, const ReduceOptions& opts) override;
+  WorkPtr allgather(const std::vector<Tensor>& outputs, const Tensor& input,
+                    const AllgatherOptions& opts) override;
+  WorkPtr allgatherIntoTensor(const Tensor& output, const Tensor& input,
+                              const AllgatherOptions& opts) override;
+  WorkPtr allgatherCoalesced(const std::vector<std::vector<Tensor>>& outputLists,
+                             const std::vector<Tensor>& inputs,
+                             const AllgatherOptions& opts) override;
+  WorkPtr gather(const std::vector<Tensor>& outputs, const Tensor& input,
+                 const GatherOptions& opts) override;
+  WorkPtr scatter(const Tensor& output, const std::vector<Tensor>& inputs,
+                  const ScatterOptions& opts) override;
+  WorkPtr reduceScatter(const Tensor& output, const std::vector<Tensor>& inputs,
+                        const ReduceScatterOptions& opts) override;
+  WorkPtr reduceScatterTensor(const Tensor& output, const Tensor& input,
+                              const ReduceScatterOptions& opts) override;
+  WorkPtr alltoall(const std::vector<Tensor>& outputs, const std::vector<Tensor>& inputs,
+                   const AllToAllOptions& opts) override;
+  WorkPtr alltoallBase(const Tensor& output, const Tensor& input,
+                       const std::vector<int64_t>& outputSplits,
+                       const std::vector<int64_t>& inputSplits,
+                       const AllToAllOptions& opts) override;
+  WorkPtr barrier(const BarrierOptions& opts) override;
+  WorkPtr send(const Tensor& tensor, int dstRank, const SendOptions& opts) override;
+  WorkPtr recv(const Tensor& tensor, int srcRank, const RecvOptions& opts) override;
+
+ private:
+  struct PendingP2P {
+    WorkPtr work;
+    std::string theirKey;
+    CollectiveFingerprint mine;
+    bool isSend = false;
+    bool reported = false;
+  };
+
+  // Collectives (process_group_wrapper.cpp).
+  void checkCollective(const CollectiveFingerprint& fp, Milliseconds timeout);
+  [[noreturn]] void throwBarrierFailure(const CollectiveFingerprint& fp,
+                                        const ExchangeResult& result, Milliseconds timeout);
+  [[noreturn]] void throwMismatch(const std::vector<CollectiveFingerprint>& all);
+  std::string historyLine(int rank, const CollectiveFingerprint& current);
+  std::string collectiveKey(uint64_t seq, int rank) const;
+  void forgetOld(uint64_t seq);
+
+  // Point to point (process_group_wrapper_p2p.cpp).
+  WorkPtr checkedP2P(bool isSend, const Tensor& tensor, int peer, int tag, Milliseconds timeout,
+                     const std::function<WorkPtr()>& issue);
+  std::string p2pKey(int src, int dst, int tag, uint64_t k, bool sendSide) const;
+  std::string p2pMismatch(const CollectiveFingerprint& mine, bool isSend,
+                          const CollectiveFingerprint& theirs) const;
+  void checkerLoop();
+  bool checkPending(PendingP2P& p);
+  std::string describeUnmatched();
+
+  std::shared_ptr<Store> store_;
+  std::string groupName_;
+  std::string keyBase_;
+  int rank_;
+  std::vector<int> globalRanks_;
+  bool canDelete_ = true;
+
+  std::mutex p2pMutex_;
+  std::map<std::pair<int, int>, uint64_t> sendCounts_, recvCounts_;  // (peer, tag)
+  std::vector<PendingP2P> pending_;                                  // GUARDED_BY(p2pMutex_)
+  std::condition_variable p2pCv_;
+  bool stopping_ = false;  // GUARDED_BY(p2pMutex_)
+  std::thread checker_;
+};
+
+}  // namespace distlab::comm

@@ -1,0 +1,178 @@
+// ProcessGroupWrapper: point-to-point pairing checks.
+//
+// Note [P2P pairing]
+// Keys: "dbg/<group>/p/<src>-<dst>/<tag>/<k>/s" (the sender's fingerprint of
+// its k-th send to dst with that tag) and ".../r" (the receiver's). Each side
+// sets its key, then looks for the other's without waiting. If it is there the
+// check runs on the calling thread (and throws before the inner backend sees
+// the operation); otherwise the operation is issued and a checker thread polls
+// (every kP2PPoll) until the other side shows up or the Work completes.
+#include <fmt/format.h>
+
+#include <chrono>
+
+#include "runtime/comm/debug/flight_recorder.hpp"
+#include "runtime/comm/debug/liveness.hpp"
+#include "runtime/comm/debug/process_group_wrapper.hpp"
+#include "runtime/core/errors.hpp"
+#include "runtime/core/logging.hpp"
+
+namespace distlab::comm {
+namespace {
+
+constexpr std::chrono::milliseconds kP2PPoll{10};
+
+int64_t numelOf(const CollectiveFingerprint& fp) {
+  int64_t n = 1;
+  for (int64_t d : fp.tensors.at(0).shape) n *= d;
+  return n;
+}
+
+std::string sideName(const CollectiveFingerprint& fp, bool isSend) {
+  return fmt::format("{} #{} {} rank {} (tag {})", isSend ? "send" : "recv", fp.seq,
+                     isSend ? "to" : "from", fp.peer, fp.tag);
+}
+
+}  // namespace
+
+std::string ProcessGroupWrapper::p2pKey(int src, int dst, int tag, uint64_t k,
+                                        bool sendSide) const {
+  return fmt::format("{}p/{}-{}/{}/{}/{}", keyBase_, src, dst, tag, k, sendSide ? "s" : "r");
+}
+
+std::string ProcessGroupWrapper::p2pMismatch(const CollectiveFingerprint& mine, bool isSend,
+                                             const CollectiveFingerprint& theirs) const {
+  std::string aspects;
+  if (numelOf(mine) != numelOf(theirs)) {
+    aspects += fmt::format("  Number of elements: {}vs {}", numelOf(mine), numelOf(theirs));
+  }
+  if (mine.tensors[0].dtype != theirs.tensors[0].dtype) {
+    aspects += fmt::format("  Tensor Tensor dtypes: {}vs {}", dtypeName(mine.tensors[0].dtype),
+                           dtypeName(theirs.tensors[0].dtype));
+  }
+  if (aspects.empty()) return "";
+  return fmt::format(
+      "Detected mismatch between point-to-point operations in group '{}'. Rank {} is running {}: "
+      "{}, but Rank {} is running {}: {}. Point-to-point operations differ in the following "
+      "aspects: {}",
+      groupName_, rank_, sideName(mine, isSend), mine.toString(), mine.peer,
+      sideName(theirs, !isSend), theirs.toString(), aspects);
+}
+
+WorkPtr ProcessGroupWrapper::checkedP2P(bool isSend, const Tensor& tensor, int peer, int tag,
+                                        Milliseconds /*timeout*/,
+                                        const std::function<WorkPtr()>& issue) {
+  uint64_t k;
+  {
+    std::lock_guard<std::mutex> lock(p2pMutex_);
+    k = ++(isSend ? sendCounts_ : recvCounts_)[{peer, tag}];
+  }
+  auto fp = CollectiveFingerprint::of(isSend ? OpType::kSend : OpType::kRecv, k, {tensor});
+  fp.peer = peer;
+  fp.tag = tag;
+  const int src = isSend ? rank_ : peer, dst = isSend ? peer : rank_;
+  store_->setString(p2pKey(src, dst, tag, k, isSend), fp.serialize());
+  PendingP2P p{nullptr, p2pKey(src, dst, tag, k, !isSend), fp, isSend, false};
+  if (store_->check({p.theirKey})) {
+    auto theirs = CollectiveFingerprint::parse(store_->getString(p.theirKey));
+    theirs.peer = rank_;
+    const std::string text = p2pMismatch(fp, isSend, theirs);
+    if (!text.empty()) {
+      DL_LOG(ERROR, "{}", text);
+      dumpFlightRecorders("mismatch", text, globalRanks_[rank_]);
+      throw DistBackendError(text);
+    }
+    return issue();
+  }
+  p.work = issue();
+  WorkPtr work = p.work;
+  {
+    std::lock_guard<std::mutex> lock(p2pMutex_);
+    pending_.push_back(std::move(p));
+    if (!checker_.joinable()) checker_ = std::thread([this] { checkerLoop(); });
+  }
+  p2pCv_.notify_all();
+  return work;
+}
+
+// Returns true when the entry is settled (matched, reported, or completed).
+bool ProcessGroupWrapper::checkPending(PendingP2P& p) {
+  bool present = false;
+  try {
+    present = store_->check({p.theirKey});
+  } catch (const std::exception&) {
+    return p.work->isCompleted();
+  }
+  if (!present) return p.work->isCompleted();
+  auto theirs = CollectiveFingerprint::parse(store_->getString(p.theirKey));
+  theirs.peer = rank_;
+  const std::string text = p2pMismatch(p.mine, p.isSend, theirs);
+  if (!text.empty()) {
+    DL_LOG(ERROR, "{}", text);
+    p.work->finish(std::make_exception_ptr(DistBackendError(text)));
+    inner()->abort(text);
+    dumpFlightRecorders("mismatch", text, globalRanks_[rank_]);
+  }
+  return true;
+}
+
+void ProcessGroupWrapper::checkerLoop() {
+  std::unique_lock<std::mutex> lock(p2pMutex_);
+  while (!stopping_) {
+    if (pending_.empty()) {
+      p2pCv_.wait(lock, [&] { return stopping_ || !pending_.empty(); });
+      continue;
+    }
+    std::vector<PendingP2P> work = std::move(pending_);
+    pending_.clear();
+    lock.unlock();
+    std::vector<PendingP2P> keep;
+    for (auto& p : work) {
+      if (!checkPending(p)) keep.push_back(std::move(p));
+    }
+    lock.lock();
+    for (auto& p : keep) pending_.push_back(std::move(p));
+    if (!pending_.empty()) p2pCv_.wait_for(lock, kP2PPoll, [&] { return stopping_; });
+  }
+}
+
+std::string ProcessGroupWrapper::describeUnmatched() {
+  std::vector<PendingP2P> snapshot;
+  {
+    std::lock_guard<std::mutex> lock(p2pMutex_);
+    snapshot = pending_;
+  }
+  std::string out;
+  for (const auto& p : snapshot) {
+    if (p.work->isCompleted() || store_->check({p.theirKey})) continue;
+    const int peer = p.mine.peer;
+    const uint64_t k = p.mine.seq;
+    const int src = p.isSend ? rank_ : peer, dst = p.isSend ? peer : rank_;
+    std::string posted = "has not posted any";
+    if (k > 1 && store_->check({p2pKey(src, dst, p.mine.tag, k - 1, !p.isSend)})) {
+      posted = fmt::format("has posted only {}", k - 1);
+    } else if (k > 1) {
+      posted = fmt::format("has posted fewer than {}", k - 1);
+    }
+    out += fmt::format(
+        "{}Unmatched point-to-point operation (DETAIL) on rank {} in group '{}': {} {} has no "
+        "matching {}: rank {} {} {} with tag {} {} rank {}; rank {} is {}",
+        out.empty() ? "" : "\n", rank_, groupName_, sideName(p.mine, p.isSend),
+        shapeToString(p.mine.tensors[0].shape), p.isSend ? "recv" : "send", peer, posted,
+        p.isSend ? "recv(s)" : "send(s)", p.mine.tag, p.isSend ? "from" : "to", rank_, peer,
+        probeRank(*store_, globalRanks_.at(peer)).detail);
+  }
+  return out;
+}
+
+WorkPtr ProcessGroupWrapper::send(const Tensor& t, int dst, const SendOptions& o) {
+  return checkedP2P(true, t, dst, o.tag, o.timeout,
+                    [&] { return ForwardingBackend::send(t, dst, o); });
+}
+
+WorkPtr ProcessGroupWrapper::recv(const Tensor& t, int src, const RecvOptions& o) {
+  return checkedP2P(false, t, src, o.tag, o.timeout,
+                    [&] { return ForwardingBackend::recv(t, src, o); });
+}
+
+}  // namespace distlab::comm

@@ -1,0 +1,339 @@
+#include "runtime/comm/debug/watchdog.hpp"
+
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <condition_variable>
+#include <csignal>
+#include <cstdio>
+#include <map>
+#include <mutex>
+#include <thread>
+
+#include "runtime/core/clock.hpp"
+#include "runtime/core/env.hpp"
+#include "runtime/core/errors.hpp"
+#include "runtime/core/logging.hpp"
+
+namespace distlab::comm {
+namespace {
+
+constexpr std::chrono::milliseconds kPollInterval{200};
+const char* const kDumpRequestKey = "dbg/fr/dump_request";
+
+std::atomic<bool> gSignalDump{false};
+void onDumpSignal(int) { gSignalDump.store(true); }
+
+struct Settings {
+  std::mutex mutex;
+  bool modeSet = false, enabledSet = false;
+  ErrorHandlingMode mode = ErrorHandlingMode::kCleanUpOnly;
+  bool enabled = true;
+};
+Settings& settings() {
+  static Settings* s = new Settings();
+  return *s;
+}
+
+std::string errorText(const Work& work) {
+  auto ex = work.exception();
+  if (!ex) return "";
+  try {
+    std::rethrow_exception(ex);
+  } catch (const std::exception& e) {
+    return e.what();
+  } catch (...) {
+    return "unknown error";
+  }
+}
+
+class WatchdogThread {
+ public:
+  static WatchdogThread& instance() {
+    static WatchdogThread* w = new WatchdogThread();
+    return *w;
+  }
+
+  void add(WatchedWork watched);
+  void completed(const Work& work);
+  void setDiagnoser(const std::string& g, int r, TimeoutDiagnoser fn) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (fn) {
+      diagnosers_[{g, r}] = std::move(fn);
+    } else {
+      diagnosers_.erase({g, r});
+    }
+  }
+  void noteOwnRequest(const Store* store, const std::string& value) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    lastRequest_[store] = value;
+  }
+
+ private:
+  struct Entry {
+    WatchedWork w;
+    Clock::time_point deadline;
+    bool handled = false;
+  };
+
+  void ensureThread();  // REQUIRES(mutex_)
+  void loop();
+  void handleTimeout(const Entry& e);
+  void pollRequests();
+  std::string diagnosis(const std::string& g, int r);
+
+  std::mutex mutex_;
+  std::condition_variable cv_;
+  std::map<const Work*, Entry> inflight_;                            // GUARDED_BY(mutex_)
+  std::vector<std::string> errors_;                                  // GUARDED_BY(mutex_)
+  std::map<std::pair<std::string, int>, TimeoutDiagnoser> diagnosers_;  // GUARDED_BY(mutex_)
+  std::vector<std::weak_ptr<Store>> stores_;                          // GUARDED_BY(mutex_)
+  std::map<const Store*, std::string> lastRequest_;                   // GUARDED_BY(mutex_)
+  bool changed_ = false;                                              // GUARDED_BY(mutex_)
+  Clock::time_point nextWake_{};                                      // GUARDED_BY(mutex_)
+  pid_t threadPid_ = 0;
+};
+
+class WatchObserver : public WorkObserver {
+ public:
+  WatchObserver(FlightRecorderPtr fr, uint64_t id) : fr_(std::move(fr)), id_(id) {}
+  void onStarted(const Work&) override {
+    if (fr_) fr_->markStarted(id_);
+  }
+  void onCompleted(const Work& work) override {
+    if (fr_) fr_->markCompleted(id_, work.isSuccess(), errorText(work));
+    WatchdogThread::instance().completed(work);
+  }
+
+ private:
+  FlightRecorderPtr fr_;
+  uint64_t id_;
+};
+
+void WatchdogThread::ensureThread() {
+  if (threadPid_ == getpid()) return;
+  threadPid_ = getpid();  // after fork() the child restarts the thread
+  std::string sig = "USR2";
+  try {
+    sig = env::getChoice("DISTLAB_FR_DUMP_SIGNAL", {"USR1", "USR2", "OFF"}).value_or("USR2");
+  } catch (const std::exception& e) {
+    DL_LOG(ERROR, "{}", e.what());
+  }
+  if (sig != "OFF") std::signal(sig == "USR1" ? SIGUSR1 : SIGUSR2, onDumpSignal);
+  std::thread([this] { loop(); }).detach();
+}
+
+void WatchdogThread::add(WatchedWork watched) {
+  auto observer = std::make_shared<WatchObserver>(watched.recorder, watched.recordId);
+  WorkPtr work = watched.work;
+  bool notify = false;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    ensureThread();
+    if (auto s = watched.store.lock()) {
+      const bool known = std::any_of(stores_.begin(), stores_.end(),
+                                     [&](const auto& w) { return w.lock() == s; });
+      if (!known) {
+        stores_.push_back(s);
+        try {
+          lastRequest_[s.get()] = s->check({kDumpRequestKey}) ? s->getString(kDumpRequestKey) : "";
+        } catch (const std::exception&) {
+        }
+      }
+    }
+    Entry e{std::move(watched), {}, false};
+    e.deadline = Clock::now() + e.w.timeout;
+    notify = e.deadline < nextWake_;
+    changed_ |= notify;
+    if (watchdogEnabled()) inflight_[work.get()] = std::move(e);
+  }
+  if (notify) cv_.notify_all();
+  work->addObserver(observer);  // may complete the entry at once
+}
+
+void WatchdogThread::completed(const Work& work) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto it = inflight_.find(&work);
+  const bool byWatchdog = it != inflight_.end() && it->second.handled;
+  if (it != inflight_.end()) inflight_.erase(it);
+  if (!work.isSuccess() && !byWatchdog) {
+    errors_.push_back(fmt::format("{} failed: {}", work.info().describe(), errorText(work)));
+    cv_.notify_all();
+  }
+}
+
+std::string WatchdogThread::diagnosis(const std::string& g, int r) {
+  TimeoutDiagnoser fn;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto it = diagnosers_.find({g, r});
+    if (it != diagnosers_.end()) fn = it->second;
+  }
+  try {
+    return fn ? fn() : "";
+  } catch (const std::exception& e) {
+    return fmt::format("(diagnosis failed: {})", e.what());
+  }
+}
+
+void WatchdogThread::handleTimeout(const Entry& e) {
+  const WorkInfo& info = e.w.work->info();
+  const int64_t ranMs = (monotonicNowNs() - e.w.work->scheduledNs()) / 1000000;
+  std::string msg = fmt::format("[Rank {}] {}", info.rank,
+                                watchdogTimeoutMessage(info, e.w.timeout, ranMs));
+  const GroupStatus st = e.w.recorder ? e.w.recorder->status() : GroupStatus{};
+  msg += fmt::format(
+      "\n[PG {} ({}) Rank {}] failure detected by watchdog at work sequence id: {} PG status: "
+      "last enqueued work: {}, last started work: {}, last completed work: {}",
+      info.groupName, e.w.groupDesc, info.rank, info.seq, st.lastEnqueued, st.lastStarted,
+      st.lastCompleted);
+  const std::string diag = diagnosis(info.groupName, e.w.globalRank);
+  if (!diag.empty()) msg += "\n" + diag;
+  DL_LOG(ERROR, "{}", msg);
+  if (e.w.recorder) e.w.recorder->markTimedOut(e.w.recordId);
+  dumpFlightRecorders("timeout", msg);
+  if (auto s = e.w.store.lock()) {
+    try {
+      requestFlightRecorderDumps(*s, msg);
+    } catch (const std::exception&) {
+    }
+  }
+  const ErrorHandlingMode mode = errorHandlingMode();
+  if (mode == ErrorHandlingMode::kNoHandling) return;
+  if (mode != ErrorHandlingMode::kSkipCleanUp) {
+    e.w.work->finish(std::make_exception_ptr(DistTimeoutError(msg)));
+    if (auto b = e.w.backend.lock()) b->abort(msg);
+  }
+  if (mode == ErrorHandlingMode::kTearDown || mode == ErrorHandlingMode::kSkipCleanUp) {
+    std::fprintf(stderr, "%s\nTearing down the process (exit code %d).\n", msg.c_str(),
+                 kWatchdogExitCode);
+    std::fflush(stderr);
+    std::_Exit(kWatchdogExitCode);
+  }
+}
+
+void WatchdogThread::pollRequests() {
+  std::vector<std::shared_ptr<Store>> stores;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    std::erase_if(stores_, [](const auto& w) { return w.expired(); });
+    for (auto& w : stores_) {
+      if (auto s = w.lock()) stores.push_back(s);
+    }
+  }
+  for (auto& s : stores) {
+    std::string value;
+    try {
+      if (!s->check({kDumpRequestKey})) continue;
+      value = s->getString(kDumpRequestKey);
+    } catch (const std::exception&) {
+      continue;
+    }
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (lastRequest_[s.get()] == value) continue;
+      lastRequest_[s.get()] = value;
+    }
+    dumpFlightRecorders("peer", value);
+  }
+}
+
+void WatchdogThread::loop() {
+  const pid_t me = getpid();
+  std::unique_lock<std::mutex> lock(mutex_);
+  while (threadPid_ == me) {
+    auto wake = Clock::now() + kPollInterval;
+    for (auto& [w, e] : inflight_) {
+      if (!e.handled) wake = std::min(wake, e.deadline);
+    }
+    nextWake_ = wake;
+    cv_.wait_until(lock, wake,
+                   [&] { return changed_ || !errors_.empty() || gSignalDump.load(); });
+    changed_ = false;
+    std::vector<Entry> expired;
+    const auto now = Clock::now();
+    for (auto& [w, e] : inflight_) {
+      if (!e.handled && now >= e.deadline && !e.w.work->isCompleted()) {
+        e.handled = true;
+        expired.push_back(e);
+      }
+    }
+    std::vector<std::string> errors = std::move(errors_);
+    errors_.clear();
+    lock.unlock();
+    for (const auto& e : expired) handleTimeout(e);
+    if (!errors.empty()) dumpFlightRecorders("error", errors.front());
+    if (gSignalDump.exchange(false)) dumpFlightRecorders("signal", "dump signal received");
+    pollRequests();
+    lock.lock();
+  }
+}
+
+}  // namespace
+
+ErrorHandlingMode errorHandlingMode() {
+  Settings& s = settings();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  if (!s.modeSet) {
+    auto v = env::getInt("DISTLAB_ASYNC_ERROR_HANDLING", 0, 3);
+    if (!v) v = env::getInt("TORCH_NCCL_ASYNC_ERROR_HANDLING", 0, 3);
+    if (v) s.mode = static_cast<ErrorHandlingMode>(*v);
+    s.modeSet = true;
+  }
+  return s.mode;
+}
+
+void setErrorHandlingMode(ErrorHandlingMode mode) {
+  Settings& s = settings();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  s.mode = mode;
+  s.modeSet = true;
+}
+
+bool watchdogEnabled() {
+  Settings& s = settings();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  if (!s.enabledSet) {
+    s.enabled = env::getBool("DISTLAB_WATCHDOG").value_or(true);
+    s.enabledSet = true;
+  }
+  return s.enabled;
+}
+
+void setWatchdogEnabled(bool enabled) {
+  Settings& s = settings();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  s.enabled = enabled;
+  s.enabledSet = true;
+}
+
+Milliseconds watchdogGrace(Milliseconds timeout) {
+  return std::clamp(timeout / 2, Milliseconds(500), Milliseconds(10000));
+}
+
+void watchWork(WatchedWork watched) { WatchdogThread::instance().add(std::move(watched)); }
+
+void setTimeoutDiagnoser(const std::string& groupName, int globalRank, TimeoutDiagnoser fn) {
+  WatchdogThread::instance().setDiagnoser(groupName, globalRank, std::move(fn));
+}
+
+void clearTimeoutDiagnoser(const std::string& groupName, int globalRank) {
+  WatchdogThread::instance().setDiagnoser(groupName, globalRank, nullptr);
+}
+
+std::string watchdogTimeoutMessage(const WorkInfo& info, Milliseconds timeout, int64_t ranForMs) {
+  return fmt::format(
+      "Watchdog caught collective operation timeout: Work(SeqNum={}, OpType={}, NumelIn={}, "
+      "NumelOut={}, Timeout(ms)={}) ran for {} milliseconds before timing out.",
+      info.seq, opTypeName(info.opType), info.numelIn, info.numelOut, timeout.count(), ranForMs);
+}
+
+void requestFlightRecorderDumps(Store& store, const std::string& reason) {
+  const std::string value = fmt::format("{} {}: {}", getpid(), monotonicNowNs(), reason);
+  WatchdogThread::instance().noteOwnRequest(&store, value);
+  store.setString(kDumpRequestKey, value);
+}
+
+}  // namespace distlab::comm
