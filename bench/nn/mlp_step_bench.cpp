@@ -1,20 +1,23 @@
 // Training-step time of the reference MLP (4 x [Linear(1024,1024), ReLU],
 // Linear(1024,10)), batch 32, cross-entropy, SGD lr 0.01, one BLAS thread,
-// side by side with PyTorch's figure for the same step
-// (/work/shared/anchors/torch_ddp_mlp.py prints "local step_ms=...").
+// side by side with PyTorch in the same run.
 //
 //   OPENBLAS_NUM_THREADS=1 mlp_step_bench [--rounds=N] [--report=reports/mlp_step]
-//       [--torch_script=PATH] [google-benchmark flags]
-// Runs the Google Benchmark case, then `rounds` alternating measurements of
-// distlab (3 warm-up + 20 timed steps, as the anchor does) and the anchor, and
-// prints the medians and their ratio. With --report writes <report>.json / .md.
-// Reports, never gates.
+//       [--torch_script=PATH] [--torch_cpu_script=PATH] [google-benchmark flags]
+// Runs the Google Benchmark case, then `rounds` alternating measurements (3
+// warm-up + 20 timed steps each, the anchor's protocol) of distlab and of
+// PyTorch: the anchor /work/shared/anchors/torch_ddp_mlp.py ("local step_ms=",
+// wall clock) and bench/nn/torch_mlp_step.py (same step, process CPU time,
+// which stays meaningful when other jobs load the machine). Prints the medians
+// and the ratios; with --report writes <report>.json / .md. Reports, never gates.
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
+#include <ctime>
 #include <fstream>
 #include <optional>
 #include <string>
@@ -51,31 +54,45 @@ void BM_MlpTrainStep(benchmark::State& state) {
 }
 BENCHMARK(BM_MlpTrainStep)->Unit(benchmark::kMillisecond)->MinTime(2.0);
 
+struct StepTime {
+  double wallMs = 0.0;
+  double cpuMs = 0.0;
+};
+
+double processCpuMs() {
+  timespec ts{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) * 1e3 + static_cast<double>(ts.tv_nsec) * 1e-6;
+}
+
 // Mean step time over 20 steps after 3 warm-up steps (the anchor's protocol).
-double distlabStepMs() {
+StepTime distlabStep() {
   Workload w;
   for (int i = 0; i < 3; ++i) w.step();
   const auto t0 = std::chrono::steady_clock::now();
+  const double c0 = processCpuMs();
   for (int i = 0; i < 20; ++i) w.step();
-  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count() /
-         20.0;
+  const double wall =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  return {wall / 20.0, (processCpuMs() - c0) / 20.0};
 }
 
-std::optional<double> torchStepMs(const std::string& script) {
-  const std::string cmd = "/usr/bin/python3 " + script + " 1 2>/dev/null";
-  FILE* pipe = popen(cmd.c_str(), "r");
+// Runs `cmd` and returns the value after `key` on the first line that has it.
+std::optional<double> scrape(const std::string& cmd, const std::string& key) {
+  FILE* pipe = popen((cmd + " 2>/dev/null").c_str(), "r");
   if (pipe == nullptr) return std::nullopt;
   std::optional<double> result;
   char line[512];
   while (std::fgets(line, sizeof(line), pipe) != nullptr) {
-    double ms = 0.0;
-    if (std::sscanf(line, "local step_ms=%lf", &ms) == 1) result = ms;
+    const char* at = std::strstr(line, key.c_str());
+    if (at != nullptr && !result) result = std::strtod(at + key.size(), nullptr);
   }
   pclose(pipe);
   return result;
 }
 
-double median(std::vector<double> v) {
+double medianOf(std::vector<double> v) {
+  if (v.empty()) return 0.0;
   std::sort(v.begin(), v.end());
   return v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
 }
@@ -93,31 +110,53 @@ std::string flagValue(int& argc, char** argv, const std::string& name, std::stri
   return fallback;
 }
 
-void writeReport(const std::string& base, const std::vector<double>& ours,
-                 const std::vector<double>& torch, double oursMed, double torchMed) {
+std::string loadAverage() {
+  std::ifstream in("/proc/loadavg");
+  std::string one;
+  in >> one;
+  return one.empty() ? "0" : one;
+}
+
+struct Series {
+  std::string name;
+  std::vector<double> values;
+  double median() const { return medianOf(values); }
+};
+
+void jsonArray(std::ofstream& out, const std::vector<double>& v) {
+  out << "[";
+  for (size_t i = 0; i < v.size(); ++i) out << (i ? ", " : "") << v[i];
+  out << "]";
+}
+
+void writeReport(const std::string& base, const std::vector<Series>& series, double ratioWall,
+                 double ratioCpu, const std::string& command) {
   const char* threads = std::getenv("OPENBLAS_NUM_THREADS");
-  const std::string cmd =
-      "OPENBLAS_NUM_THREADS=1 build/<dir>/bench/nn/mlp_step_bench --report=" + base;
+  const std::string load = loadAverage();
   std::ofstream json(base + ".json");
   json << "{\n  \"benchmark\": \"mlp_step\",\n  \"model\": \"4x[Linear(1024,1024),ReLU],"
        << "Linear(1024,10)\",\n  \"batch\": 32,\n  \"loss\": \"cross_entropy\",\n"
        << "  \"optimizer\": \"SGD lr=0.01\",\n  \"openblas_num_threads\": \""
-       << (threads ? threads : "unset") << "\",\n  \"distlab_step_ms\": " << oursMed
-       << ",\n  \"torch_step_ms\": " << torchMed << ",\n  \"ratio_distlab_over_torch\": "
-       << oursMed / torchMed << ",\n  \"distlab_rounds_ms\": [";
-  for (size_t i = 0; i < ours.size(); ++i) json << (i ? ", " : "") << ours[i];
-  json << "],\n  \"torch_rounds_ms\": [";
-  for (size_t i = 0; i < torch.size(); ++i) json << (i ? ", " : "") << torch[i];
-  json << "],\n  \"command\": \"" << cmd << "\"\n}\n";
+       << (threads ? threads : "unset") << "\",\n  \"load_average_1min\": " << load << ",\n";
+  for (const Series& s : series) {
+    json << "  \"" << s.name << "_median_ms\": " << s.median() << ",\n  \"" << s.name
+         << "_rounds_ms\": ";
+    jsonArray(json, s.values);
+    json << ",\n";
+  }
+  json << "  \"ratio_wall_distlab_over_torch_anchor\": " << ratioWall
+       << ",\n  \"ratio_cpu_distlab_over_torch\": " << ratioCpu << ",\n  \"command\": \""
+       << command << "\"\n}\n";
   std::ofstream md(base + ".md");
   md << "# MLP training step: distlab vs PyTorch\n\n"
      << "Reference MLP 4 x [Linear(1024,1024), ReLU], Linear(1024,10); batch 32; cross-entropy;"
-     << " SGD lr 0.01; one BLAS thread; mean of 20 steps after 3 warm-up steps, median of "
-     << ours.size() << " alternating rounds.\n\n"
-     << "| engine | step (ms) |\n|---|---|\n"
-     << "| distlab | " << oursMed << " |\n| PyTorch (torch_ddp_mlp.py, local) | " << torchMed
-     << " |\n\nratio distlab / PyTorch = " << oursMed / torchMed << "\n\nCommand: `" << cmd
-     << "`\n";
+     << " SGD lr 0.01; one BLAS thread. Each round: mean of 20 steps after 3 warm-up steps;"
+     << " rounds alternate distlab / PyTorch; medians below (1-min load average " << load
+     << " at the end of the run).\n\n| series | median step (ms) |\n|---|---|\n";
+  for (const Series& s : series) md << "| " << s.name << " | " << s.median() << " |\n";
+  md << "\nratio distlab / PyTorch (wall, anchor script) = " << ratioWall
+     << "\n\nratio distlab / PyTorch (process CPU time) = " << ratioCpu << "\n\nCommand: `"
+     << command << "`\n";
 }
 
 }  // namespace
@@ -125,26 +164,40 @@ void writeReport(const std::string& base, const std::vector<double>& ours,
 int main(int argc, char** argv) {
   const int rounds = std::stoi(flagValue(argc, argv, "rounds", "5"));
   const std::string report = flagValue(argc, argv, "report", "");
-  const std::string script =
+  const std::string anchor =
       flagValue(argc, argv, "torch_script", "/work/shared/anchors/torch_ddp_mlp.py");
+  const std::string cpuScript =
+      flagValue(argc, argv, "torch_cpu_script", "bench/nn/torch_mlp_step.py");
   benchmark::Initialize(&argc, argv);
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();
 
-  std::vector<double> ours, torch;
+  Series oursWall{"distlab_wall", {}}, oursCpu{"distlab_cpu", {}};
+  Series anchorWall{"torch_anchor_wall", {}}, torchCpu{"torch_cpu", {}};
   for (int r = 0; r < rounds; ++r) {
-    ours.push_back(distlabStepMs());
-    if (auto t = torchStepMs(script)) torch.push_back(*t);
+    StepTime t = distlabStep();
+    oursWall.values.push_back(t.wallMs);
+    oursCpu.values.push_back(t.cpuMs);
+    if (auto v = scrape("/usr/bin/python3 " + anchor + " 1", "local step_ms=")) {
+      anchorWall.values.push_back(*v);
+    }
+    if (auto v = scrape("/usr/bin/python3 " + cpuScript, "cpu_ms=")) torchCpu.values.push_back(*v);
   }
-  const double oursMed = median(ours);
-  std::printf("distlab step_ms=%.2f (median of %d rounds)\n", oursMed, rounds);
-  if (torch.empty()) {
-    std::printf("PyTorch anchor unavailable (%s); no ratio\n", script.c_str());
+  std::printf("distlab wall_ms=%.2f cpu_ms=%.2f (median of %d rounds)\n", oursWall.median(),
+              oursCpu.median(), rounds);
+  if (anchorWall.values.empty() || torchCpu.values.empty()) {
+    std::printf("PyTorch unavailable (%s, %s); no ratio\n", anchor.c_str(), cpuScript.c_str());
     return 0;
   }
-  const double torchMed = median(torch);
-  std::printf("torch   step_ms=%.2f (median of %zu rounds)\nratio distlab/torch=%.3f\n",
-              torchMed, torch.size(), oursMed / torchMed);
-  if (!report.empty()) writeReport(report, ours, torch, oursMed, torchMed);
+  const double ratioWall = oursWall.median() / anchorWall.median();
+  const double ratioCpu = oursCpu.median() / torchCpu.median();
+  std::printf("torch   wall_ms=%.2f (anchor) cpu_ms=%.2f\nratio distlab/torch wall=%.3f "
+              "cpu=%.3f\n",
+              anchorWall.median(), torchCpu.median(), ratioWall, ratioCpu);
+  if (!report.empty()) {
+    const std::string command = "OPENBLAS_NUM_THREADS=1 build/default/bench/nn/mlp_step_bench "
+                                "--rounds=" + std::to_string(rounds) + " --report=" + report;
+    writeReport(report, {oursWall, anchorWall, oursCpu, torchCpu}, ratioWall, ratioCpu, command);
+  }
   return 0;
 }
