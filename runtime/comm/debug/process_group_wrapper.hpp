@@ -30,9 +30,12 @@
 // tags used out of order are fine); dtype and element count must agree. Each
 // side publishes its fingerprint without waiting (isend/irecv never block on
 // the peer). The side that arrives second compares at once and throws; the
-// first side's Work is failed with the same report by a checker thread, which
-// also aborts the inner backend (its operation can never match). A side
-// whose peer never posts is described in the watchdog's timeout report.
+// first side gets a Work that completes only when the backend's Work has
+// completed AND the peer's side was seen and matches (a checker thread polls
+// every 1 ms), so an eager send cannot succeed past a mismatch: it fails with
+// the same report, and the inner backend is aborted (its operation can never
+// match). A side whose peer never posts is described in the watchdog's
+// timeout report.
 // recvAnysource is not checked.
 //
 // Thread-safety: as the inner backend (ProcessGroup serialises issue).
@@ -47,6 +50,7 @@
 #include "runtime/comm/debug/collective_fingerprint.hpp"
 #include "runtime/comm/debug/store_exchange.hpp"
 #include "runtime/comm/forwarding_backend.hpp"
+#include "runtime/core/clock.hpp"
 
 namespace distlab::comm {
 
@@ -89,11 +93,13 @@ class ProcessGroupWrapper : public ForwardingBackend {
 
  private:
   struct PendingP2P {
-    WorkPtr work;
+    WorkPtr inner;  // the backend's Work
+    WorkPtr outer;  // what the caller got; completes once paired and done
     std::string theirKey;
     CollectiveFingerprint mine;
     bool isSend = false;
-    bool reported = false;
+    bool paired = false;
+    Clock::time_point deadline{};
   };
 
   // Collectives (process_group_wrapper.cpp).
@@ -113,6 +119,7 @@ class ProcessGroupWrapper : public ForwardingBackend {
                           const CollectiveFingerprint& theirs) const;
   void checkerLoop();
   bool checkPending(PendingP2P& p);
+  std::string describeOne(const PendingP2P& p);
   std::string describeUnmatched();
 
   std::shared_ptr<Store> store_;

@@ -5,10 +5,13 @@
 // its k-th send to dst with that tag) and ".../r" (the receiver's). Each side
 // sets its key, then looks for the other's without waiting. If it is there the
 // check runs on the calling thread (and throws before the inner backend sees
-// the operation); otherwise the operation is issued and a checker thread polls
-// (every kP2PPoll) until the other side shows up or the Work completes.
+// the operation); otherwise the operation is issued, the caller gets an outer
+// Work, and a checker thread polls (every kP2PPoll) until the other side shows
+// up; the outer Work completes when that check passed and the backend's Work
+// completed (with the backend's result or error).
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <chrono>
 
 #include "runtime/comm/debug/flight_recorder.hpp"
@@ -20,7 +23,7 @@
 namespace distlab::comm {
 namespace {
 
-constexpr std::chrono::milliseconds kP2PPoll{10};
+constexpr std::chrono::milliseconds kP2PPoll{1};
 
 int64_t numelOf(const CollectiveFingerprint& fp) {
   int64_t n = 1;
@@ -60,7 +63,7 @@ std::string ProcessGroupWrapper::p2pMismatch(const CollectiveFingerprint& mine, 
 }
 
 WorkPtr ProcessGroupWrapper::checkedP2P(bool isSend, const Tensor& tensor, int peer, int tag,
-                                        Milliseconds /*timeout*/,
+                                        Milliseconds timeout,
                                         const std::function<WorkPtr()>& issue) {
   uint64_t k;
   {
@@ -72,7 +75,8 @@ WorkPtr ProcessGroupWrapper::checkedP2P(bool isSend, const Tensor& tensor, int p
   fp.tag = tag;
   const int src = isSend ? rank_ : peer, dst = isSend ? peer : rank_;
   store_->setString(p2pKey(src, dst, tag, k, isSend), fp.serialize());
-  PendingP2P p{nullptr, p2pKey(src, dst, tag, k, !isSend), fp, isSend, false};
+  PendingP2P p{nullptr, nullptr, p2pKey(src, dst, tag, k, !isSend), fp, isSend, false,
+               Clock::now() + timeout};
   if (store_->check({p.theirKey})) {
     auto theirs = CollectiveFingerprint::parse(store_->getString(p.theirKey));
     theirs.peer = rank_;
@@ -84,35 +88,53 @@ WorkPtr ProcessGroupWrapper::checkedP2P(bool isSend, const Tensor& tensor, int p
     }
     return issue();
   }
-  p.work = issue();
-  WorkPtr work = p.work;
+  p.inner = issue();
+  p.outer = std::make_shared<Work>(p.inner->info(), std::vector<Tensor>{tensor});
+  WorkPtr outer = p.outer;
   {
     std::lock_guard<std::mutex> lock(p2pMutex_);
     pending_.push_back(std::move(p));
     if (!checker_.joinable()) checker_ = std::thread([this] { checkerLoop(); });
   }
   p2pCv_.notify_all();
-  return work;
+  return outer;
 }
 
-// Returns true when the entry is settled (matched, reported, or completed).
+// Returns true when the entry is settled (its outer Work completed).
 bool ProcessGroupWrapper::checkPending(PendingP2P& p) {
-  bool present = false;
-  try {
-    present = store_->check({p.theirKey});
-  } catch (const std::exception&) {
-    return p.work->isCompleted();
+  if (p.inner->state() != WorkState::kScheduled) p.outer->markStarted();
+  if (!p.paired) {
+    bool present = false;
+    try {
+      present = store_->check({p.theirKey});
+    } catch (const std::exception&) {
+    }
+    if (present) {
+      auto theirs = CollectiveFingerprint::parse(store_->getString(p.theirKey));
+      theirs.peer = rank_;
+      const std::string text = p2pMismatch(p.mine, p.isSend, theirs);
+      if (!text.empty()) {
+        DL_LOG(ERROR, "{}", text);
+        dumpFlightRecorders("mismatch", text, globalRanks_[rank_]);
+        p.outer->finish(std::make_exception_ptr(DistBackendError(text)));
+        inner()->abort(text);
+        return true;
+      }
+      p.paired = true;
+    }
   }
-  if (!present) return p.work->isCompleted();
-  auto theirs = CollectiveFingerprint::parse(store_->getString(p.theirKey));
-  theirs.peer = rank_;
-  const std::string text = p2pMismatch(p.mine, p.isSend, theirs);
-  if (!text.empty()) {
-    DL_LOG(ERROR, "{}", text);
-    p.work->finish(std::make_exception_ptr(DistBackendError(text)));
-    inner()->abort(text);
-    dumpFlightRecorders("mismatch", text, globalRanks_[rank_]);
+  if (!p.inner->isCompleted()) return false;
+  if (!p.paired && p.inner->isSuccess()) {  // wait for the peer's record, up to the timeout
+    if (Clock::now() < p.deadline) return false;
+    const std::string text = describeOne(p);
+    p.outer->finish(std::make_exception_ptr(DistTimeoutError(fmt::format(
+        "[Rank {}] {} completed in the backend, but its peer never posted the matching "
+        "operation in time: {}",
+        rank_, sideName(p.mine, p.isSend), text))));
+    return true;
   }
+  p.outer->setSourceRank(p.inner->sourceRank());
+  p.outer->finish(p.inner->exception());
   return true;
 }
 
@@ -123,17 +145,42 @@ void ProcessGroupWrapper::checkerLoop() {
       p2pCv_.wait(lock, [&] { return stopping_ || !pending_.empty(); });
       continue;
     }
-    std::vector<PendingP2P> work = std::move(pending_);
-    pending_.clear();
+    // Work on a copy so the watchdog's diagnosis always sees every entry.
+    std::vector<PendingP2P> snapshot = pending_;
     lock.unlock();
-    std::vector<PendingP2P> keep;
-    for (auto& p : work) {
-      if (!checkPending(p)) keep.push_back(std::move(p));
+    std::vector<const Work*> settled;
+    for (auto& p : snapshot) {
+      if (checkPending(p)) settled.push_back(p.outer.get());
     }
     lock.lock();
-    for (auto& p : keep) pending_.push_back(std::move(p));
+    for (auto& p : pending_) {
+      for (const auto& q : snapshot) {
+        if (q.outer == p.outer) p.paired = q.paired;
+      }
+    }
+    std::erase_if(pending_, [&](const PendingP2P& p) {
+      return std::find(settled.begin(), settled.end(), p.outer.get()) != settled.end();
+    });
     if (!pending_.empty()) p2pCv_.wait_for(lock, kP2PPoll, [&] { return stopping_; });
   }
+}
+
+std::string ProcessGroupWrapper::describeOne(const PendingP2P& p) {
+  const int peer = p.mine.peer;
+  const uint64_t k = p.mine.seq;
+  const int src = p.isSend ? rank_ : peer, dst = p.isSend ? peer : rank_;
+  std::string posted = "has not posted any";
+  if (k > 1 && store_->check({p2pKey(src, dst, p.mine.tag, k - 1, !p.isSend)})) {
+    posted = fmt::format("has posted only {}", k - 1);
+  } else if (k > 1) {
+    posted = fmt::format("has posted fewer than {}", k - 1);
+  }
+  return fmt::format(
+      "Unmatched point-to-point operation (DETAIL) on rank {} in group '{}': {} {} has no "
+      "matching {}: rank {} {} {} with tag {} {} rank {}; rank {} is {}",
+      rank_, groupName_, sideName(p.mine, p.isSend), shapeToString(p.mine.tensors[0].shape),
+      p.isSend ? "recv" : "send", peer, posted, p.isSend ? "recv(s)" : "send(s)", p.mine.tag,
+      p.isSend ? "from" : "to", rank_, peer, probeRank(*store_, globalRanks_.at(peer)).detail);
 }
 
 std::string ProcessGroupWrapper::describeUnmatched() {
@@ -144,23 +191,8 @@ std::string ProcessGroupWrapper::describeUnmatched() {
   }
   std::string out;
   for (const auto& p : snapshot) {
-    if (p.work->isCompleted() || store_->check({p.theirKey})) continue;
-    const int peer = p.mine.peer;
-    const uint64_t k = p.mine.seq;
-    const int src = p.isSend ? rank_ : peer, dst = p.isSend ? peer : rank_;
-    std::string posted = "has not posted any";
-    if (k > 1 && store_->check({p2pKey(src, dst, p.mine.tag, k - 1, !p.isSend)})) {
-      posted = fmt::format("has posted only {}", k - 1);
-    } else if (k > 1) {
-      posted = fmt::format("has posted fewer than {}", k - 1);
-    }
-    out += fmt::format(
-        "{}Unmatched point-to-point operation (DETAIL) on rank {} in group '{}': {} {} has no "
-        "matching {}: rank {} {} {} with tag {} {} rank {}; rank {} is {}",
-        out.empty() ? "" : "\n", rank_, groupName_, sideName(p.mine, p.isSend),
-        shapeToString(p.mine.tensors[0].shape), p.isSend ? "recv" : "send", peer, posted,
-        p.isSend ? "recv(s)" : "send(s)", p.mine.tag, p.isSend ? "from" : "to", rank_, peer,
-        probeRank(*store_, globalRanks_.at(peer)).detail);
+    if (p.outer->isCompleted() || store_->check({p.theirKey})) continue;
+    out += (out.empty() ? "" : "\n") + describeOne(p);
   }
   return out;
 }
