@@ -1,0 +1,243 @@
+// GlooBackend: rendezvous, the task wrapper, error translation, lifecycle,
+// registration. The operations are in gloo_backend_ops.cpp.
+#include "runtime/comm/backends/gloo/gloo_backend.hpp"
+
+#include <fmt/format.h>
+#include <signal.h>
+
+#include <gloo/common/error.h>
+#include <gloo/rendezvous/context.h>
+
+#include "runtime/comm/backend_registry.hpp"
+#include "runtime/comm/backends/gloo/gloo_device.hpp"
+#include "runtime/comm/backends/gloo/gloo_p2p.hpp"
+#include "runtime/comm/backends/gloo/gloo_store_adapter.hpp"
+#include "runtime/core/errors.hpp"
+#include "runtime/core/logging.hpp"
+
+namespace distlab::comm {
+
+void registerGlooBackend() {
+  registerBackend(BackendInfo{
+      "gloo",
+      [](const BackendContext& ctx) -> BackendPtr {
+        return std::make_shared<gloo_backend::GlooBackend>(ctx);
+      },
+      {"cpu"}});
+}
+
+namespace gloo_backend {
+namespace {
+
+std::string messageOf(std::exception_ptr e) {
+  try {
+    std::rethrow_exception(e);
+  } catch (const std::exception& err) {
+    return err.what();
+  } catch (...) {
+    return "unknown error";
+  }
+}
+
+std::exception_ptr peerError(const WorkInfo& info, const PeerVerdict& v) {
+  std::string msg = fmt::format("{}: rank {}: {}", info.describe(), info.rank, v.text);
+  if (v.state == PeerState::kDied) return std::make_exception_ptr(DistPeerFailureError(msg));
+  return std::make_exception_ptr(DistNetworkError(msg));
+}
+
+// Gloo writes with writev(2), which raises SIGPIPE on a connection the peer
+// reset; the default action would kill this process instead of failing the
+// operation. PyTorch runs under Python, which ignores SIGPIPE; do the same
+// unless the program installed its own handler.
+void ignoreSigpipe() {
+  struct sigaction current {};
+  if (::sigaction(SIGPIPE, nullptr, &current) == 0 && current.sa_handler == SIG_DFL) {
+    ::signal(SIGPIPE, SIG_IGN);
+  }
+}
+
+}  // namespace
+
+GlooBackend::GlooBackend(const BackendContext& context)
+    : Backend(context.rank, context.size), ctx_(context) {
+  ignoreSigpipe();
+  for (auto& dev : createDevices(resolveDeviceSpec(ctx_.options)))
+    devices_.push_back(trackBuffers(std::move(dev), buffers_));
+  checkInterfaceCount();
+  connect();
+  PeerMonitor::Config mc;
+  mc.store = ctx_.store;
+  mc.recordPrefix = ctx_.storePrefix + "gloo/down/";
+  mc.rank = ctx_.rank;
+  mc.globalRanks = ctx_.globalRanks;
+  mc.groupName = ctx_.groupName;
+  mc.buffers = buffers_;
+  monitor_ = std::make_unique<PeerMonitor>(mc);
+  monitor_->watch(contexts_);
+  monitor_->start();
+  progress_ = std::make_unique<ProgressThread>("gloo:" + ctx_.groupName);
+  p2p_ = std::make_unique<GlooP2P>(*this, contexts_[0], *monitor_);
+}
+
+GlooBackend::~GlooBackend() {
+  try {
+    shutdown(Milliseconds(2000));
+  } catch (...) {
+  }
+}
+
+// Every rank must use the same number of interfaces (GLOO_SOCKET_IFNAME's rule):
+// checked before connecting, since a mismatch would otherwise hang until timeout.
+void GlooBackend::checkInterfaceCount() {
+  const std::string prefix = ctx_.storePrefix + "gloo/ifcount/";
+  ctx_.store->setString(prefix + std::to_string(ctx_.rank), std::to_string(devices_.size()));
+  std::vector<std::string> keys;
+  for (int q = 0; q < ctx_.size; ++q) keys.push_back(prefix + std::to_string(q));
+  ctx_.store->wait(keys, ctx_.timeout);
+  auto values = ctx_.store->multiGet(keys);
+  for (int q = 0; q < ctx_.size; ++q) {
+    std::string v(values[q].begin(), values[q].end());
+    if (v != std::to_string(devices_.size())) {
+      throw ValueError(fmt::format(
+          "gloo: group '{}': rank {} uses {} network interface(s) but rank {} uses {}; every "
+          "rank must name the same number of interfaces in GLOO_SOCKET_IFNAME",
+          ctx_.groupName, ctx_.rank, devices_.size(), q, v));
+    }
+  }
+}
+
+void GlooBackend::connect() {
+  for (size_t i = 0; i < devices_.size(); ++i) {
+    auto gctx = std::make_shared<::gloo::rendezvous::Context>(ctx_.rank, ctx_.size);
+    gctx->setTimeout(ctx_.timeout);
+    GlooStoreAdapter adapter(ctx_.store, fmt::format("{}gloo/{}/", ctx_.storePrefix, i),
+                             ctx_.timeout);
+    try {
+      gctx->connectFullMesh(adapter, devices_[i]);
+    } catch (const DistError&) {
+      throw;
+    } catch (const std::exception& e) {
+      throw DistNetworkError(fmt::format(
+          "gloo: rank {} of group '{}' could not connect to its peers over {}: {}", ctx_.rank,
+          ctx_.groupName, devices_[i]->str(), e.what()));
+    }
+    contexts_.push_back(gctx);
+  }
+}
+
+std::optional<std::string> GlooBackend::errorReason() const {
+  std::lock_guard<std::mutex> lock(errorMutex_);
+  return error_;
+}
+
+std::exception_ptr GlooBackend::translate(std::exception_ptr error, const WorkInfo& info,
+                                          Clock::time_point started) const {
+  try {
+    std::rethrow_exception(error);
+  } catch (const Error&) {
+    return error;  // already a distlab error (bad input found late, ...)
+  } catch (const std::exception& e) {
+    if (auto v = monitor_->verdict()) return peerError(info, *v);
+    if (auto why = errorReason()) {
+      // This rank broke the connections itself after an earlier failure.
+      return std::make_exception_ptr(DistBackendError(fmt::format(
+          "{}: group '{}' failed earlier: {}", info.describe(), ctx_.groupName, *why)));
+    }
+    const std::string what = e.what();
+    const auto elapsed = std::chrono::duration_cast<Milliseconds>(Clock::now() - started);
+    if (what.find("Timed out") != std::string::npos || elapsed >= info.timeout) {
+      return std::make_exception_ptr(DistTimeoutError(fmt::format(
+          "{}: rank {}: timed out after {} ms (timeout {} ms) (gloo: {})", info.describe(),
+          info.rank, elapsed.count(), info.timeout.count(), what)));
+    }
+    if (auto v = monitor_->judgeBroken(Milliseconds(300))) return peerError(info, *v);
+    return std::make_exception_ptr(DistNetworkError(
+        fmt::format("{}: rank {}: gloo failed: {}", info.describe(), info.rank, what)));
+  }
+}
+
+void GlooBackend::markFailed(const std::string& reason) {
+  {
+    std::lock_guard<std::mutex> lock(errorMutex_);
+    if (error_) return;
+    error_ = reason;
+  }
+  DL_LOG(WARNING, "gloo: group '{}' rank {} failed: {}", ctx_.groupName, ctx_.rank, reason);
+  // Record first, then close: peers that see the close find the reason
+  // (Note [Gloo peer failure]).
+  monitor_->publish(failedRecord(fmt::format("rank {}: {}", ctx_.rank, reason)));
+  monitor_->interrupt();
+}
+
+WorkInfo GlooBackend::info(OpType type, uint64_t seq, const std::vector<Tensor>& in,
+                           const std::vector<Tensor>& out, Milliseconds timeout, int peer,
+                           int tag, std::string redop) const {
+  return makeWorkInfo(ctx_.groupName, ctx_.rank, type, seq, in, out, timeout, peer, tag,
+                      std::move(redop));
+}
+
+WorkPtr GlooBackend::submit(WorkInfo workInfo, std::vector<Tensor> outputs, bool asyncOp,
+                            Body body) {
+  auto work = std::make_shared<Work>(std::move(workInfo), std::move(outputs));
+  if (stopped_.load()) {
+    work->finish(std::make_exception_ptr(DistBackendError(fmt::format(
+        "{}: group '{}' refuses new work: {}", work->info().describe(), ctx_.groupName,
+        errorReason().value_or("the backend was shut down")))));
+    return work;
+  }
+  auto task = [this, work, body = std::move(body)]() {
+    const WorkInfo& wi = work->info();
+    if (auto why = errorReason()) {
+      work->finish(std::make_exception_ptr(DistBackendError(fmt::format(
+          "{}: group '{}' refuses new work: {}", wi.describe(), ctx_.groupName, *why))));
+      return;
+    }
+    work->markStarted();
+    const auto started = Clock::now();
+    GlooCall call{contexts_[wi.seq % contexts_.size()], static_cast<uint32_t>(wi.seq),
+                  Deadline::after(wi.timeout)};
+    monitor_->opBegin();
+    try {
+      body(call);
+      // An interrupted Gloo algorithm may return normally with partial data.
+      if (monitor_->interrupted()) throw std::runtime_error("interrupted");
+      monitor_->opEnd();
+      work->finish();
+    } catch (...) {
+      monitor_->opEnd();
+      auto e = translate(std::current_exception(), wi, started);
+      markFailed(messageOf(e));
+      work->finish(e);
+    }
+  };
+  progress_->runOrEnqueue(std::move(task), !asyncOp);
+  return work;
+}
+
+void GlooBackend::abort(const std::string& reason) {
+  markFailed("aborted: " + reason);
+  if (progress_) progress_->dropQueued([](ProgressThread::Task& task) { task(); });
+  if (p2p_) p2p_->stop("aborted: " + reason);
+}
+
+void GlooBackend::shutdown(Milliseconds timeout) {
+  if (stopped_.exchange(true)) return;
+  if (!progress_) return;
+  progress_->drain(timeout);
+  {
+    std::lock_guard<std::mutex> lock(errorMutex_);
+    if (!error_) error_ = "the backend was shut down";
+  }
+  monitor_->publish(shutdownRecord(fmt::format("rank {} finished", ctx_.rank)));
+  progress_->dropQueued([](ProgressThread::Task& task) { task(); });
+  progress_->stop();
+  p2p_->stop("the backend was shut down");
+  monitor_->stop();
+  monitor_.reset();
+  contexts_.clear();  // closes the connections (abandoned p2p buffers keep theirs)
+  p2p_.reset();
+  devices_.clear();
+}
+
+}  // namespace gloo_backend
+}  // namespace distlab::comm

@@ -1,0 +1,114 @@
+#include "runtime/comm/backends/gloo/gloo_device.hpp"
+
+#include <fmt/format.h>
+#include <netdb.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <gloo/transport/tcp/device.h>
+
+#include "runtime/core/env.hpp"
+#include "runtime/core/errors.hpp"
+
+namespace distlab::comm::gloo_backend {
+namespace {
+
+std::string trim(std::string_view s) {
+  size_t b = 0, e = s.size();
+  while (b < e && (s[b] == ' ' || s[b] == '\t')) ++b;
+  while (e > b && (s[e - 1] == ' ' || s[e - 1] == '\t')) --e;
+  return std::string(s.substr(b, e - b));
+}
+
+// True when `host` resolves to at least one address we can bind a socket to.
+bool resolvesToBindable(const std::string& host) {
+  addrinfo hints{};
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* result = nullptr;
+  if (getaddrinfo(host.c_str(), nullptr, &hints, &result) != 0) return false;
+  bool ok = false;
+  for (addrinfo* ai = result; ai != nullptr && !ok; ai = ai->ai_next) {
+    int fd = ::socket(ai->ai_family, ai->ai_socktype, ai->ai_protocol);
+    if (fd < 0) continue;
+    ok = ::bind(fd, ai->ai_addr, ai->ai_addrlen) == 0;
+    ::close(fd);
+  }
+  freeaddrinfo(result);
+  return ok;
+}
+
+}  // namespace
+
+std::vector<std::string> parseIfnameList(std::string_view text, std::string_view what) {
+  std::vector<std::string> out;
+  size_t start = 0;
+  while (true) {
+    size_t comma = text.find(',', start);
+    std::string item = trim(text.substr(start, comma == std::string_view::npos
+                                                   ? std::string_view::npos
+                                                   : comma - start));
+    if (item.empty()) {
+      throw ValueError(fmt::format(
+          "{}='{}': empty interface name; give a comma-separated list such as 'eth0,eth1'",
+          what, text));
+    }
+    out.push_back(std::move(item));
+    if (comma == std::string_view::npos) break;
+    start = comma + 1;
+  }
+  return out;
+}
+
+DeviceSpec resolveDeviceSpec(const std::map<std::string, std::string>& options) {
+  DeviceSpec spec;
+  if (auto it = options.find("gloo.socket_ifname"); it != options.end()) {
+    spec.ifnames = parseIfnameList(it->second, "option gloo.socket_ifname");
+    spec.source = "option gloo.socket_ifname";
+    return spec;
+  }
+  if (auto env = env::getString("GLOO_SOCKET_IFNAME"); env && !env->empty()) {
+    spec.ifnames = parseIfnameList(*env, "GLOO_SOCKET_IFNAME");
+    spec.source = "GLOO_SOCKET_IFNAME";
+    return spec;
+  }
+  if (auto it = options.find("gloo.hostname"); it != options.end()) {
+    spec.hostname = it->second;
+    spec.source = "option gloo.hostname";
+    return spec;
+  }
+  spec.hostname = defaultHostname();
+  spec.source = "the host's default address";
+  return spec;
+}
+
+std::string defaultHostname() {
+  char name[256] = {};
+  if (::gethostname(name, sizeof(name) - 1) == 0 && resolvesToBindable(name)) return name;
+  return "127.0.0.1";
+}
+
+std::vector<std::shared_ptr<::gloo::transport::Device>> createDevices(const DeviceSpec& spec) {
+  std::vector<std::shared_ptr<::gloo::transport::Device>> devices;
+  auto make = [&](::gloo::transport::tcp::attr attr, const std::string& what) {
+    try {
+      devices.push_back(::gloo::transport::tcp::CreateDevice(attr));
+    } catch (const std::exception& e) {
+      throw ValueError(fmt::format("gloo: cannot use {} (from {}): {}", what, spec.source,
+                                   e.what()));
+    }
+  };
+  if (spec.ifnames.empty()) {
+    ::gloo::transport::tcp::attr attr;
+    attr.hostname = spec.hostname;
+    make(attr, "host '" + spec.hostname + "'");
+    return devices;
+  }
+  for (const auto& ifname : spec.ifnames) {
+    ::gloo::transport::tcp::attr attr;
+    attr.iface = ifname;
+    make(attr, "interface '" + ifname + "'");
+  }
+  return devices;
+}
+
+}  // namespace distlab::comm::gloo_backend

@@ -1,0 +1,44 @@
+#pragma once
+// Which network interfaces the Gloo backend's TCP transport binds to.
+//
+// Order of precedence (Note [Gloo interfaces]):
+//   1. BackendContext option "gloo.socket_ifname" (comma list), then
+//   2. GLOO_SOCKET_IFNAME (comma list, read through runtime/core/env.hpp), then
+//   3. option "gloo.hostname", then
+//   4. the host's default: this host's name when it resolves to an address a
+//      socket can bind, else 127.0.0.1 (PyTorch does the same).
+// With several interfaces ("eth0,eth1") the backend creates one TCP device, and
+// one Gloo context, per interface and dispatches collectives round-robin over
+// them (collective i uses interface i mod n). Every rank must name the same
+// number of interfaces; the backend checks this at rendezvous.
+#include <map>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <gloo/transport/device.h>
+
+namespace distlab::comm::gloo_backend {
+
+struct DeviceSpec {
+  std::vector<std::string> ifnames;  // empty: use `hostname`
+  std::string hostname;              // used when ifnames is empty
+  std::string source;                // where the choice came from (for messages)
+};
+
+// Splits "eth0, eth1" into {"eth0", "eth1"}; throws ValueError naming `what`
+// for an empty list or an empty entry.
+std::vector<std::string> parseIfnameList(std::string_view text, std::string_view what);
+
+// Applies the precedence above to the backend options and the environment.
+DeviceSpec resolveDeviceSpec(const std::map<std::string, std::string>& options);
+
+// This host's name if it resolves to a bindable address, else "127.0.0.1".
+std::string defaultHostname();
+
+// One TCP device per interface (or one for the hostname). Throws ValueError
+// naming the interface/hostname and its source when Gloo cannot use it.
+std::vector<std::shared_ptr<::gloo::transport::Device>> createDevices(const DeviceSpec& spec);
+
+}  // namespace distlab::comm::gloo_backend

@@ -1,0 +1,306 @@
+#include "runtime/comm/backends/gloo/gloo_p2p.hpp"
+
+#include <fmt/format.h>
+
+#include <cstring>
+
+#include <gloo/types.h>
+
+#include "runtime/comm/backends/gloo/gloo_backend.hpp"
+#include "runtime/comm/backends/gloo/gloo_peer_monitor.hpp"
+#include "runtime/core/errors.hpp"
+
+namespace distlab::comm::gloo_backend {
+namespace {
+
+// Gloo's collectives use slot prefixes 0x01-0x08; point-to-point gets its own.
+constexpr uint8_t kP2PSlotPrefix = 0x40;
+// Gloo closes the whole context when its own wait times out; distlab's timer
+// aborts the wait first, so Gloo's bound only has to be later than ours.
+constexpr Milliseconds kGlooWaitSlack{10 * 60 * 1000};
+constexpr Milliseconds kTimerPeriod{10};
+
+uint64_t p2pSlot(int tag) {
+  return static_cast<uint64_t>(::gloo::Slot::build(kP2PSlotPrefix, static_cast<uint32_t>(tag)));
+}
+
+}  // namespace
+
+struct GlooP2P::Op {
+  WorkPtr work;
+  Tensor tensor;
+  bool isRecv = false;
+  int peer = -1;  // -1: any source
+  int tag = 0;
+  bool self = false;
+  std::vector<uint8_t> staging;
+  std::unique_ptr<::gloo::transport::UnboundBuffer> buf;
+  std::shared_ptr<Op> adopted;  // an orphaned receive this one completes instead
+  ::gloo::transport::UnboundBuffer* buffer() const { return adopted ? adopted->buf.get() : buf.get(); }
+  const std::vector<uint8_t>& data() const { return adopted ? adopted->staging : staging; }
+  Deadline deadline = Deadline::after(Milliseconds(0));
+  Clock::time_point started = Clock::now();
+  std::atomic<bool> expired{false};
+  std::atomic<bool> done{false};
+  std::thread waiter;
+};
+
+GlooP2P::GlooP2P(GlooBackend& backend, std::shared_ptr<::gloo::Context> context,
+                 PeerMonitor& monitor)
+    : backend_(backend), context_(std::move(context)), monitor_(monitor) {
+  timer_ = std::thread([this] { timerLoop(); });
+}
+
+GlooP2P::~GlooP2P() {
+  stop("the backend was destroyed");
+  std::lock_guard<std::mutex> lock(mutex_);
+  abandoned_.clear();
+  orphans_.clear();
+}
+
+void GlooP2P::send(const WorkPtr& work, const Tensor& tensor, int dst, int tag,
+                   Milliseconds timeout) {
+  auto op = std::make_shared<Op>();
+  op->work = work;
+  op->peer = dst;
+  op->tag = tag;
+  op->self = dst == context_->rank;
+  op->deadline = Deadline::after(timeout);
+  op->staging.assign(static_cast<const uint8_t*>(tensor.rawData()),
+                     static_cast<const uint8_t*>(tensor.rawData()) + tensor.nbytes());
+  work->markStarted();
+  if (op->self) {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      selfQueue_[tag].push_back(std::move(op->staging));
+    }
+    cv_.notify_all();
+    work->finish();
+    return;
+  }
+  op->staging.resize(std::max<size_t>(op->staging.size(), 1));
+  op->buf = context_->createUnboundBuffer(op->staging.data(), tensor.nbytes());
+  op->buf->send(dst, p2pSlot(tag), 0, tensor.nbytes());
+  // Buffered send: the staged copy is ours, so the Work completes now (a
+  // blocking send never waits for the matching receive, as with shm); the
+  // waiter keeps the copy until Gloo delivered it and reports a broken pair.
+  work->finish();
+  startWaiter(op);
+}
+
+void GlooP2P::recv(const WorkPtr& work, const Tensor& tensor, int src, int tag,
+                   Milliseconds timeout) {
+  auto op = std::make_shared<Op>();
+  op->work = work;
+  op->tensor = tensor;
+  op->isRecv = true;
+  op->peer = src;
+  op->tag = tag;
+  op->deadline = Deadline::after(timeout);
+  work->markStarted();
+  const int me = context_->rank;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto it = selfQueue_.find(tag);
+    bool selfReady = it != selfQueue_.end() && !it->second.empty();
+    op->self = src == me || (src == -1 && (selfReady || context_->size == 1));
+    auto orphan = orphans_.find({src, tag});
+    if (!op->self && orphan != orphans_.end() && !orphan->second.empty()) {
+      op->adopted = orphan->second.front();
+      orphan->second.pop_front();
+    }
+  }
+  if (!op->self && !op->adopted) {
+    op->staging.resize(std::max<size_t>(tensor.nbytes(), 1));
+    op->buf = context_->createUnboundBuffer(op->staging.data(), tensor.nbytes());
+    if (src >= 0) {
+      op->buf->recv(src, p2pSlot(tag), 0, tensor.nbytes());
+    } else {
+      std::vector<int> peers;
+      for (int q = 0; q < context_->size; ++q)
+        if (q != me) peers.push_back(q);
+      op->buf->recv(peers, p2pSlot(tag), 0, tensor.nbytes());
+    }
+  }
+  startWaiter(op);
+}
+
+void GlooP2P::startWaiter(const std::shared_ptr<Op>& op) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  reapLocked();
+  if (stopping_) {
+    op->work->finish(std::make_exception_ptr(DistBackendError(
+        fmt::format("{}: {}", op->work->info().describe(), stopReason_))));
+    return;
+  }
+  ops_.push_back(op);
+  op->waiter = std::thread([this, op] {
+    monitor_.opBegin();
+    if (op->self) {
+      waitSelf(*op);
+    } else {
+      waitGloo(*op);
+    }
+    monitor_.opEnd();
+    op->done.store(true);
+  });
+}
+
+void GlooP2P::completeRecv(Op& op, int src) {
+  if (op.adopted && op.adopted->tensor.nbytes() != op.tensor.nbytes()) {
+    op.work->finish(std::make_exception_ptr(DistBackendError(fmt::format(
+        "{}: rank {}: the message from rank {} has {} bytes but the recv expects {}",
+        op.work->info().describe(), context_->rank, src, op.adopted->tensor.nbytes(),
+        op.tensor.nbytes()))));
+    return;
+  }
+  if (op.tensor.nbytes() > 0) std::memcpy(op.tensor.rawData(), op.data().data(), op.tensor.nbytes());
+  op.work->setSourceRank(src);
+  op.work->finish();
+}
+
+void GlooP2P::waitGloo(Op& op) {
+  try {
+    int src = -1;
+    const Milliseconds bound = op.deadline.remaining() + kGlooWaitSlack;
+    auto* buf = op.buffer();
+    const bool ok = op.isRecv ? buf->waitRecv(&src, bound) : buf->waitSend(&src, bound);
+    if (ok) {
+      if (op.isRecv) {
+        completeRecv(op, src);
+      } else {
+        op.work->finish();
+      }
+      return;
+    }
+    if (!op.expired.load()) {
+      // Woken because the group failed or the backend stops.
+      bool stopping;
+      std::string stopReason;
+      {
+        std::lock_guard<std::mutex> lock(mutex_);
+        stopping = stopping_;
+        stopReason = stopReason_;
+      }
+      op.work->finish(stopping ? std::make_exception_ptr(DistBackendError(fmt::format(
+                                     "{}: {}", op.work->info().describe(), stopReason)))
+                               : backend_.translate(std::make_exception_ptr(
+                                                        std::runtime_error("interrupted")),
+                                                    op.work->info(), op.started));
+      return;
+    }
+    const std::string why =
+        fmt::format("timed out after {} ms waiting for {}", op.work->info().timeout.count(),
+                    op.peer >= 0 ? fmt::format("rank {}", op.peer) : "any rank");
+    if (op.isRecv) {
+      // Still posted in Gloo: the next receive for this peer and tag adopts it.
+      std::lock_guard<std::mutex> lock(mutex_);
+      auto orphan = op.adopted;
+      if (!orphan) {
+        orphan = std::make_shared<Op>();
+        orphan->tensor = op.tensor;
+        orphan->staging = std::move(op.staging);
+        orphan->buf = std::move(op.buf);
+      }
+      orphans_[{op.peer, op.tag}].push_front(orphan);
+    }
+    auto msg = fmt::format("{}: rank {}: {}", op.work->info().describe(), context_->rank, why);
+    op.work->finish(std::make_exception_ptr(DistTimeoutError(msg)));
+  } catch (...) {
+    auto e = backend_.translate(std::current_exception(), op.work->info(), op.started);
+    try {
+      std::rethrow_exception(e);
+    } catch (const std::exception& err) {
+      backend_.markFailed(err.what());
+    }
+    op.work->finish(e);
+  }
+}
+
+void GlooP2P::waitSelf(Op& op) {
+  std::unique_lock<std::mutex> lock(mutex_);
+  bool got = cv_.wait_until(lock, op.deadline.at(), [&] {
+    auto it = selfQueue_.find(op.tag);
+    return stopping_ || (it != selfQueue_.end() && !it->second.empty());
+  });
+  auto it = selfQueue_.find(op.tag);
+  if (got && it != selfQueue_.end() && !it->second.empty()) {
+    op.staging = std::move(it->second.front());
+    it->second.pop_front();
+    lock.unlock();
+    if (op.staging.size() != op.tensor.nbytes()) {
+      op.work->finish(std::make_exception_ptr(DistBackendError(fmt::format(
+          "{}: rank {} sent itself {} bytes but the recv expects {}", op.work->info().describe(),
+          context_->rank, op.staging.size(), op.tensor.nbytes()))));
+      return;
+    }
+    completeRecv(op, context_->rank);
+    return;
+  }
+  std::string why = stopping_ ? stopReason_
+                              : fmt::format("timed out after {} ms waiting for a message to self",
+                                            op.work->info().timeout.count());
+  lock.unlock();
+  auto msg = fmt::format("{}: rank {}: {}", op.work->info().describe(), context_->rank, why);
+  op.work->finish(stopping_ ? std::make_exception_ptr(DistBackendError(msg))
+                            : std::make_exception_ptr(DistTimeoutError(msg)));
+}
+
+void GlooP2P::timerLoop() {
+  std::unique_lock<std::mutex> lock(mutex_);
+  while (!stopping_) {
+    cv_.wait_for(lock, kTimerPeriod);
+    for (auto& op : ops_) {
+      if (op->done.load() || op->self || op->expired.load() || !op->deadline.expired()) continue;
+      op->expired.store(true);
+      if (op->isRecv) {
+        op->buffer()->abortWaitRecv();
+      } else {
+        op->buffer()->abortWaitSend();
+      }
+    }
+  }
+}
+
+void GlooP2P::reapLocked() {
+  for (auto it = ops_.begin(); it != ops_.end();) {
+    if ((*it)->done.load()) {
+      (*it)->waiter.join();
+      // A timed-out send stays posted in Gloo (its staging copy with it).
+      if ((*it)->expired.load() && !(*it)->isRecv && (*it)->buf) abandoned_.push_back(*it);
+      it = ops_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+}
+
+void GlooP2P::stop(const std::string& reason) {
+  std::list<std::shared_ptr<Op>> ops;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (!stopping_) {
+      stopping_ = true;
+      stopReason_ = reason;
+    }
+    ops.swap(ops_);
+    for (auto& op : ops) {
+      if (op->self || op->done.load() || op->buffer() == nullptr) continue;
+      if (op->isRecv) {
+        op->buffer()->abortWaitRecv();
+      } else {
+        op->buffer()->abortWaitSend();
+      }
+    }
+  }
+  cv_.notify_all();
+  for (auto& op : ops) {
+    if (op->waiter.joinable()) op->waiter.join();
+  }
+  if (timer_.joinable()) timer_.join();
+  std::lock_guard<std::mutex> lock(mutex_);
+  for (auto& op : ops)
+    if (op->buffer()) abandoned_.push_back(op);
+}
+
+}  // namespace distlab::comm::gloo_backend

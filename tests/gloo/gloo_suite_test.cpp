@@ -1,0 +1,13 @@
+// The backend-independent collective suite (tests/comm/collective_suite.hpp),
+// unchanged, on the Gloo backend over TCP: ranks as threads of this process and
+// as forked processes.
+#include "tests/comm/collective_suite.hpp"
+
+namespace distlab::testing {
+
+INSTANTIATE_TEST_SUITE_P(Gloo, CollectiveSuite,
+                         ::testing::Values(CollectiveSuiteParam{"gloo", SpawnMode::kThreads},
+                                           CollectiveSuiteParam{"gloo", SpawnMode::kProcesses}),
+                         collectiveSuiteParamName);
+
+}  // namespace distlab::testing
