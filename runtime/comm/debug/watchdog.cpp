@@ -82,6 +82,7 @@ class WatchdogThread {
   void loop();
   void handleTimeout(const Entry& e);
   void pollRequests();
+  void requestPeerDumps(const std::string& reason);
   std::string diagnosis(const std::string& g, int r);
 
   std::mutex mutex_;
@@ -214,6 +215,22 @@ void WatchdogThread::handleTimeout(const Entry& e) {
   }
 }
 
+void WatchdogThread::requestPeerDumps(const std::string& reason) {
+  std::vector<std::shared_ptr<Store>> stores;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (auto& w : stores_) {
+      if (auto s = w.lock()) stores.push_back(s);
+    }
+  }
+  for (auto& s : stores) {
+    try {
+      requestFlightRecorderDumps(*s, reason);
+    } catch (const std::exception&) {
+    }
+  }
+}
+
 void WatchdogThread::pollRequests() {
   std::vector<std::shared_ptr<Store>> stores;
   {
@@ -264,7 +281,10 @@ void WatchdogThread::loop() {
     errors_.clear();
     lock.unlock();
     for (const auto& e : expired) handleTimeout(e);
-    if (!errors.empty()) dumpFlightRecorders("error", errors.front());
+    if (!errors.empty()) {
+      dumpFlightRecorders("error", errors.front());
+      requestPeerDumps(errors.front());
+    }
     if (gSignalDump.exchange(false)) dumpFlightRecorders("signal", "dump signal received");
     pollRequests();
     lock.lock();

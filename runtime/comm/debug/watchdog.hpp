@@ -25,7 +25,8 @@
 //   3 kSkipCleanUp   end the process without aborting (PyTorch's default for NCCL).
 // To win the race with the backend's own timeout, the monitor decorator gives
 // the inner backend the timeout plus watchdogGrace(timeout) (not in mode 0).
-// A Work that fails for another reason triggers an "error" dump.
+// A Work that fails for another reason triggers an "error" dump here and a
+// dump request to the other ranks.
 // The thread also dumps on a signal (DISTLAB_FR_DUMP_SIGNAL: USR1, USR2
 // (default) or OFF; the handler only sets a flag) and when another rank asks
 // through the store. Thread-safe.
