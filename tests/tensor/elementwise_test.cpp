@@ -169,6 +169,24 @@ TEST(Elementwise, CopyFillTo) {
   EXPECT_EQ(h.to(DType::kFloat64).toVector<double>(), (std::vector<double>{1.5, -2.5, 3.75}));
 }
 
+TEST(Elementwise, CopyBetweenEveryDtypePair) {
+  // Values representable in every dtype (bool aside) survive any conversion chain.
+  const std::vector<int64_t> values{0, 1, 2, 100};
+  for (int from = 0; from < kNumDTypes; ++from) {
+    for (int to = 0; to < kNumDTypes; ++to) {
+      const auto src = fromVector<int64_t>(values, {}, {static_cast<DType>(from)});
+      const Tensor dst = src.to(static_cast<DType>(to));
+      ASSERT_EQ(dst.dtype(), static_cast<DType>(to));
+      const bool toBool = static_cast<DType>(to) == DType::kBool ||
+                          static_cast<DType>(from) == DType::kBool;
+      const std::vector<int64_t> want =
+          toBool ? std::vector<int64_t>{0, 1, 1, 1} : values;
+      EXPECT_EQ(dst.toVector<int64_t>(), want)
+          << dtypeName(static_cast<DType>(from)) << " -> " << dtypeName(static_cast<DType>(to));
+    }
+  }
+}
+
 TEST(Elementwise, EqualAllclose) {
   EXPECT_TRUE(f32({1, 2}).equal(f32({1, 2})));
   EXPECT_FALSE(f32({1, 2}).equal(f32({1, 3})));

@@ -3,6 +3,8 @@
 
 #include "tests/tensor/test_util.hpp"
 
+#include <rapidcheck/gtest.h>
+
 namespace distlab {
 namespace {
 
@@ -79,6 +81,36 @@ TEST(Reduce, MaxMinArgmax) {
   EXPECT_TRUE(std::isnan(n.max().item<float>()));
   EXPECT_EQ(n.argmax(0).item<int64_t>(), 1);
   EXPECT_THROW_MSG(zeros({0}).max(), ValueError, "max: cannot reduce over an empty dimension");
+}
+
+// sum over any subset of dims (contiguous or permuted input) equals a naive
+// loop; small integers keep float64 sums exact.
+RC_GTEST_PROP(ReduceProp, SumMatchesNaive, (uint8_t mask, bool permuted, bool keepdim)) {
+  const Shape shape{2, 3, 4};
+  Generator gen(mask);
+  Tensor t = randint(-5, 6, shape, gen, {DType::kFloat64});
+  if (permuted) t = t.permute({2, 0, 1});
+  Shape dims;
+  for (int64_t d = 0; d < 3; ++d) {
+    if (mask & (1 << d)) dims.push_back(d);
+  }
+  const Tensor got = t.sum(dims, keepdim);
+  // Naive: accumulate every element into its output slot.
+  Shape outFull = t.sizes();
+  for (int64_t d = 0; d < 3; ++d) {
+    if (dims.empty() || (mask & (1 << d))) outFull[d] = 1;
+  }
+  std::vector<double> want(static_cast<size_t>(shapeNumel(outFull)), 0.0);
+  for (int64_t i = 0; i < t.size(0); ++i)
+    for (int64_t j = 0; j < t.size(1); ++j)
+      for (int64_t k = 0; k < t.size(2); ++k) {
+        const int64_t oi = outFull[0] == 1 ? 0 : i, oj = outFull[1] == 1 ? 0 : j,
+                      ok = outFull[2] == 1 ? 0 : k;
+        want[(oi * outFull[1] + oj) * outFull[2] + ok] +=
+            t.select(0, i).select(0, j).select(0, k).item<double>();
+      }
+  RC_ASSERT(got.toVector<double>() == want);
+  if (keepdim) RC_ASSERT(got.sizes() == outFull);
 }
 
 }  // namespace
