@@ -1,0 +1,12 @@
+# The launcher (paths relative to emulator/). It hosts and uses the TCP store,
+# so it needs distlab_comm.
+if(TARGET distlab_comm)
+  list(APPEND DISTLAB_EMULATOR_SOURCES
+    launcher/launch_options.cpp
+    launcher/child_process.cpp
+    launcher/output_pump.cpp
+    launcher/stack_dump.cpp
+    launcher/launch_attempt.cpp
+    launcher/launcher.cpp)
+  list(APPEND DISTLAB_EMULATOR_DEPS distlab::comm)
+endif()
