@@ -129,8 +129,11 @@ void jsonArray(std::ofstream& out, const std::vector<double>& v) {
   out << "]";
 }
 
-void writeReport(const std::string& base, const std::vector<Series>& series, double ratioWall,
-                 double ratioCpu, const std::string& command) {
+void writeReport(const std::string& base,
+                 const std::vector<Series>& series,
+                 double ratioWall,
+                 double ratioCpu,
+                 const std::string& command) {
   const char* threads = std::getenv("OPENBLAS_NUM_THREADS");
   const std::string load = loadAverage();
   std::ofstream json(base + ".json");
@@ -145,8 +148,8 @@ void writeReport(const std::string& base, const std::vector<Series>& series, dou
     json << ",\n";
   }
   json << "  \"ratio_wall_distlab_over_torch_anchor\": " << ratioWall
-       << ",\n  \"ratio_cpu_distlab_over_torch\": " << ratioCpu << ",\n  \"command\": \""
-       << command << "\"\n}\n";
+       << ",\n  \"ratio_cpu_distlab_over_torch\": " << ratioCpu << ",\n  \"command\": \"" << command
+       << "\"\n}\n";
   std::ofstream md(base + ".md");
   md << "# MLP training step: distlab vs PyTorch\n\n"
      << "Reference MLP 4 x [Linear(1024,1024), ReLU], Linear(1024,10); batch 32; cross-entropy;"
@@ -191,12 +194,15 @@ int main(int argc, char** argv) {
   }
   const double ratioWall = oursWall.median() / anchorWall.median();
   const double ratioCpu = oursCpu.median() / torchCpu.median();
-  std::printf("torch   wall_ms=%.2f (anchor) cpu_ms=%.2f\nratio distlab/torch wall=%.3f "
-              "cpu=%.3f\n",
-              anchorWall.median(), torchCpu.median(), ratioWall, ratioCpu);
+  std::printf(
+      "torch   wall_ms=%.2f (anchor) cpu_ms=%.2f\nratio distlab/torch wall=%.3f "
+      "cpu=%.3f\n",
+      anchorWall.median(), torchCpu.median(), ratioWall, ratioCpu);
   if (!report.empty()) {
-    const std::string command = "OPENBLAS_NUM_THREADS=1 build/default/bench/nn/mlp_step_bench "
-                                "--rounds=" + std::to_string(rounds) + " --report=" + report;
+    const std::string command =
+        "OPENBLAS_NUM_THREADS=1 build/default/bench/nn/mlp_step_bench "
+        "--rounds=" +
+        std::to_string(rounds) + " --report=" + report;
     writeReport(report, {oursWall, anchorWall, oursCpu, torchCpu}, ratioWall, ratioCpu, command);
   }
   return 0;

@@ -31,12 +31,12 @@ int runDemo(const DemoFlags& f) {
   Tensor x = randn({f.batch, kInputDim}, gen);
   Tensor y = x.matmul(randn({kInputDim, kClasses}, gen)).argmax(1);
   optim::SGD opt(model.parameters(), {.lr = f.lr, .momentum = 0.9});
-  std::printf("demo: MLP %lld-%lld-%lld-%lld (%zu parameter tensors), batch %lld, SGD lr %g "
-              "momentum 0.9, seed %llu\n",
-              static_cast<long long>(kInputDim), static_cast<long long>(f.hidden),
-              static_cast<long long>(f.hidden), static_cast<long long>(kClasses),
-              model.parameters().size(), static_cast<long long>(f.batch), f.lr,
-              static_cast<unsigned long long>(f.seed));
+  std::printf(
+      "demo: MLP %lld-%lld-%lld-%lld (%zu parameter tensors), batch %lld, SGD lr %g "
+      "momentum 0.9, seed %llu\n",
+      static_cast<long long>(kInputDim), static_cast<long long>(f.hidden),
+      static_cast<long long>(f.hidden), static_cast<long long>(kClasses), model.parameters().size(),
+      static_cast<long long>(f.batch), f.lr, static_cast<unsigned long long>(f.seed));
   double first = 0.0, last = 0.0;
   Stopwatch watch;
   for (int64_t step = 1; step <= f.steps; ++step) {
@@ -49,8 +49,8 @@ int runDemo(const DemoFlags& f) {
     std::printf("step %4lld  loss %.6f\n", static_cast<long long>(step), last);
   }
   const double reduction = first > 0.0 ? 100.0 * (first - last) / first : 0.0;
-  std::printf("loss %.6f -> %.6f: reduced by %.1f%% over %lld steps (%.1f ms/step)\n", first,
-              last, reduction, static_cast<long long>(f.steps),
+  std::printf("loss %.6f -> %.6f: reduced by %.1f%% over %lld steps (%.1f ms/step)\n", first, last,
+              reduction, static_cast<long long>(f.steps),
               watch.elapsedSeconds() * 1e3 / static_cast<double>(f.steps));
   return 0;
 }

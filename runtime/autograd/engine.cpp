@@ -76,8 +76,8 @@ void addToBuffer(Tensor& slot, Tensor grad) {
 }
 
 std::shared_ptr<GraphRoot> makeRoot(const TensorList& tensors, const TensorList& grads) {
-  DL_CHECK_T(ValueError, grads.empty() || grads.size() == tensors.size(),
-             "backward: got ", grads.size(), " gradients for ", tensors.size(), " tensors");
+  DL_CHECK_T(ValueError, grads.empty() || grads.size() == tensors.size(), "backward: got ",
+             grads.size(), " gradients for ", tensors.size(), " tensors");
   std::vector<Edge> edges;
   TensorList rootGrads;
   for (size_t i = 0; i < tensors.size(); ++i) {

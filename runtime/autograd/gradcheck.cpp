@@ -22,8 +22,12 @@ double project(const TensorList& outs, const TensorList& vs) {
 
 }  // namespace
 
-bool gradcheck(const GradcheckFn& fn, const TensorList& inputs, double eps, double atol,
-               double rtol, bool raiseException) {
+bool gradcheck(const GradcheckFn& fn,
+               const TensorList& inputs,
+               double eps,
+               double atol,
+               double rtol,
+               bool raiseException) {
   // Fresh contiguous leaves, so perturbing them never touches the caller's data.
   TensorList leaves;
   for (const Tensor& in : inputs) {
@@ -67,9 +71,8 @@ bool gradcheck(const GradcheckFn& fn, const TensorList& inputs, double eps, doub
         if (!raiseException) return false;
         std::ostringstream msg;
         msg << "gradcheck: Jacobian mismatch for input " << i << " (shape "
-            << shapeToString(leaf.sizes()) << ") at flat index " << j << ": analytic "
-            << an[j] << " vs numerical " << numeric << " (atol " << atol << ", rtol " << rtol
-            << ")";
+            << shapeToString(leaf.sizes()) << ") at flat index " << j << ": analytic " << an[j]
+            << " vs numerical " << numeric << " (atol " << atol << ", rtol " << rtol << ")";
         throw Error(msg.str());
       }
     }
@@ -77,10 +80,14 @@ bool gradcheck(const GradcheckFn& fn, const TensorList& inputs, double eps, doub
   return true;
 }
 
-bool gradcheck(const std::function<Tensor(const TensorList&)>& fn, const TensorList& inputs,
-               double eps, double atol, double rtol, bool raiseException) {
-  return gradcheck(GradcheckFn([&fn](const TensorList& xs) { return TensorList{fn(xs)}; }),
-                   inputs, eps, atol, rtol, raiseException);
+bool gradcheck(const std::function<Tensor(const TensorList&)>& fn,
+               const TensorList& inputs,
+               double eps,
+               double atol,
+               double rtol,
+               bool raiseException) {
+  return gradcheck(GradcheckFn([&fn](const TensorList& xs) { return TensorList{fn(xs)}; }), inputs,
+                   eps, atol, rtol, raiseException);
 }
 
 }  // namespace distlab::autograd

@@ -19,11 +19,18 @@ using GradcheckFn = std::function<TensorList(const TensorList&)>;
 
 // Returns true when every element passes; otherwise throws Error naming the
 // input, the element index and both values (raiseException) or returns false.
-bool gradcheck(const GradcheckFn& fn, const TensorList& inputs, double eps = 1e-6,
-               double atol = 1e-5, double rtol = 1e-3, bool raiseException = true);
+bool gradcheck(const GradcheckFn& fn,
+               const TensorList& inputs,
+               double eps = 1e-6,
+               double atol = 1e-5,
+               double rtol = 1e-3,
+               bool raiseException = true);
 // Single-output form.
-bool gradcheck(const std::function<Tensor(const TensorList&)>& fn, const TensorList& inputs,
-               double eps = 1e-6, double atol = 1e-5, double rtol = 1e-3,
+bool gradcheck(const std::function<Tensor(const TensorList&)>& fn,
+               const TensorList& inputs,
+               double eps = 1e-6,
+               double atol = 1e-5,
+               double rtol = 1e-3,
                bool raiseException = true);
 
 }  // namespace distlab::autograd

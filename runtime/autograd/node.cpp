@@ -94,7 +94,8 @@ TensorList FunctionNode::apply(TensorList&& grads) {
         "after they have already been freed). Saved intermediate values of the graph are freed "
         "when you call .backward() or autograd.grad(). Specify retain_graph=True if you need to "
         "backward through the graph a second time or if you need to access saved tensors after "
-        "calling backward. (node: " + name_ + ")");
+        "calling backward. (node: " +
+        name_ + ")");
   }
   bool any = false;
   for (const Tensor& g : grads) any = any || g.defined();
@@ -139,8 +140,11 @@ bool shouldRecord(const TensorList& inputs) {
   return false;
 }
 
-void recordFunction(const std::string& name, const TensorList& inputs, TensorList& outputs,
-                    BackwardFn fn, bool savesTensors) {
+void recordFunction(const std::string& name,
+                    const TensorList& inputs,
+                    TensorList& outputs,
+                    BackwardFn fn,
+                    bool savesTensors) {
   if (!shouldRecord(inputs)) return;
   auto node = std::make_shared<FunctionNode>(name, static_cast<uint32_t>(outputs.size()),
                                              std::move(fn), savesTensors);
@@ -155,8 +159,11 @@ void recordFunction(const std::string& name, const TensorList& inputs, TensorLis
   }
 }
 
-Tensor recordFunction(const std::string& name, const TensorList& inputs, Tensor output,
-                      BackwardFn fn, bool savesTensors) {
+Tensor recordFunction(const std::string& name,
+                      const TensorList& inputs,
+                      Tensor output,
+                      BackwardFn fn,
+                      bool savesTensors) {
   TensorList outs{std::move(output)};
   recordFunction(name, inputs, outs, std::move(fn), savesTensors);
   return std::move(outs[0]);

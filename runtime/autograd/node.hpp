@@ -138,10 +138,16 @@ bool shouldRecord(const TensorList& inputs);
 // Records `name` as the producer of `outputs` with edges to `inputs`. Outputs
 // that already carry autograd metadata (a kernel returned an input handle) are
 // replaced by a fresh handle first. No-op when shouldRecord(inputs) is false.
-void recordFunction(const std::string& name, const TensorList& inputs, TensorList& outputs,
-                    BackwardFn fn, bool savesTensors = true);
+void recordFunction(const std::string& name,
+                    const TensorList& inputs,
+                    TensorList& outputs,
+                    BackwardFn fn,
+                    bool savesTensors = true);
 // Single-output convenience: returns the (possibly re-handled) output.
-Tensor recordFunction(const std::string& name, const TensorList& inputs, Tensor output,
-                      BackwardFn fn, bool savesTensors = true);
+Tensor recordFunction(const std::string& name,
+                      const TensorList& inputs,
+                      Tensor output,
+                      BackwardFn fn,
+                      bool savesTensors = true);
 
 }  // namespace distlab::autograd

@@ -72,13 +72,21 @@ Tensor logSoftmax(const Tensor& a, int64_t dim);
 Tensor embedding(const Tensor& weight, const Tensor& indices);
 // Normalizes over the trailing dims given by normalizedShape (biased variance);
 // weight/bias (normalizedShape) may be undefined.
-Tensor layerNorm(const Tensor& x, const Shape& normalizedShape, const Tensor& weight = {},
-                 const Tensor& bias = {}, double eps = 1e-5);
+Tensor layerNorm(const Tensor& x,
+                 const Shape& normalizedShape,
+                 const Tensor& weight = {},
+                 const Tensor& bias = {},
+                 double eps = 1e-5);
 // x (N, C) or (N, C, L). Training: batch statistics, and the running stats (when
 // defined) are updated in place: running = (1 - momentum) * running + momentum *
 // stat, with the unbiased variance. Eval: normalizes with the running stats.
-Tensor batchNorm(const Tensor& x, const Tensor& runningMean, const Tensor& runningVar,
-                 const Tensor& weight, const Tensor& bias, bool training, double momentum = 0.1,
+Tensor batchNorm(const Tensor& x,
+                 const Tensor& runningMean,
+                 const Tensor& runningVar,
+                 const Tensor& weight,
+                 const Tensor& bias,
+                 bool training,
+                 double momentum = 0.1,
                  double eps = 1e-5);
 // Mean squared error, mean reduction.
 Tensor mseLoss(const Tensor& input, const Tensor& target);
@@ -87,7 +95,8 @@ Tensor mseLoss(const Tensor& input, const Tensor& target);
 // targets ignored gives nan, as in PyTorch). ValueError on a target outside
 // [0, C) that is not ignoreIndex.
 inline constexpr int64_t kDefaultIgnoreIndex = -100;
-Tensor crossEntropy(const Tensor& logits, const Tensor& targets,
+Tensor crossEntropy(const Tensor& logits,
+                    const Tensor& targets,
                     int64_t ignoreIndex = kDefaultIgnoreIndex);
 
 }  // namespace distlab::ops

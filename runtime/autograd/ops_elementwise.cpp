@@ -43,14 +43,14 @@ Tensor sub(const Tensor& a, const Tensor& b, Scalar alpha) {
 Tensor sub(const Tensor& a, Scalar b) { return add(a, Scalar(-b.toDouble())); }
 
 Tensor mul(const Tensor& a, const Tensor& b) {
-  return recordFunction("MulBackward", {a, b}, a.mul(b),
-                        [a = a.detach(), b = b.detach()](const TensorList& g,
-                                                         const std::vector<bool>& needs) {
-                          TensorList out(2);
-                          if (needs[0]) out[0] = reduceLike(g[0].mul(b), a);
-                          if (needs[1]) out[1] = reduceLike(g[0].mul(a), b);
-                          return out;
-                        });
+  return recordFunction(
+      "MulBackward", {a, b}, a.mul(b),
+      [a = a.detach(), b = b.detach()](const TensorList& g, const std::vector<bool>& needs) {
+        TensorList out(2);
+        if (needs[0]) out[0] = reduceLike(g[0].mul(b), a);
+        if (needs[1]) out[1] = reduceLike(g[0].mul(a), b);
+        return out;
+      });
 }
 
 Tensor mul(const Tensor& a, Scalar b) {
@@ -80,8 +80,7 @@ Tensor div(const Tensor& a, Scalar b) { return mul(a, Scalar(1.0 / b.toDouble())
 Tensor neg(const Tensor& a) {
   return recordFunction(
       "NegBackward", {a}, a.neg(),
-      [](const TensorList& g, const std::vector<bool>&) { return TensorList{g[0].neg()}; },
-      false);
+      [](const TensorList& g, const std::vector<bool>&) { return TensorList{g[0].neg()}; }, false);
 }
 
 Tensor pow(const Tensor& a, Scalar exponent) {
@@ -148,11 +147,11 @@ Tensor gelu(const Tensor& a) {
 }
 
 Tensor maskedFill(const Tensor& a, const Tensor& mask, Scalar value) {
-  return recordFunction("MaskedFillBackward", {a}, a.maskedFill(mask, value),
-                        [m = mask.detach(), a = a.detach()](const TensorList& g,
-                                                            const std::vector<bool>&) {
-                          return TensorList{reduceLike(g[0].maskedFill(m, 0), a)};
-                        });
+  return recordFunction(
+      "MaskedFillBackward", {a}, a.maskedFill(mask, value),
+      [m = mask.detach(), a = a.detach()](const TensorList& g, const std::vector<bool>&) {
+        return TensorList{reduceLike(g[0].maskedFill(m, 0), a)};
+      });
 }
 
 Tensor dropout(const Tensor& a, double p, bool training, Generator& gen) {

@@ -13,19 +13,19 @@ using detail::reduceLike;
 
 Tensor matmul(const Tensor& a, const Tensor& b) {
   DL_CHECK_T(ValueError, a.dim() >= 1 && b.dim() >= 1,
-             "matmul: both arguments need at least 1 dimension, got ", a.dim(), "-D and ",
-             b.dim(), "-D");
+             "matmul: both arguments need at least 1 dimension, got ", a.dim(), "-D and ", b.dim(),
+             "-D");
   // 1-D operands: promote to matrices (as torch.matmul does) and drop the dim again.
   if (a.dim() == 1) return squeeze(matmul(unsqueeze(a, 0), b), -2);
   if (b.dim() == 1) return squeeze(matmul(a, unsqueeze(b, -1)), -1);
-  return recordFunction("MmBackward", {a, b}, a.matmul(b),
-                        [a = a.detach(), b = b.detach()](const TensorList& g,
-                                                         const std::vector<bool>& needs) {
-                          TensorList r(2);
-                          if (needs[0]) r[0] = reduceLike(g[0].matmul(b.transpose(-1, -2)), a);
-                          if (needs[1]) r[1] = reduceLike(a.transpose(-1, -2).matmul(g[0]), b);
-                          return r;
-                        });
+  return recordFunction(
+      "MmBackward", {a, b}, a.matmul(b),
+      [a = a.detach(), b = b.detach()](const TensorList& g, const std::vector<bool>& needs) {
+        TensorList r(2);
+        if (needs[0]) r[0] = reduceLike(g[0].matmul(b.transpose(-1, -2)), a);
+        if (needs[1]) r[1] = reduceLike(a.transpose(-1, -2).matmul(g[0]), b);
+        return r;
+      });
 }
 
 namespace {

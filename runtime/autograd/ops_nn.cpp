@@ -50,8 +50,11 @@ Tensor embedding(const Tensor& weight, const Tensor& indices) {
                         });
 }
 
-Tensor layerNorm(const Tensor& x, const Shape& normalizedShape, const Tensor& weight,
-                 const Tensor& bias, double eps) {
+Tensor layerNorm(const Tensor& x,
+                 const Shape& normalizedShape,
+                 const Tensor& weight,
+                 const Tensor& bias,
+                 double eps) {
   const auto k = static_cast<int64_t>(normalizedShape.size());
   DL_CHECK_T(ValueError, k >= 1 && k <= x.dim(), "layerNorm: normalized_shape ",
              shapeToString(normalizedShape), " does not fit input of shape ",
@@ -71,8 +74,13 @@ Tensor layerNorm(const Tensor& x, const Shape& normalizedShape, const Tensor& we
   return y;
 }
 
-Tensor batchNorm(const Tensor& x, const Tensor& runningMean, const Tensor& runningVar,
-                 const Tensor& weight, const Tensor& bias, bool training, double momentum,
+Tensor batchNorm(const Tensor& x,
+                 const Tensor& runningMean,
+                 const Tensor& runningVar,
+                 const Tensor& weight,
+                 const Tensor& bias,
+                 bool training,
+                 double momentum,
                  double eps) {
   DL_CHECK_T(ValueError, x.dim() == 2 || x.dim() == 3,
              "batchNorm: expected 2-D or 3-D input (N, C[, L]), got shape ",
@@ -92,8 +100,9 @@ Tensor batchNorm(const Tensor& x, const Tensor& runningMean, const Tensor& runni
     y = mul(centered, pow(add(var, Scalar(eps)), Scalar(-0.5)));
     if (runningMean.defined() && runningVar.defined()) {
       autograd::NoGradGuard noGrad;
-      Tensor unbiased = var.detach().reshape({channels}).mul(
-          static_cast<double>(count) / static_cast<double>(count - 1));
+      Tensor unbiased = var.detach()
+                            .reshape({channels})
+                            .mul(static_cast<double>(count) / static_cast<double>(count - 1));
       Tensor rm = runningMean;  // handles share the buffers: updates land in place
       Tensor rv = runningVar;
       rm.mul_(1.0 - momentum).add_(mu.detach().reshape({channels}), momentum);
@@ -125,20 +134,20 @@ Tensor crossEntropy(const Tensor& logits, const Tensor& targets, int64_t ignoreI
              "crossEntropy: targets must be (N) with N = ", logits.size(0), ", got shape ",
              shapeToString(targets.sizes()));
   DL_CHECK_T(ValueError, targets.dtype() == DType::kInt64,
-             "crossEntropy: targets must be int64 class indices, got ",
-             dtypeName(targets.dtype()));
+             "crossEntropy: targets must be int64 class indices, got ", dtypeName(targets.dtype()));
   Tensor logProbs = logits.logSoftmax(1);
   int64_t valid = 0;
   const double total = detail::nllSum(logProbs, targets, ignoreIndex, &valid);
-  const double loss = valid == 0 ? std::numeric_limits<double>::quiet_NaN()
-                                 : total / static_cast<double>(valid);
+  const double loss =
+      valid == 0 ? std::numeric_limits<double>::quiet_NaN() : total / static_cast<double>(valid);
   Tensor out = scalarTensor(loss, detail::plain(logits.dtype()));
-  return recordFunction("NllLossBackward", {logits}, out,
-                        [lp = logProbs, t = targets.detach(), ignoreIndex, valid](
-                            const TensorList& g, const std::vector<bool>&) {
-                          const double scale = g[0].item<double>() / static_cast<double>(valid);
-                          return TensorList{detail::crossEntropyBackward(lp, t, ignoreIndex, scale)};
-                        });
+  return recordFunction(
+      "NllLossBackward", {logits}, out,
+      [lp = logProbs, t = targets.detach(), ignoreIndex, valid](const TensorList& g,
+                                                                const std::vector<bool>&) {
+        const double scale = g[0].item<double>() / static_cast<double>(valid);
+        return TensorList{detail::crossEntropyBackward(lp, t, ignoreIndex, scale)};
+      });
 }
 
 }  // namespace distlab::ops

@@ -141,8 +141,7 @@ namespace {
 
 // Records the pieces of `a` along `dim` as the outputs of one node; the backward
 // concatenates their gradients (zeros for pieces that got none).
-std::vector<Tensor> recordSplit(const char* name, const Tensor& a, TensorList pieces,
-                                int64_t dim) {
+std::vector<Tensor> recordSplit(const char* name, const Tensor& a, TensorList pieces, int64_t dim) {
   std::vector<Shape> shapes;
   for (const Tensor& p : pieces) shapes.push_back(p.sizes());
   recordFunction(

@@ -39,7 +39,9 @@ TensorList Embedding::forwardAll(const TensorList& inputs) {
 }
 
 LayerNorm::LayerNorm(Shape normalizedShape, double eps, bool elementwiseAffine, DType dtype)
-    : Module("LayerNorm"), shape_(std::move(normalizedShape)), eps_(eps),
+    : Module("LayerNorm"),
+      shape_(std::move(normalizedShape)),
+      eps_(eps),
       affine_(elementwiseAffine) {
   if (affine_) {
     registerParameter("weight", ones(shape_, TensorOptions{dtype}));
@@ -52,9 +54,16 @@ TensorList LayerNorm::forwardAll(const TensorList& inputs) {
                          affine_ ? param("bias") : Tensor(), eps_)};
 }
 
-BatchNorm1d::BatchNorm1d(int64_t numFeatures, double eps, double momentum, bool affine,
-                         bool trackRunningStats, DType dtype)
-    : Module("BatchNorm1d"), eps_(eps), momentum_(momentum), affine_(affine),
+BatchNorm1d::BatchNorm1d(int64_t numFeatures,
+                         double eps,
+                         double momentum,
+                         bool affine,
+                         bool trackRunningStats,
+                         DType dtype)
+    : Module("BatchNorm1d"),
+      eps_(eps),
+      momentum_(momentum),
+      affine_(affine),
       track_(trackRunningStats) {
   if (affine_) {
     registerParameter("weight", ones({numFeatures}, TensorOptions{dtype}));

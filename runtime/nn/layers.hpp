@@ -18,7 +18,10 @@ Tensor linearInit(const Shape& shape, int64_t fanIn, Generator& gen, DType dtype
 
 class Linear : public Module {
  public:
-  Linear(int64_t inFeatures, int64_t outFeatures, Generator& gen, bool bias = true,
+  Linear(int64_t inFeatures,
+         int64_t outFeatures,
+         Generator& gen,
+         bool bias = true,
          DType dtype = DType::kFloat32);
   TensorList forwardAll(const TensorList& inputs) override;
   int64_t inFeatures() const { return in_; }
@@ -32,14 +35,18 @@ class Linear : public Module {
 
 class Embedding : public Module {
  public:
-  Embedding(int64_t numEmbeddings, int64_t embeddingDim, Generator& gen,
+  Embedding(int64_t numEmbeddings,
+            int64_t embeddingDim,
+            Generator& gen,
             DType dtype = DType::kFloat32);
   TensorList forwardAll(const TensorList& inputs) override;  // int64 indices
 };
 
 class LayerNorm : public Module {
  public:
-  explicit LayerNorm(Shape normalizedShape, double eps = 1e-5, bool elementwiseAffine = true,
+  explicit LayerNorm(Shape normalizedShape,
+                     double eps = 1e-5,
+                     bool elementwiseAffine = true,
                      DType dtype = DType::kFloat32);
   TensorList forwardAll(const TensorList& inputs) override;
 
@@ -53,8 +60,11 @@ class LayerNorm : public Module {
 // Training (or no running stats): batch statistics; eval: running statistics.
 class BatchNorm1d : public Module {
  public:
-  explicit BatchNorm1d(int64_t numFeatures, double eps = 1e-5, double momentum = 0.1,
-                       bool affine = true, bool trackRunningStats = true,
+  explicit BatchNorm1d(int64_t numFeatures,
+                       double eps = 1e-5,
+                       double momentum = 0.1,
+                       bool affine = true,
+                       bool trackRunningStats = true,
                        DType dtype = DType::kFloat32);
   TensorList forwardAll(const TensorList& inputs) override;
 

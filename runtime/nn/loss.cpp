@@ -6,8 +6,8 @@
 namespace distlab::nn {
 
 TensorList MSELoss::forwardAll(const TensorList& inputs) {
-  DL_CHECK_T(ValueError, inputs.size() == 2, "MSELoss expects (input, target), got ",
-             inputs.size(), " tensors");
+  DL_CHECK_T(ValueError, inputs.size() == 2, "MSELoss expects (input, target), got ", inputs.size(),
+             " tensors");
   return {mseLoss(inputs[0], inputs[1])};
 }
 

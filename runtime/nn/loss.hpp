@@ -9,7 +9,8 @@ namespace distlab::nn {
 inline Tensor mseLoss(const Tensor& input, const Tensor& target) {
   return ops::mseLoss(input, target);
 }
-inline Tensor crossEntropyLoss(const Tensor& logits, const Tensor& targets,
+inline Tensor crossEntropyLoss(const Tensor& logits,
+                               const Tensor& targets,
                                int64_t ignoreIndex = ops::kDefaultIgnoreIndex) {
   return ops::crossEntropy(logits, targets, ignoreIndex);
 }

@@ -21,8 +21,10 @@ struct Module::Hooks {
 namespace {
 
 template <typename Map, typename Hook>
-HookHandle addHook(const std::shared_ptr<Module::Hooks>& hooks, Map Module::Hooks::*field,
-                   Hook hook, bool prepend) {
+HookHandle addHook(const std::shared_ptr<Module::Hooks>& hooks,
+                   Map Module::Hooks::*field,
+                   Hook hook,
+                   bool prepend) {
   const int64_t key = prepend ? hooks->nextFront-- : hooks->nextBack++;
   ((*hooks).*field).emplace(key, std::move(hook));
   std::weak_ptr<Module::Hooks> weak = hooks;
@@ -61,8 +63,8 @@ TensorList Module::call(const TensorList& inputs) {
 
 Tensor Module::forward(const Tensor& x) {
   TensorList out = call({x});
-  DL_CHECK_T(ValueError, out.size() == 1, typeName_, ".forward: the module returned ",
-             out.size(), " outputs; use call() for modules with several outputs");
+  DL_CHECK_T(ValueError, out.size() == 1, typeName_, ".forward: the module returned ", out.size(),
+             " outputs; use call() for modules with several outputs");
   return out[0];
 }
 
@@ -82,9 +84,8 @@ const Tensor& Module::singleInput(const TensorList& inputs) const {
 // ---- registration --------------------------------------------------------------
 
 void Module::checkNewName(const std::string& name, const char* what) const {
-  DL_CHECK_T(ValueError, !name.empty() && name.find('.') == std::string::npos, what,
-             " name \"", name, "\" must be non-empty and contain no '.' (module ", typeName_,
-             ")");
+  DL_CHECK_T(ValueError, !name.empty() && name.find('.') == std::string::npos, what, " name \"",
+             name, "\" must be non-empty and contain no '.' (module ", typeName_, ")");
   const bool taken = findNamed(params_, name) || findNamed(buffers_, name) ||
                      std::any_of(children_.begin(), children_.end(),
                                  [&](const auto& c) { return c.first == name; });
@@ -174,8 +175,8 @@ NamedTensors Module::namedParameters(bool recurse) const {
   NamedTensors out;
   std::unordered_set<const void*> seen;
   auto* self = const_cast<Module*>(this);
-  auto modules = recurse ? self->namedModules()
-                         : std::vector<std::pair<std::string, Module*>>{{"", self}};
+  auto modules =
+      recurse ? self->namedModules() : std::vector<std::pair<std::string, Module*>>{{"", self}};
   for (const auto& [prefix, m] : modules) {
     for (const auto& [name, t] : m->params_) {
       if (seen.insert(t.impl()).second) out.emplace_back(join(prefix, name), t);
@@ -194,8 +195,8 @@ NamedTensors Module::namedBuffers(bool recurse) const {
   NamedTensors out;
   std::unordered_set<const void*> seen;
   auto* self = const_cast<Module*>(this);
-  auto modules = recurse ? self->namedModules()
-                         : std::vector<std::pair<std::string, Module*>>{{"", self}};
+  auto modules =
+      recurse ? self->namedModules() : std::vector<std::pair<std::string, Module*>>{{"", self}};
   for (const auto& [prefix, m] : modules) {
     for (const auto& [name, t] : m->buffers_) {
       if (t.defined() && seen.insert(t.impl()).second) out.emplace_back(join(prefix, name), t);

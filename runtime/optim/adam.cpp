@@ -47,7 +47,9 @@ Adam::Adam(std::vector<Tensor> params, const AdamOptions& options)
 Adam::Adam(std::vector<ParamGroup> groups, const AdamOptions& defaults)
     : Adam("Adam", std::move(groups), defaults, false) {}
 
-Adam::Adam(std::string name, std::vector<ParamGroup> groups, const AdamOptions& defaults,
+Adam::Adam(std::string name,
+           std::vector<ParamGroup> groups,
+           const AdamOptions& defaults,
            bool decoupled)
     : Optimizer(std::move(name), defaults.toMap(), std::move(groups)), decoupled_(decoupled) {
   for (const auto& g : paramGroups()) validate(g.options);

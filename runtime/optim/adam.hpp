@@ -32,7 +32,9 @@ class Adam : public Optimizer {
   void step() override;
 
  protected:
-  Adam(std::string name, std::vector<ParamGroup> groups, const AdamOptions& defaults,
+  Adam(std::string name,
+       std::vector<ParamGroup> groups,
+       const AdamOptions& defaults,
        bool decoupled);
 
  private:

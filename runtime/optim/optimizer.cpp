@@ -82,13 +82,13 @@ OptimizerStateDict Optimizer::stateDict() const {
 
 void Optimizer::loadStateDict(const OptimizerStateDict& sd) {
   DL_CHECK_T(ValueError, sd.paramGroups.size() == groups_.size(),
-             "loaded state dict has a different number of parameter groups (", sd.paramGroups.size(),
-             " vs ", groups_.size(), ")");
+             "loaded state dict has a different number of parameter groups (",
+             sd.paramGroups.size(), " vs ", groups_.size(), ")");
   for (size_t i = 0; i < groups_.size(); ++i) {
     DL_CHECK_T(ValueError, sd.paramGroups[i].params.size() == groups_[i].params.size(),
                "loaded state dict contains a parameter group that doesn't match the size of "
-               "optimizer's group (group ", i, ": ", sd.paramGroups[i].params.size(), " vs ",
-               groups_[i].params.size(), ")");
+               "optimizer's group (group ",
+               i, ": ", sd.paramGroups[i].params.size(), " vs ", groups_[i].params.size(), ")");
   }
   state_.clear();
   for (size_t i = 0; i < groups_.size(); ++i) {

@@ -58,8 +58,8 @@ TEST(Engine, PassThroughGradientIsNotSharedBetweenLeaves) {
 
 TEST(Engine, FanOutSumsGradients) {
   Tensor x = leaf({2});
-  Tensor y = ops::mul(x, x);                 // 2x
-  Tensor z = ops::add(ops::mul(y, x), y);    // x^3 + x^2 -> 3x^2 + 2x = 16
+  Tensor y = ops::mul(x, x);               // 2x
+  Tensor z = ops::add(ops::mul(y, x), y);  // x^3 + x^2 -> 3x^2 + 2x = 16
   backward(z);
   EXPECT_EQ(vals(x.grad()), (std::vector<float>{16}));
 }
@@ -168,8 +168,7 @@ TEST(Hooks, PostAccumulateGradHookRejectsNonLeaf) {
   Tensor x = leaf({1});
   Tensor y = ops::mul(x, x);
   EXPECT_THROW(registerPostAccumulateGradHook(y, [](Tensor&) {}), ValueError);
-  EXPECT_THROW(registerHook(fromVector<float>({1}), [](const Tensor& g) { return g; }),
-               ValueError);
+  EXPECT_THROW(registerHook(fromVector<float>({1}), [](const Tensor& g) { return g; }), ValueError);
 }
 
 TEST(Hooks, RetainGradKeepsNonLeafGrad) {

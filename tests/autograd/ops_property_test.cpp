@@ -54,8 +54,7 @@ RC_GTEST_PROP(OpsGrad, AddSubBroadcast, ()) {
   const double alpha = *rc::gen::element(1.0, -0.5, 2.0);
   RC_ASSERT(gradcheck([&](const TensorList& x) { return ops::add(x[0], x[1], alpha); }, {a, b}));
   RC_ASSERT(gradcheck([&](const TensorList& x) { return ops::sub(x[1], x[0]); }, {a, b}));
-  RC_ASSERT(gradcheck([](const TensorList& x) { return ops::sub(ops::add(x[0], 2.0), 1.5); },
-                      {a}));
+  RC_ASSERT(gradcheck([](const TensorList& x) { return ops::sub(ops::add(x[0], 2.0), 1.5); }, {a}));
 }
 
 RC_GTEST_PROP(OpsGrad, MulDivBroadcast, ()) {
@@ -64,8 +63,7 @@ RC_GTEST_PROP(OpsGrad, MulDivBroadcast, ()) {
   Tensor b = genTensor(genBroadcastable(sa), 0.5, 2.0);  // away from 0 for div
   RC_ASSERT(gradcheck([](const TensorList& x) { return ops::mul(x[0], x[1]); }, {a, b}));
   RC_ASSERT(gradcheck([](const TensorList& x) { return ops::div(x[0], x[1]); }, {a, b}));
-  RC_ASSERT(gradcheck([](const TensorList& x) { return ops::div(ops::mul(x[0], 3.0), 4.0); },
-                      {a}));
+  RC_ASSERT(gradcheck([](const TensorList& x) { return ops::div(ops::mul(x[0], 3.0), 4.0); }, {a}));
 }
 
 RC_GTEST_PROP(OpsGrad, UnaryElementwise, ()) {
@@ -76,7 +74,7 @@ RC_GTEST_PROP(OpsGrad, UnaryElementwise, ()) {
   checkUnary(&ops::tanh, -2, 2);
   checkUnary(&ops::sigmoid, -3, 3);
   checkUnary(&ops::gelu, -3, 3);
-  checkUnary(&ops::relu, 0.01, 2);   // away from the kink at 0
+  checkUnary(&ops::relu, 0.01, 2);  // away from the kink at 0
   checkUnary(&ops::relu, -2, -0.01);
 }
 
@@ -124,7 +122,9 @@ RC_GTEST_PROP(OpsGrad, Views, ()) {
   g([&](const TensorList& x) { return ops::reshape(x[0], {-1}); });
   g([&](const TensorList& x) { return ops::view(x[0], {a.numel(), 1}); });
   g([&](const TensorList& x) { return ops::transpose(x[0], d0, d1); });
-  g([&](const TensorList& x) { return ops::permute(x[0], nd == 2 ? Shape{1, 0} : Shape{2, 0, 1}); });
+  g([&](const TensorList& x) {
+    return ops::permute(x[0], nd == 2 ? Shape{1, 0} : Shape{2, 0, 1});
+  });
   g([&](const TensorList& x) { return ops::narrow(x[0], 0, start, len); });
   g([&](const TensorList& x) { return ops::select(x[0], 0, start); });
   g([&](const TensorList& x) { return ops::unsqueeze(x[0], d1); });
@@ -147,8 +147,8 @@ RC_GTEST_PROP(OpsGrad, CatStackSplitChunk, ()) {
   RC_ASSERT(gradcheck([&](const TensorList& x) { return ops::cat({x[0], x[1]}, d); }, {a, b}));
   RC_ASSERT(gradcheck([&](const TensorList& x) { return ops::stack({x[0], x[1]}, d); }, {a, c}));
   const int64_t piece = *rc::gen::inRange<int64_t>(1, s[d] + 1);
-  RC_ASSERT(gradcheck(GradcheckFn([&](const TensorList& x) { return ops::split(x[0], piece, d); }),
-                      {a}));
+  RC_ASSERT(
+      gradcheck(GradcheckFn([&](const TensorList& x) { return ops::split(x[0], piece, d); }), {a}));
   // Only one piece used: the others get zero gradient.
   RC_ASSERT(gradcheck([&](const TensorList& x) { return ops::chunk(x[0], 2, d)[0]; }, {a}));
 }
@@ -169,8 +169,7 @@ RC_GTEST_PROP(OpsGrad, EmbeddingAndMaskedFill, ()) {
   RC_ASSERT(gradcheck([&](const TensorList& x) { return ops::embedding(x[0], idx); }, {w}));
   Tensor a = genTensor(genShape(1, 3));
   Tensor mask = rand(a.sizes(), gen).lt(0.5);
-  RC_ASSERT(gradcheck([&](const TensorList& x) { return ops::maskedFill(x[0], mask, -1.0); },
-                      {a}));
+  RC_ASSERT(gradcheck([&](const TensorList& x) { return ops::maskedFill(x[0], mask, -1.0); }, {a}));
 }
 
 RC_GTEST_PROP(OpsGrad, Norms, ()) {
@@ -178,8 +177,8 @@ RC_GTEST_PROP(OpsGrad, Norms, ()) {
                 l = *rc::gen::inRange<int64_t>(1, 4);
   Tensor x = genTensor({n, c, l});
   Tensor w = genTensor({l}), b = genTensor({l});
-  RC_ASSERT(gradcheck(
-      [&](const TensorList& v) { return ops::layerNorm(v[0], {l}, v[1], v[2]); }, {x, w, b}));
+  RC_ASSERT(gradcheck([&](const TensorList& v) { return ops::layerNorm(v[0], {l}, v[1], v[2]); },
+                      {x, w, b}));
   RC_ASSERT(gradcheck([&](const TensorList& v) { return ops::layerNorm(v[0], {c, l}); }, {x}));
   Tensor bw = genTensor({c}), bb = genTensor({c});
   RC_ASSERT(gradcheck(

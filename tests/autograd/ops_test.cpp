@@ -231,8 +231,8 @@ TEST(Ops, BatchNormUpdatesRunningStatsWithUnbiasedVar) {
   expectNear(y, {-1, 1});
   expectNear(rm, {0.2});
   expectNear(rv, {0.9 + 0.2});
-  Tensor e = batchNorm(fromVector<double>({2.2}, {1, 1}), rm, rv, Tensor(), Tensor(), false, 0.1,
-                       0.0);
+  Tensor e =
+      batchNorm(fromVector<double>({2.2}, {1, 1}), rm, rv, Tensor(), Tensor(), false, 0.1, 0.0);
   expectNear(e, {(2.2 - 0.2) / std::sqrt(1.1)}, 1e-12);
 }
 

@@ -105,8 +105,7 @@ TEST(Layers, ActivationsAndLossModules) {
   EXPECT_EQ(mse.call({x, zeros({2})})[0].item<float>(), 1.0f);
   CrossEntropyLoss ce;
   Tensor logits = zeros({2, 4});
-  EXPECT_NEAR(ce.call({logits, fromVector<int64_t>({0, 3})})[0].item<float>(), std::log(4.0),
-              1e-6);
+  EXPECT_NEAR(ce.call({logits, fromVector<int64_t>({0, 3})})[0].item<float>(), std::log(4.0), 1e-6);
   EXPECT_THROW(ce.call({logits}), ValueError);
 }
 

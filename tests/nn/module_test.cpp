@@ -59,12 +59,10 @@ TEST(Module, BuffersAndStateDictOrder) {
   seq.push_back(std::make_shared<Linear>(2, 2, gen));
   seq.push_back(std::make_shared<BatchNorm1d>(2));
   EXPECT_EQ(names(seq.namedBuffers()),
-            (std::vector<std::string>{"1.running_mean", "1.running_var",
-                                      "1.num_batches_tracked"}));
+            (std::vector<std::string>{"1.running_mean", "1.running_var", "1.num_batches_tracked"}));
   EXPECT_EQ(seq.stateDict().keys(),
-            (std::vector<std::string>{"0.weight", "0.bias", "1.weight", "1.bias",
-                                      "1.running_mean", "1.running_var",
-                                      "1.num_batches_tracked"}));
+            (std::vector<std::string>{"0.weight", "0.bias", "1.weight", "1.bias", "1.running_mean",
+                                      "1.running_var", "1.num_batches_tracked"}));
 }
 
 TEST(Module, LoadStateDictCopiesAndReportsKeys) {

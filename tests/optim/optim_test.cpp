@@ -121,7 +121,8 @@ TEST(Adam, AmsgradKeepsTheLargestSecondMoment) {
   EXPECT_NEAR(st->buffers.at("exp_avg_sq").item<double>(), v2, 1e-15);
   const double m2 = 0.9 * 0.1;
   const double expected =
-      -0.1 / (1.0 + 1e-8) - 0.1 / (1 - 0.81) * m2 / (std::sqrt(v1) / std::sqrt(1 - 0.999 * 0.999) + 1e-8);
+      -0.1 / (1.0 + 1e-8) -
+      0.1 / (1 - 0.81) * m2 / (std::sqrt(v1) / std::sqrt(1 - 0.999 * 0.999) + 1e-8);
   EXPECT_NEAR(val(p), expected, 1e-12);
 }
 
@@ -136,11 +137,12 @@ TEST(AdamW, DecoupledWeightDecayAndDefaults) {
   opt.step();
   EXPECT_NEAR(val(p), (1.0 - 0.1 * 0.01) - 0.1 * 0.5 / (0.5 + 1e-8), 1e-12);
   EXPECT_EQ(opt.name(), "AdamW");
-  EXPECT_THROW(AdamW({p}, [] {
-                 AdamWOptions bad;
-                 bad.beta1 = 1.0;
-                 return bad;
-               }()),
+  EXPECT_THROW(AdamW({p},
+                     [] {
+                       AdamWOptions bad;
+                       bad.beta1 = 1.0;
+                       return bad;
+                     }()),
                ValueError);
 }
 

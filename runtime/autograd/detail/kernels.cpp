@@ -74,7 +74,9 @@ Tensor geluBackward(const Tensor& grad, const Tensor& input) {
   return result.to(input.dtype());
 }
 
-double nllSum(const Tensor& logProbs, const Tensor& targets, int64_t ignoreIndex,
+double nllSum(const Tensor& logProbs,
+              const Tensor& targets,
+              int64_t ignoreIndex,
               int64_t* validCount) {
   Tensor lp = logProbs.to(computeType(logProbs.dtype())).contiguous();
   Tensor t = targets.contiguous();
@@ -99,7 +101,9 @@ double nllSum(const Tensor& logProbs, const Tensor& targets, int64_t ignoreIndex
   return total;
 }
 
-Tensor crossEntropyBackward(const Tensor& logProbs, const Tensor& targets, int64_t ignoreIndex,
+Tensor crossEntropyBackward(const Tensor& logProbs,
+                            const Tensor& targets,
+                            int64_t ignoreIndex,
                             double scale) {
   const DType ct = computeType(logProbs.dtype());
   Tensor lp = logProbs.to(ct).contiguous();

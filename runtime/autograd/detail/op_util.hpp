@@ -20,10 +20,14 @@ inline Tensor reduceLike(const Tensor& grad, const Tensor& like) {
 Tensor reluBackward(const Tensor& grad, const Tensor& output);
 Tensor geluBackward(const Tensor& grad, const Tensor& input);
 // Per-row -logSoftmax[target] summed over valid rows, and the valid-row count.
-double nllSum(const Tensor& logProbs, const Tensor& targets, int64_t ignoreIndex,
+double nllSum(const Tensor& logProbs,
+              const Tensor& targets,
+              int64_t ignoreIndex,
               int64_t* validCount);
 // (softmax - onehot(target)) * scale for valid rows, 0 for ignored rows.
-Tensor crossEntropyBackward(const Tensor& logProbs, const Tensor& targets, int64_t ignoreIndex,
+Tensor crossEntropyBackward(const Tensor& logProbs,
+                            const Tensor& targets,
+                            int64_t ignoreIndex,
                             double scale);
 
 }  // namespace distlab::ops::detail

@@ -11,8 +11,8 @@ namespace distlab::nn {
 
 CausalSelfAttention::CausalSelfAttention(const GptOptions& o, Generator& gen)
     : Module("CausalSelfAttention"), nHead_(o.nHead) {
-  cAttn_ = registerModule("c_attn", std::make_shared<Linear>(o.nEmbd, 3 * o.nEmbd, gen, true,
-                                                             o.dtype));
+  cAttn_ =
+      registerModule("c_attn", std::make_shared<Linear>(o.nEmbd, 3 * o.nEmbd, gen, true, o.dtype));
   cProj_ = registerModule("c_proj", std::make_shared<Linear>(o.nEmbd, o.nEmbd, gen, true, o.dtype));
 }
 

@@ -7,10 +7,11 @@
 namespace distlab::nn {
 
 Mlp::Mlp(const MlpOptions& options, Generator& gen) : Module("Mlp") {
-  DL_CHECK_T(ValueError, options.depth >= 1 && options.hidden > 0 && options.inputDim > 0 &&
-                             options.outputDim > 0,
-             "Mlp: depth, hidden, inputDim and outputDim must be positive (got depth ",
-             options.depth, ", hidden ", options.hidden, ")");
+  DL_CHECK_T(
+      ValueError,
+      options.depth >= 1 && options.hidden > 0 && options.inputDim > 0 && options.outputDim > 0,
+      "Mlp: depth, hidden, inputDim and outputDim must be positive (got depth ", options.depth,
+      ", hidden ", options.hidden, ")");
   layers_ = registerModule("layers", std::make_shared<Sequential>());
   int64_t width = options.inputDim;
   for (int64_t i = 0; i < options.depth; ++i) {
@@ -40,17 +41,17 @@ ResidualMlp::ResidualMlp(const ResidualMlpOptions& options, Generator& gen)
     : Module("ResidualMlp") {
   DL_CHECK_T(ValueError, options.depth >= 0 && options.dim > 0 && options.hidden > 0,
              "ResidualMlp: dim and hidden must be positive and depth non-negative");
-  proj_ = registerModule("proj", std::make_shared<Linear>(options.inputDim, options.dim, gen,
-                                                          true, options.dtype));
+  proj_ = registerModule(
+      "proj", std::make_shared<Linear>(options.inputDim, options.dim, gen, true, options.dtype));
   blocks_ = registerModule("blocks", std::make_shared<ModuleList>());
   for (int64_t i = 0; i < options.depth; ++i) {
     blocks_->push_back(
         std::make_shared<ResidualBlock>(options.dim, options.hidden, gen, options.dtype));
   }
-  lnF_ = registerModule("ln_f", std::make_shared<LayerNorm>(Shape{options.dim}, 1e-5, true,
-                                                            options.dtype));
-  head_ = registerModule("head", std::make_shared<Linear>(options.dim, options.outputDim, gen,
-                                                          true, options.dtype));
+  lnF_ = registerModule("ln_f",
+                        std::make_shared<LayerNorm>(Shape{options.dim}, 1e-5, true, options.dtype));
+  head_ = registerModule(
+      "head", std::make_shared<Linear>(options.dim, options.outputDim, gen, true, options.dtype));
 }
 
 TensorList ResidualMlp::forwardAll(const TensorList& inputs) {
