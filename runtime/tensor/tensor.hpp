@@ -10,7 +10,12 @@
 // Semantics follow PyTorch: broadcasting for binary elementwise ops, type
 // promotion float64 > float32 > bfloat16/float16 > int64 > int32 > int16 >
 // int8/uint8 > bool (float16 with bfloat16 promotes to float32), views share
-// storage, `contiguous()` returns `*this` when already contiguous.
+// storage, `contiguous()` returns `*this` when already contiguous. distlab has
+// no int16, so int8 with uint8 promotes to int32. As in PyTorch, a 0-dim tensor
+// or a Scalar only changes the result type when it is of a higher category
+// (bool < integral < floating): int64 tensor + 2.5 -> float32, float32 tensor *
+// 0-dim float64 tensor -> float32. Kernels are contiguous fast paths plus one
+// strided iterator (detail/strided_loop.hpp, Note [Strided iteration]).
 // Every misuse (shape, dtype, device, index) throws distlab::Error (ValueError
 // for bad arguments) naming the operation and the offending values.
 //
@@ -219,7 +224,7 @@ class Tensor {
   std::pair<Tensor, Tensor> max(int64_t dim, bool keepdim = false) const;
   std::pair<Tensor, Tensor> min(int64_t dim, bool keepdim = false) const;
   Tensor argmax(int64_t dim, bool keepdim = false) const;
-  Tensor argmin(int64_t dim, bool keepdim = false) const;
+  Tensor argmin(int64_t dim, bool keepdim = false) const;  // ties: first index
   Tensor var(const Shape& dims, bool unbiased = true, bool keepdim = false) const;
 
   // ---- linear algebra (OpenBLAS for float32/float64; half types accumulate in float32)
@@ -245,7 +250,8 @@ class Tensor {
   bool equal(const Tensor& other) const;
   // |a - b| <= atol + rtol * |b| for every element (broadcast shapes must match).
   bool allclose(const Tensor& other, double rtol = 1e-5, double atol = 1e-8) const;
-  // PyTorch-like printing: "tensor([[1., 2.], [3., 4.]], dtype=float64)".
+  // PyTorch-like printing: "tensor([[1., 2.],\n        [3., 4.]], dtype=float64)"
+  // (rows on separate lines; more than 1000 elements summarised with "...").
   std::string toString() const;
   // All elements converted to T, in row-major order.
   template <typename T> std::vector<T> toVector() const;
