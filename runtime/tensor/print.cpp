@@ -3,7 +3,8 @@
 //           [3., 4.]], dtype=float64)
 // Floats print as "1." when every value is integral, else with 4 decimals, or
 // in scientific notation when the magnitudes span too much (PyTorch's rule).
-// More than 1000 elements are summarised with the first and last 3 per dim.
+// More than 1000 elements are summarised with the first and last 3 per dim;
+// rows wrap at 80 columns.
 #include <cmath>
 #include <cstdio>
 #include <ostream>
@@ -18,6 +19,7 @@ namespace {
 
 constexpr int64_t kThreshold = 1000;
 constexpr int64_t kEdgeItems = 3;
+constexpr size_t kLineWidth = 80;
 
 struct Formatter {
   enum class Mode { kInteger, kIntegralFloat, kFixed, kScientific, kBool } mode;
@@ -90,24 +92,43 @@ void collect(const Tensor& t, bool summarise, std::vector<double>& out) {
   }
 }
 
+// A row: elements wrapped so a line stays within kLineWidth (PyTorch's rule:
+// (linewidth - indent) / (width + 2) elements per line).
+void renderRow(const Tensor& t, const Formatter& f, bool summarise, size_t indent,
+               std::string& out) {
+  std::vector<std::string> items;
+  for (int64_t i : shownIndices(t.sizes()[0], summarise)) {
+    items.push_back(i < 0 ? " ..." : f.padded(t.select(0, i).item<double>()));
+  }
+  const size_t perLine = std::max<size_t>(
+      1, (kLineWidth > indent ? kLineWidth - indent : 0) / (f.width + 2));
+  out += "[";
+  for (size_t k = 0; k < items.size(); ++k) {
+    if (k > 0 && k % perLine == 0) {
+      out.append(",\n").append(indent + 1, ' ');
+    } else if (k > 0) {
+      out.append(", ");
+    }
+    out += items[k];
+  }
+  out += "]";
+}
+
 void render(const Tensor& t, const Formatter& f, bool summarise, size_t indent, std::string& out) {
   if (t.dim() == 0) {
     out += f.padded(t.item<double>());
     return;
   }
+  if (t.dim() == 1) {
+    renderRow(t, f, summarise, indent, out);
+    return;
+  }
   out += "[";
   const auto idx = shownIndices(t.sizes()[0], summarise);
   for (size_t k = 0; k < idx.size(); ++k) {
-    if (k > 0) {
-      out += ",";
-      if (t.dim() == 1) {
-        out += " ";
-      } else {
-        out += std::string(t.dim() - 1, '\n') + std::string(indent + 1, ' ');
-      }
-    }
+    if (k > 0) out.append(",").append(t.dim() - 1, '\n').append(indent + 1, ' ');
     if (idx[k] < 0) {
-      out += t.dim() == 1 ? " ..." : "...";
+      out += "...";
     } else {
       render(t.select(0, idx[k]), f, summarise, indent + 1, out);
     }
