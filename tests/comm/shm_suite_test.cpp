@@ -14,4 +14,13 @@ INSTANTIATE_TEST_SUITE_P(
                              {{"shm.slot_bytes", "4096"}, {"shm.channel_bytes", "4096"}}}),
     collectiveSuiteParamName);
 
+// The same suite with allreduce forced onto reduce-scatter + all-gather (the
+// selector only picks it for large messages).
+INSTANTIATE_TEST_SUITE_P(
+    ShmRsAg, CollectiveSuite,
+    ::testing::Values(CollectiveSuiteParam{
+        "shm", SpawnMode::kThreads,
+        {{"shm.slot_bytes", "4096"}, {"shm.allreduce_algo", "rsag"}}}),
+    collectiveSuiteParamName);
+
 }  // namespace distlab::testing

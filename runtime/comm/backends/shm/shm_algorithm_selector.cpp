@@ -5,10 +5,11 @@
 namespace distlab::comm::shm {
 namespace {
 
-// Direct reads size() x the chunk per rank; RS+AG reads ~2x but takes two steps
-// per chunk. Direct wins for small messages (latency) and at two ranks.
+// Direct reads size() x the chunk per rank; RS+AG moves ~4x the chunk (2 reads,
+// 2 writes) whatever the world size but takes two steps per chunk. Direct wins
+// for small messages (one step: latency); RS+AG for large ones.
 constexpr AllreduceRule kAllreduceRules[] = {
-    {3, 64 * 1024, AllreduceAlgo::kRsAg},
+    {2, 256 * 1024, AllreduceAlgo::kRsAg},
     {1, 0, AllreduceAlgo::kDirect},
 };
 

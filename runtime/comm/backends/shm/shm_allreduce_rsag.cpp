@@ -1,8 +1,10 @@
 // Reduce-scatter + all-gather allreduce (see shm_algorithms.hpp):
 //   for each chunk of up to slotBytes (split in size() parts, part q owned by rank q):
-//     1. stage my chunk into my slot; sync;
-//     2. reduce part r of every slot (rank order) into my output and into part r
-//        of my NEXT slot (free: the sync proved everyone left the step before);
+//     1. stage the parts other ranks reduce into my slot (my own part stays in
+//        my input: one copy less; PREMUL_SUM stages it too, pre-scaled); sync;
+//     2. reduce part r of every rank (rank order; mine from my input) into my
+//        output and into part r of my NEXT slot (free: the sync proved everyone
+//        left the step before);
 //     3. sync; copy every other rank's part q from its slot into my output.
 // Each part is reduced by one rank only, so results are identical everywhere.
 #include <algorithm>
@@ -25,10 +27,17 @@ void allreduceRsAg(ShmOp& op, uint8_t* data, uint64_t count, DType dtype, Reduce
     const uint64_t per = (n + size - 1) / size;  // elements per part (last may be short)
     auto partBegin = [&](int q) { return std::min<uint64_t>(q * per, n); };
     auto partLen = [&](int q) { return std::min<uint64_t>((q + 1) * per, n) - partBegin(q); };
-    stageInput(op.writeSlot(), data + off * es, n, dtype, redop);
+    const bool ownFromInput = redop.kind != ReduceOp::kPremulSum;
+    uint8_t* slot = op.writeSlot();
+    for (int q = 0; q < size; ++q) {
+      if (q == me && ownFromInput) continue;
+      const uint64_t bq = partBegin(q) * es;
+      stageInput(slot + bq, data + off * es + bq, partLen(q), dtype, redop);
+    }
     op.sync();
     const uint64_t b = partBegin(me) * es;
     for (int r = 0; r < size; ++r) srcs[r] = op.readSlot(r) + b;
+    if (ownFromInput) srcs[me] = data + off * es + b;
     uint8_t* mine = op.writeSlot() + b;
     reduceN(mine, srcs.data(), size, partLen(me), dtype, redop);
     std::memcpy(data + off * es + b, mine, partLen(me) * es);

@@ -65,6 +65,13 @@ ShmBackend::ShmBackend(const BackendContext& context)
   SegmentOptions so;
   so.slotBytes = optionBytes(ctx_, "shm.slot_bytes", so.slotBytes);
   so.channelBytes = optionBytes(ctx_, "shm.channel_bytes", so.channelBytes);
+  if (auto it = ctx_.options.find("shm.allreduce_algo"); it != ctx_.options.end()) {
+    allreduceAlgo_ = it->second;
+    if (allreduceAlgo_ != "auto" && allreduceAlgo_ != "direct" && allreduceAlgo_ != "rsag") {
+      throw ValueError("shm: option shm.allreduce_algo='" + allreduceAlgo_ +
+                       "' (valid: auto, direct, rsag)");
+    }
+  }
   segment_ = ShmSegment::open(*ctx_.store, ctx_.storePrefix, ctx_.rank, ctx_.size, so, ctx_.timeout);
   peers_ = std::make_unique<ShmPeers>(*segment_);
   group_.segment = segment_.get();

@@ -16,7 +16,9 @@
 //
 // Options (BackendContext::options): "shm.slot_bytes" (default 262144: data
 // slot per rank per parity, a multiple of 4096) and "shm.channel_bytes"
-// (default 65536: ring per rank pair, a power of two). Segment size is
+// (default 65536: ring per rank pair, a power of two), "shm.allreduce_algo"
+// (auto | direct | rsag: overrides the selector table, for tests and
+// benchmarks). Segment size is
 // about n x (2 x slot + n x channel).
 #include <atomic>
 #include <memory>
@@ -95,6 +97,7 @@ class ShmBackend : public Backend {
                 std::string redop = "") const;
 
   BackendContext ctx_;
+  std::string allreduceAlgo_ = "auto";
   std::unique_ptr<ShmSegment> segment_;
   std::unique_ptr<ShmPeers> peers_;
   std::atomic<bool> aborted_{false};

@@ -42,7 +42,11 @@ WorkPtr ShmBackend::allreduce(const Tensor& tensor, const AllreduceOptions& opts
                                             opts.reduceOp, -1, tensor.nbytes()),
                            true, opts.timeout);
                   const auto count = u64(tensor.numel());
-                  if (selectAllreduce(tensor.nbytes(), size()) == AllreduceAlgo::kRsAg) {
+                  const bool rsag =
+                      allreduceAlgo_ == "auto"
+                          ? selectAllreduce(tensor.nbytes(), size()) == AllreduceAlgo::kRsAg
+                          : allreduceAlgo_ == "rsag";
+                  if (rsag) {
                     allreduceRsAg(op, bytesOf(tensor), count, tensor.dtype(), opts.reduceOp);
                   } else {
                     allreduceDirect(op, bytesOf(tensor), count, tensor.dtype(), opts.reduceOp);

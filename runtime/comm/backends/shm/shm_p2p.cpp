@@ -410,7 +410,7 @@ void ShmP2P::loop() {
           return me.p2pBell.load(std::memory_order_acquire) != seen ||
                  stopping_.load(std::memory_order_acquire);
         },
-        [&] { checkFailures(); });
+        [&] { checkFailures(); }, kIdleYieldNs);
   }
 }
 

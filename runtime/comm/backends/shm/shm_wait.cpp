@@ -34,7 +34,8 @@ static inline void cpuRelax() {
 }
 
 void waitUntil(std::atomic<uint32_t>& bell, std::atomic<uint32_t>& sleepers,
-               const std::function<bool()>& done, const std::function<void()>& poll) {
+               const std::function<bool()>& done, const std::function<void()>& poll,
+               int64_t yieldNs) {
   if (done()) return;
   const int64_t start = monotonicNowNs();
   int64_t now = start;
@@ -49,7 +50,7 @@ void waitUntil(std::atomic<uint32_t>& bell, std::atomic<uint32_t>& sleepers,
   poll();
   int64_t lastPoll = now;
   // Yield.
-  while (now - start < kYieldNs) {
+  while (now - start < yieldNs) {
     sched_yield();
     if (done()) return;
     now = monotonicNowNs();
