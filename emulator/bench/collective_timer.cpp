@@ -1,0 +1,178 @@
+// One rank's side of `distlab bench collectives`: buffers, verification,
+// timed iterations, cross-rank aggregation.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+
+#include "emulator/bench/collectives_bench.hpp"
+#include "runtime/core/clock.hpp"
+#include "runtime/core/errors.hpp"
+
+namespace distlab::emulator {
+namespace {
+
+using comm::ProcessGroup;
+
+float inputValue(int rank, uint64_t i) {
+  return static_cast<float>(static_cast<int64_t>((rank * 7 + i * 3) % 13) - 6);
+}
+
+Tensor rankInput(int rank, uint64_t count) {
+  Tensor t = empty({static_cast<int64_t>(count)}, TensorOptions{DType::kFloat32});
+  float* p = t.data<float>();
+  for (uint64_t i = 0; i < count; ++i) p[i] = inputValue(rank, i);
+  return t;
+}
+
+// The buffers of one op at one size, and how to run / verify it.
+struct OpBuffers {
+  Tensor in;
+  Tensor out;
+  std::function<void()> run;
+  std::function<float(uint64_t)> expected;  // expected out[i]
+};
+
+OpBuffers makeOp(ProcessGroup& g, const std::string& op, uint64_t count) {
+  const int n = g.size(), me = g.rank();
+  const uint64_t m = count / n;  // per-rank part for the split ops
+  OpBuffers b;
+  if (op == "allreduce") {
+    b.in = rankInput(me, count);
+    b.out = b.in;
+    b.run = [&g, t = b.in] { g.allreduce(t, {.asyncOp = false})->wait(); };
+    b.expected = [n](uint64_t i) {
+      float s = 0;
+      for (int r = 0; r < n; ++r) s += inputValue(r, i);
+      return s;
+    };
+  } else if (op == "allgather") {
+    b.in = rankInput(me, m);
+    b.out = empty({static_cast<int64_t>(count)}, TensorOptions{DType::kFloat32});
+    b.run = [&g, in = b.in, out = b.out] {
+      g.allgatherIntoTensor(out, in, {.asyncOp = false})->wait();
+    };
+    b.expected = [m](uint64_t i) { return inputValue(static_cast<int>(i / m), i % m); };
+  } else if (op == "reduce_scatter") {
+    b.in = rankInput(me, count);
+    b.out = empty({static_cast<int64_t>(m)}, TensorOptions{DType::kFloat32});
+    b.run = [&g, in = b.in, out = b.out] {
+      g.reduceScatterTensor(out, in, {.asyncOp = false})->wait();
+    };
+    b.expected = [n, m, me](uint64_t i) {
+      float s = 0;
+      for (int r = 0; r < n; ++r) s += inputValue(r, me * m + i);
+      return s;
+    };
+  } else if (op == "broadcast") {
+    b.in = rankInput(me, count);
+    b.out = b.in;
+    b.run = [&g, t = b.in] { g.broadcast(t, {.rootRank = 0, .asyncOp = false})->wait(); };
+    b.expected = [](uint64_t i) { return inputValue(0, i); };
+  } else if (op == "alltoall") {
+    b.in = rankInput(me, count);
+    b.out = empty({static_cast<int64_t>(count)}, TensorOptions{DType::kFloat32});
+    b.run = [&g, in = b.in, out = b.out] {
+      g.alltoallSingle(out, in, {}, {}, {.asyncOp = false})->wait();
+    };
+    b.expected = [m, me](uint64_t i) { return inputValue(static_cast<int>(i / m), me * m + i % m); };
+  } else {
+    throw ValueError(fmt::format(
+        "bench collectives: unknown op '{}' (valid: allreduce, allgather, reduce_scatter, "
+        "broadcast, alltoall)",
+        op));
+  }
+  return b;
+}
+
+int64_t countWrong(const OpBuffers& b) {
+  const float* p = b.out.data<float>();
+  int64_t wrong = 0;
+  for (int64_t i = 0; i < b.out.numel(); ++i) wrong += p[i] != b.expected(i) ? 1 : 0;
+  return wrong;
+}
+
+// Per-iteration slowest-rank times (us) from every rank's local times.
+std::vector<double> slowestTimes(ProcessGroup& g, const std::vector<double>& local) {
+  const int64_t iters = static_cast<int64_t>(local.size());
+  Tensor mine = fromVector<double>(local);
+  Tensor all = empty({g.size() * iters}, TensorOptions{DType::kFloat64});
+  g.allgatherIntoTensor(all, mine, {.asyncOp = false})->wait();
+  std::vector<double> slowest(iters, 0.0);
+  const double* p = all.data<double>();
+  for (int r = 0; r < g.size(); ++r) {
+    for (int64_t i = 0; i < iters; ++i) slowest[i] = std::max(slowest[i], p[r * iters + i]);
+  }
+  return slowest;
+}
+
+BenchRow benchOne(ProcessGroup& g, const std::string& backend, const std::string& op,
+                  uint64_t bytes, const CollectivesBenchOptions& options) {
+  const int n = g.size();
+  uint64_t count = std::max<uint64_t>(1, bytes / 4);
+  if (op != "allreduce" && op != "broadcast") count = std::max<uint64_t>(n, count - count % n);
+  BenchRow row{backend, op, count * 4, count};
+  OpBuffers b = makeOp(g, op, count);
+  b.run();  // verification pass on the crafted inputs
+  Tensor wrong = full({1}, countWrong(b), TensorOptions{DType::kInt64});
+  g.allreduce(wrong, {.asyncOp = false})->wait();
+  row.wrong = wrong.item<int64_t>();
+  Stopwatch warm;
+  for (int i = 0; i < options.warmup; ++i) b.run();
+  // Iteration count: rank 0's estimate, shared so every rank runs the same number.
+  int iters = options.iters;
+  if (iters <= 0) {
+    const double per = warm.elapsedSeconds() / std::max(1, options.warmup);
+    iters = static_cast<int>(std::clamp(0.2 / std::max(per, 1e-7), 5.0, 2000.0));
+  }
+  Tensor itersT = full({1}, static_cast<int64_t>(iters), TensorOptions{DType::kInt64});
+  g.broadcast(itersT, {.rootRank = 0, .asyncOp = false})->wait();
+  iters = static_cast<int>(itersT.item<int64_t>());
+  g.barrier({.asyncOp = false})->wait();
+  std::vector<double> local(iters);
+  for (int i = 0; i < iters; ++i) {
+    const int64_t start = monotonicNowNs();
+    b.run();
+    local[i] = static_cast<double>(monotonicNowNs() - start) / 1e3;
+  }
+  std::vector<double> times = slowestTimes(g, local);
+  row.iters = iters;
+  double sum = 0;
+  for (double t : times) sum += t;
+  row.avgUs = sum / iters;
+  std::nth_element(times.begin(), times.begin() + iters / 2, times.end());
+  row.p50Us = times[iters / 2];
+  row.algbwGBps = static_cast<double>(row.bytes) / (row.p50Us * 1e3);
+  row.busbwGBps = row.algbwGBps * busBandwidthFactor(op, n);
+  return row;
+}
+
+}  // namespace
+
+double busBandwidthFactor(const std::string& op, int n) {
+  if (op == "allreduce") return 2.0 * (n - 1) / n;
+  if (op == "broadcast") return 1.0;
+  return static_cast<double>(n - 1) / n;
+}
+
+std::vector<BenchRow> benchRank(ProcessGroup& group, const std::string& backend,
+                                const CollectivesBenchOptions& options) {
+  std::vector<BenchRow> rows;
+  for (const auto& op : options.ops) {
+    for (uint64_t bytes = options.minBytes; bytes <= options.maxBytes; bytes *= 2) {
+      try {
+        rows.push_back(benchOne(group, backend, op, bytes, options));
+      } catch (const DistBackendError& e) {
+        if (std::string(e.what()).find("does not support") == std::string::npos) throw;
+        BenchRow row{backend, op, bytes, bytes / 4};
+        row.error = e.what();
+        rows.push_back(row);
+        break;  // the same for every size
+      }
+    }
+  }
+  return rows;
+}
+
+}  // namespace distlab::emulator

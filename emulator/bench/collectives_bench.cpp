@@ -1,0 +1,243 @@
+// `distlab bench collectives`: rank orchestration (fork or launched), memcpy
+// baseline, the nccl-tests tables, backend ratios and the JSON report.
+#include "emulator/bench/collectives_bench.hpp"
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <ostream>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "runtime/comm/backend_registry.hpp"
+#include "runtime/comm/group_management.hpp"
+#include "runtime/comm/store/file_store.hpp"
+#include "runtime/core/clock.hpp"
+#include "runtime/core/env.hpp"
+#include "runtime/core/errors.hpp"
+
+namespace distlab::emulator {
+namespace {
+
+using json = nlohmann::json;
+
+json rowToJson(const BenchRow& r) {
+  return json{{"backend", r.backend}, {"op", r.op},         {"bytes", r.bytes},
+              {"count", r.count},     {"type", "float32"},  {"redop", "sum"},
+              {"iters", r.iters},     {"time_p50_us", r.p50Us}, {"time_avg_us", r.avgUs},
+              {"algbw_GBps", r.algbwGBps}, {"busbw_GBps", r.busbwGBps}, {"wrong", r.wrong},
+              {"error", r.error}};
+}
+
+BenchRow rowFromJson(const json& j) {
+  BenchRow r;
+  r.backend = j["backend"];
+  r.op = j["op"];
+  r.bytes = j["bytes"];
+  r.count = j["count"];
+  r.iters = j["iters"];
+  r.p50Us = j["time_p50_us"];
+  r.avgUs = j["time_avg_us"];
+  r.algbwGBps = j["algbw_GBps"];
+  r.busbwGBps = j["busbw_GBps"];
+  r.wrong = j["wrong"];
+  r.error = j["error"];
+  return r;
+}
+
+// Forks worldSize ranks for one backend; rank 0 writes its rows to `resultPath`.
+std::vector<BenchRow> runForked(const std::string& backend, const CollectivesBenchOptions& o,
+                                const std::string& dir) {
+  const std::string storePath = dir + "/store_" + backend;
+  const std::string resultPath = dir + "/rows_" + backend + ".json";
+  std::vector<pid_t> pids;
+  for (int rank = 0; rank < o.worldSize; ++rank) {
+    const pid_t pid = fork();
+    if (pid < 0) throw Error(fmt::format("bench: fork failed: {}", std::strerror(errno)));
+    if (pid == 0) {
+      int code = 0;
+      try {
+        comm::ProcessGroupConfig config;
+        config.store = std::make_shared<comm::FileStore>(storePath, o.worldSize);
+        config.rank = rank;
+        config.size = o.worldSize;
+        config.name = "bench_" + backend;
+        config.timeout = std::chrono::seconds(120);
+        config.backendSpec = backend;
+        auto group = comm::createProcessGroup(config, o.backendOptions);
+        auto rows = benchRank(*group, backend, o);
+        if (rank == 0) {
+          json out = json::array();
+          for (const auto& r : rows) out.push_back(rowToJson(r));
+          std::ofstream(resultPath) << out.dump();
+        }
+        group->shutdown(std::chrono::seconds(5));
+      } catch (const std::exception& e) {
+        std::fprintf(stderr, "bench: rank %d (%s): %s\n", rank, backend.c_str(), e.what());
+        code = 1;
+      }
+      std::fflush(nullptr);
+      _exit(code);
+    }
+    pids.push_back(pid);
+  }
+  bool failed = false;
+  for (pid_t pid : pids) {
+    int status = 0;
+    waitpid(pid, &status, 0);
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+      failed = true;
+      for (pid_t other : pids) kill(other, SIGKILL);  // never leave a rank behind
+    }
+  }
+  if (failed) throw DistBackendError("bench: a rank of backend " + backend + " failed");
+  std::ifstream in(resultPath);
+  json rows = json::parse(in);
+  std::vector<BenchRow> out;
+  for (const auto& j : rows) out.push_back(rowFromJson(j));
+  return out;
+}
+
+std::string human(uint64_t bytes) {
+  if (bytes >= (1ull << 20)) return fmt::format("{}M", bytes >> 20);
+  if (bytes >= 1024) return fmt::format("{}K", bytes >> 10);
+  return fmt::format("{}", bytes);
+}
+
+void printTable(std::ostream& out, const std::string& backend, const std::vector<BenchRow>& rows,
+                const CollectivesBenchOptions& o) {
+  out << fmt::format("#\n# backend {}  world size {}  type float32  redop sum  warmup {}  iters {}\n",
+                     backend, o.worldSize, o.warmup, o.iters > 0 ? std::to_string(o.iters) : "auto");
+  std::string lastOp;
+  for (const auto& r : rows) {
+    if (r.op != lastOp) {
+      lastOp = r.op;
+      out << fmt::format("#\n# {}  (busbw factor {:.3f})\n", r.op,
+                         busBandwidthFactor(r.op, o.worldSize));
+      out << fmt::format("# {:>10} {:>12} {:>7} {:>6} {:>12} {:>12} {:>10} {:>10} {:>7}\n",
+                         "size(B)", "count", "type", "redop", "time_p50(us)", "time_avg(us)",
+                         "algbw", "busbw", "#wrong");
+    }
+    if (!r.error.empty()) {
+      out << fmt::format("  {:>10}  unsupported: {}\n", human(r.bytes), r.error);
+      continue;
+    }
+    out << fmt::format("  {:>10} {:>12} {:>7} {:>6} {:>12.2f} {:>12.2f} {:>10.3f} {:>10.3f} {:>7}\n",
+                       r.bytes, r.count, "float", r.op == "allreduce" || r.op == "reduce_scatter"
+                                                      ? "sum" : "none",
+                       r.p50Us, r.avgUs, r.algbwGBps, r.busbwGBps, r.wrong);
+  }
+}
+
+void printRatios(std::ostream& out, const std::map<std::string, std::vector<BenchRow>>& all,
+                 const CollectivesBenchOptions& o) {
+  const std::string& base = o.backends[0];
+  for (size_t b = 1; b < o.backends.size(); ++b) {
+    const std::string& other = o.backends[b];
+    out << fmt::format("#\n# time ratio {}/{} (p50; < 1: {} is faster)\n", other, base, base);
+    out << fmt::format("# {:>16} {:>10} {:>12} {:>12} {:>8}\n", "op", "size(B)", base + "(us)",
+                       other + "(us)", "ratio");
+    for (const auto& r : all.at(base)) {
+      for (const auto& s : all.at(other)) {
+        if (s.op == r.op && s.bytes == r.bytes && r.error.empty() && s.error.empty()) {
+          out << fmt::format("  {:>16} {:>10} {:>12.2f} {:>12.2f} {:>8.2f}\n", r.op, r.bytes,
+                             r.p50Us, s.p50Us, s.p50Us / r.p50Us);
+        }
+      }
+    }
+  }
+}
+
+void validate(const CollectivesBenchOptions& o) {
+  if (o.worldSize < 1 || o.worldSize > 64) {
+    throw ValueError(fmt::format("--world-size {} must be in 1..64", o.worldSize));
+  }
+  if (o.minBytes < 1 || o.maxBytes < o.minBytes) {
+    throw ValueError(fmt::format("--min-bytes {} / --max-bytes {}: need 1 <= min <= max",
+                                 o.minBytes, o.maxBytes));
+  }
+  if (o.backends.empty()) throw ValueError("--backend: give at least one backend");
+  for (const auto& b : o.backends) comm::lookupBackend(b);  // ValueError naming the choices
+}
+
+}  // namespace
+
+double measureMemcpyGBps() {
+  const size_t bytes = 64ull << 20;
+  std::vector<char> src(bytes, 1), dst(bytes, 0);
+  double best = 0;
+  for (int i = 0; i < 5; ++i) {
+    Stopwatch w;
+    std::memcpy(dst.data(), src.data(), bytes);
+    best = std::max(best, static_cast<double>(bytes) / w.elapsedSeconds() / 1e9);
+    src[i] = dst[bytes - 1 - i];  // keep the copies observable
+  }
+  return best;
+}
+
+int runCollectivesBench(const CollectivesBenchOptions& options, std::ostream& out) {
+  validate(options);
+  const auto launchedRank = env::getInt("RANK", 0, 1 << 20);
+  const auto launchedWorld = env::getInt("WORLD_SIZE", 1, 1 << 20);
+  const bool launched = launchedRank.has_value() && launchedWorld.has_value();
+  CollectivesBenchOptions o = options;
+  if (launched) o.worldSize = static_cast<int>(*launchedWorld);
+  const double memcpyGBps = measureMemcpyGBps();
+  std::map<std::string, std::vector<BenchRow>> all;
+  if (launched) {
+    // One rank of a `distlab launch` job: the default group for the first
+    // backend, a new group for each further one (created in the same order).
+    comm::initProcessGroup({.backend = o.backends[0],
+                            .timeout = std::chrono::seconds(120),
+                            .backendOptions = o.backendOptions});
+    for (const auto& b : o.backends) {
+      auto group = b == o.backends[0] ? comm::defaultGroup() : comm::newGroup({.backend = b});
+      all[b] = benchRank(*group, b, o);
+    }
+    const bool leader = comm::getRank() == 0;
+    comm::destroyProcessGroup();
+    if (!leader) return 0;
+  } else {
+    char tmpl[] = "/tmp/distlab_bench_XXXXXX";
+    if (!mkdtemp(tmpl)) throw Error("bench: mkdtemp failed");
+    const std::string dir = tmpl;
+    for (const auto& b : o.backends) all[b] = runForked(b, o, dir);
+    std::filesystem::remove_all(dir);
+  }
+  out << fmt::format("# distlab bench collectives: world size {}, ranks as {}\n", o.worldSize,
+                     launched ? "launched processes (env://)" : "forked processes");
+  out << fmt::format("# memcpy bandwidth (64 MiB, best of 5, same run): {:.2f} GB/s\n", memcpyGBps);
+  out << "# busbw = algbw x factor: allreduce 2(n-1)/n; allgather, reduce_scatter, alltoall "
+         "(n-1)/n; broadcast 1 (nccl-tests)\n";
+  int64_t wrong = 0;
+  for (const auto& b : o.backends) {
+    printTable(out, b, all[b], o);
+    for (const auto& r : all[b]) wrong += r.wrong;
+  }
+  if (o.backends.size() > 1) printRatios(out, all, o);
+  out << fmt::format("#\n# Out of bounds values : {} {}\n", wrong, wrong == 0 ? "OK" : "WRONG");
+  if (!o.jsonPath.empty()) {
+    json j{{"world_size", o.worldSize},
+           {"memcpy_GBps", memcpyGBps},
+           {"dtype", "float32"},
+           {"busbw_factors",
+            {{"allreduce", busBandwidthFactor("allreduce", o.worldSize)},
+             {"allgather", busBandwidthFactor("allgather", o.worldSize)},
+             {"reduce_scatter", busBandwidthFactor("reduce_scatter", o.worldSize)},
+             {"alltoall", busBandwidthFactor("alltoall", o.worldSize)},
+             {"broadcast", 1.0}}},
+           {"rows", json::array()}};
+    for (const auto& b : o.backends) {
+      for (const auto& r : all[b]) j["rows"].push_back(rowToJson(r));
+    }
+    std::ofstream(o.jsonPath) << j.dump(2) << "\n";
+  }
+  return wrong == 0 ? 0 : 1;
+}
+
+}  // namespace distlab::emulator

@@ -1,0 +1,70 @@
+#pragma once
+// `distlab bench collectives`: the nccl-tests style benchmark of a backend's
+// collectives (allreduce, allgather, reduce_scatter, broadcast, alltoall), with
+// results verified.
+//
+// Conventions (nccl-tests PERFORMANCE.md): size is the per-rank buffer in
+// bytes (allgather: the gathered output, reduce_scatter: the input, alltoall:
+// the send buffer); algbw = size / time (GB/s = 1e9 B/s); busbw = algbw x factor,
+// factor 2(n-1)/n for allreduce, (n-1)/n for allgather, reduce_scatter and
+// alltoall, 1 for broadcast. Time is per iteration, the slowest rank's, p50
+// and mean over iterations of blocking calls. #wrong counts elements that
+// differ from the exact expected values (inputs are small integers in
+// float32, so every sum is exact), summed over ranks.
+//
+// Ranks: forked processes by default (FileStore rendezvous); when the process
+// runs under `distlab launch` (RANK and WORLD_SIZE set) it is one rank and
+// joins through env://.
+#include <cstdint>
+#include <iosfwd>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "runtime/comm/process_group.hpp"
+
+namespace distlab::emulator {
+
+struct CollectivesBenchOptions {
+  std::vector<std::string> backends{"shm"};
+  int worldSize = 2;
+  std::vector<std::string> ops{"allreduce", "allgather", "reduce_scatter", "broadcast",
+                               "alltoall"};
+  uint64_t minBytes = 8;
+  uint64_t maxBytes = 64ull << 20;
+  int iters = 0;   // 0: automatic (about 0.2 s per size, 5..2000)
+  int warmup = 5;
+  std::string jsonPath;  // empty: no JSON
+  std::map<std::string, std::string> backendOptions;  // BackendContext::options
+};
+
+struct BenchRow {
+  std::string backend;
+  std::string op;
+  uint64_t bytes = 0;
+  uint64_t count = 0;
+  int iters = 0;
+  double p50Us = 0;
+  double avgUs = 0;
+  double algbwGBps = 0;
+  double busbwGBps = 0;
+  int64_t wrong = 0;
+  std::string error;  // e.g. "Backend gloo does not support reduce_scatter_tensor"
+};
+
+// Bus-bandwidth factor of `op` at world size n (see the header comment).
+double busBandwidthFactor(const std::string& op, int n);
+// memcpy bandwidth of this machine in GB/s (64 MiB buffers, best of 5).
+double measureMemcpyGBps();
+
+// Runs the benchmark and prints the tables (and ratios when several backends
+// run) to `out`. Returns the process exit code (non-zero when a result was
+// wrong or a rank failed). Throws ValueError for bad options.
+int runCollectivesBench(const CollectivesBenchOptions& options, std::ostream& out);
+
+// One rank's part: runs every op and size on `group` (collective: all ranks
+// call it); the rows carry the cross-rank timings and #wrong on every rank.
+std::vector<BenchRow> benchRank(comm::ProcessGroup& group, const std::string& backend,
+                                const CollectivesBenchOptions& options);
+
+}  // namespace distlab::emulator
