@@ -1,0 +1,146 @@
+#include "emulator/faults/fault_plan.hpp"
+
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <csignal>
+#include <cstdlib>
+#include <thread>
+
+#include "runtime/core/clock.hpp"
+
+namespace distlab::emulator {
+
+namespace {
+
+bool isBackendKind(const std::string& k) {
+  return k == "hang" || k == "crash" || k == "straggler" || k == "mismatch" ||
+         k == "skip_collective" || k == "extra_collective" || k == "store_death";
+}
+bool isStepActed(const std::string& k) { return k == "hang" || k == "crash" || k == "straggler"; }
+
+std::shared_ptr<FaultPlan>& activePlan() {
+  static std::shared_ptr<FaultPlan> plan;
+  return plan;
+}
+
+}  // namespace
+
+void setActiveFaultPlan(std::shared_ptr<FaultPlan> plan) { activePlan() = std::move(plan); }
+std::shared_ptr<FaultPlan> activeFaultPlan() { return activePlan(); }
+
+FaultPlan::FaultPlan(const std::vector<FaultSpec>& faults, int rank,
+                     std::shared_ptr<EventLog> log, std::chrono::milliseconds hangCap)
+    : rank_(rank), log_(std::move(log)), hangCap_(hangCap) {
+  for (const auto& f : faults) {
+    if (std::find(f.ranks.begin(), f.ranks.end(), rank) != f.ranks.end()) {
+      entries_.push_back(Entry{f, 0});
+    }
+  }
+}
+
+const FaultSpec* FaultPlan::onCollective(uint64_t seq) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  for (auto& e : entries_) {
+    const auto& f = e.spec;
+    if (!isBackendKind(f.kind)) continue;
+    if (f.atSeq > 0) {
+      uint64_t last = f.atSeq + static_cast<uint64_t>(f.kind == "straggler" ? f.count : 1);
+      if (seq < f.atSeq || seq >= last) continue;
+    } else if (f.atStep >= 0) {
+      if (isStepActed(f.kind) || step_ < f.atStep || e.firedCount > 0) continue;
+    } else {
+      continue;
+    }
+    ++e.firedCount;
+    if (f.kind == "store_death") {
+      storeDead_ = true;
+      continue;  // the store fails from now on; the collective itself runs
+    }
+    return &f;
+  }
+  return nullptr;
+}
+
+void FaultPlan::setStep(int step) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  step_ = step;
+}
+
+std::vector<const FaultSpec*> FaultPlan::stepFaults(int step) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  std::vector<const FaultSpec*> out;
+  for (auto& e : entries_) {
+    if (isStepActed(e.spec.kind) && e.spec.atStep == step && e.firedCount == 0) {
+      ++e.firedCount;
+      out.push_back(&e.spec);
+    }
+  }
+  return out;
+}
+
+const FaultSpec* FaultPlan::engineFault(const std::string& kind, int step) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  for (auto& e : entries_) {
+    if (e.spec.kind != kind) continue;
+    if (e.spec.atStep < 0) return &e.spec;  // always active (unused_param, uneven_data)
+    if (e.spec.atStep == step) {
+      ++e.firedCount;
+      return &e.spec;
+    }
+  }
+  return nullptr;
+}
+
+bool FaultPlan::storeDead() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return storeDead_;
+}
+
+std::chrono::milliseconds FaultPlan::storeDelay() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  for (const auto& e : entries_) {
+    if (e.spec.kind == "slow_store") {
+      return std::chrono::milliseconds(static_cast<int64_t>(e.spec.delayMs));
+    }
+  }
+  return std::chrono::milliseconds(0);
+}
+
+void FaultPlan::recordFired(const FaultSpec& f, uint64_t seq, const std::string& detail) {
+  int step;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    step = step_;
+  }
+  log_->write(fmt::format("fault {} seq={} step={} {}", f.kind, seq, step, detail));
+}
+
+void FaultPlan::act(const FaultSpec& f, uint64_t seq) {
+  if (f.kind == "crash") {
+    recordFired(f, seq, f.crashMode);
+    if (f.crashMode == "abort") std::abort();
+    if (f.crashMode == "sigkill") ::kill(::getpid(), SIGKILL);
+    ::_exit(f.exitCode);
+  }
+  if (f.kind == "hang") {
+    recordFired(f, seq, f.durationS < 0 ? "forever" : fmt::format("{}s", f.durationS));
+    auto length = f.durationS < 0 ? hangCap_
+                                  : std::chrono::milliseconds(static_cast<int64_t>(
+                                        f.durationS * 1000));
+    // A hang is the fault itself; it is still bounded (hangCap) so that a rank
+    // the runner failed to kill does not outlive the run forever.
+    Deadline deadline = Deadline::after(length);
+    while (!deadline.expired()) std::this_thread::sleep_for(std::min(
+        deadline.remaining(), std::chrono::milliseconds(200)));
+    if (f.durationS < 0) ::_exit(124);
+    return;
+  }
+  if (f.kind == "straggler") {
+    recordFired(f, seq, fmt::format("{}ms", f.delayMs));
+    std::this_thread::sleep_for(std::chrono::microseconds(static_cast<int64_t>(f.delayMs * 1000)));
+  }
+}
+
+}  // namespace distlab::emulator

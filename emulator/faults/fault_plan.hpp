@@ -1,0 +1,75 @@
+#pragma once
+// FaultPlan: the faults of one scenario as seen by one rank, and the state of
+// which have fired. The seams consult it:
+//   - FaultBackend (fault_backend.hpp, layer kLayerFault) asks onCollective()
+//     for every collective on the world group;
+//   - FaultyStore (faulty_store.hpp) asks storeDead() / storeDelay();
+//   - the training driver asks engineFault() at its own seams (skipped
+//     backward, unused parameter, bit flip) and stepFault() for hang, crash and
+//     straggler faults given with at_step.
+//
+// Triggers: at_seq = N fires on the world group's collective N; at_step = S
+// fires on the first world collective issued during step S or later (for
+// mismatch, skip, extra and store_death), or at the start of step S (hang,
+// crash, straggler; the driver calls stepFault()). Each fault fires once,
+// except a straggler, which delays `count` consecutive collectives.
+// Firing is logged to the EventLog before the fault acts.
+// Thread-safe (one mutex; decisions are cheap).
+#include <chrono>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "emulator/faults/event_log.hpp"
+#include "emulator/scenario/scenario.hpp"
+
+namespace distlab::emulator {
+
+class FaultPlan {
+ public:
+  // Keeps only the faults that apply to `rank`. `hangCap` bounds a "forever"
+  // hang (the runner kills the rank long before).
+  FaultPlan(const std::vector<FaultSpec>& faults, int rank, std::shared_ptr<EventLog> log,
+            std::chrono::milliseconds hangCap);
+
+  int rank() const { return rank_; }
+  EventLog& log() { return *log_; }
+
+  // The backend-level fault that fires on world collective `seq` (nullptr: none).
+  const FaultSpec* onCollective(uint64_t seq);
+  void setStep(int step);
+  // Hang, crash or straggler faults given at_step that fire at the start of `step`.
+  std::vector<const FaultSpec*> stepFaults(int step);
+  // Engine faults of `kind` active at `step` (skip_backward, bit_flip fire once
+  // at their step; unused_param and uneven_data are always active).
+  const FaultSpec* engineFault(const std::string& kind, int step);
+
+  bool storeDead() const;
+  std::chrono::milliseconds storeDelay() const;
+
+  // Acts on hang / crash / straggler `f` (may not return for crash or an
+  // endless hang).
+  void act(const FaultSpec& f, uint64_t seq);
+  // Logs "fault <kind> seq=<seq> step=<step> <detail>".
+  void recordFired(const FaultSpec& f, uint64_t seq, const std::string& detail = "");
+
+ private:
+  struct Entry {
+    FaultSpec spec;
+    int firedCount = 0;
+  };
+  int rank_;
+  std::shared_ptr<EventLog> log_;
+  std::chrono::milliseconds hangCap_;
+  mutable std::mutex mutex_;
+  std::vector<Entry> entries_;  // GUARDED_BY(mutex_)
+  int step_ = -1;               // GUARDED_BY(mutex_)
+  bool storeDead_ = false;      // GUARDED_BY(mutex_)
+};
+
+// The process's plan (set by the scenario worker before the process group is
+// created; nullptr when no scenario runs).
+void setActiveFaultPlan(std::shared_ptr<FaultPlan> plan);
+std::shared_ptr<FaultPlan> activeFaultPlan();
+
+}  // namespace distlab::emulator

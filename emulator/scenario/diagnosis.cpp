@@ -1,0 +1,232 @@
+#include "emulator/scenario/diagnosis.hpp"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
+
+namespace distlab::emulator {
+
+RankEvents readRankEvents(const std::string& path) {
+  RankEvents ev;
+  std::ifstream in(path);
+  std::string line;
+  while (std::getline(in, line)) {
+    std::istringstream ls(line);
+    int64_t us = 0;
+    std::string kind;
+    if (!(ls >> us >> kind)) continue;
+    std::string rest;
+    std::getline(ls, rest);
+    if (!rest.empty() && rest[0] == ' ') rest.erase(0, 1);
+    if (kind == "op") {
+      OpRecord r;
+      r.us = us;
+      std::istringstream rs(rest);
+      rs >> r.seq >> r.op;
+      r.fingerprint = rest.substr(rest.find(' ') + 1);
+      ev.ops.push_back(r);
+    } else if (kind == "done") {
+      std::istringstream rs(rest);
+      uint64_t seq = 0;
+      std::string status;
+      rs >> seq >> status;
+      for (auto& op : ev.ops) {
+        if (op.seq == seq && op.doneUs == 0) {
+          op.doneUs = us;
+          op.failed = status != "ok";
+          break;
+        }
+      }
+    } else if (kind == "fault") {
+      ev.faults.emplace_back(us, rest);
+      if (ev.firstFaultUs == 0) {
+        ev.firstFaultUs = us;
+        ev.firstFault = rest;
+      }
+    } else if (kind == "step") {
+      ev.steps.emplace_back(us, std::atoi(rest.c_str()));
+    }
+  }
+  return ev;
+}
+
+namespace {
+
+std::string rankList(const std::vector<int>& ranks) {
+  return ranks.size() == 1 ? fmt::format("rank {}", ranks[0])
+                           : fmt::format("ranks {}", fmt::join(ranks, ","));
+}
+
+// Rule 2: the first sequence number where the ranks disagree.
+bool desync(const std::vector<RankEvents>& events, const std::vector<bool>& alive,
+            std::vector<int>& culprits, std::string& text) {
+  const int n = static_cast<int>(events.size());
+  uint64_t maxSeq = 0;
+  for (const auto& e : events) for (const auto& op : e.ops) maxSeq = std::max(maxSeq, op.seq);
+  for (uint64_t seq = 1; seq <= maxSeq; ++seq) {
+    std::map<std::string, std::vector<int>> byPrint;
+    std::vector<int> missing, doubled;
+    for (int r = 0; r < n; ++r) {
+      std::vector<const OpRecord*> mine;
+      for (const auto& op : events[r].ops) if (op.seq == seq) mine.push_back(&op);
+      if (mine.empty()) {
+        if (alive[r]) missing.push_back(r);
+        continue;
+      }
+      if (mine.size() > 1) doubled.push_back(r);
+      byPrint[mine.back()->fingerprint].push_back(r);
+    }
+    std::string what = byPrint.empty() ? "?" : byPrint.begin()->first.substr(
+                                                   0, byPrint.begin()->first.find(' '));
+    if (!doubled.empty()) {
+      culprits = doubled;
+      text = fmt::format("{} issued an extra collective at seq {}", rankList(doubled), seq);
+      return true;
+    }
+    if (!missing.empty() && !byPrint.empty()) {
+      std::vector<int> waiting;
+      for (const auto& [p, rs] : byPrint) waiting.insert(waiting.end(), rs.begin(), rs.end());
+      std::sort(waiting.begin(), waiting.end());
+      culprits = missing;
+      text = fmt::format("{} never issued seq {} ({}); {} waited for it", rankList(missing), seq,
+                         what, rankList(waiting));
+      return true;
+    }
+    if (byPrint.size() > 1) {
+      size_t best = 0;
+      for (const auto& [p, rs] : byPrint) best = std::max(best, rs.size());
+      int bestGroups = 0;
+      for (const auto& [p, rs] : byPrint) bestGroups += rs.size() == best ? 1 : 0;
+      std::vector<std::string> parts;
+      culprits.clear();
+      for (const auto& [p, rs] : byPrint) {
+        parts.push_back(fmt::format("{}: {}", rankList(rs), p));
+        if (rs.size() < best || bestGroups > 1) culprits.insert(culprits.end(), rs.begin(), rs.end());
+      }
+      std::sort(culprits.begin(), culprits.end());
+      text = fmt::format("collectives differ at seq {}: {}", seq, fmt::join(parts, " vs "));
+      return true;
+    }
+  }
+  return false;
+}
+
+// Rule 3: parameter checksums.
+bool checksumSplit(const std::vector<std::optional<RankResult>>& results,
+                   std::vector<int>& culprits, std::string& text) {
+  std::map<std::string, std::vector<int>> groups;
+  for (const auto& r : results) {
+    if (r && !r->paramChecksum.empty()) groups[r->paramChecksum].push_back(r->rank);
+  }
+  if (groups.size() <= 1) return false;
+  size_t best = 0;
+  for (const auto& [c, rs] : groups) best = std::max(best, rs.size());
+  int bestGroups = 0;
+  for (const auto& [c, rs] : groups) bestGroups += rs.size() == best ? 1 : 0;
+  for (const auto& [c, rs] : groups) {
+    if (rs.size() < best || bestGroups > 1) culprits.insert(culprits.end(), rs.begin(), rs.end());
+  }
+  std::sort(culprits.begin(), culprits.end());
+  text = fmt::format("parameters diverged: {} hold{} different parameters than the others",
+                     rankList(culprits), culprits.size() == 1 ? "s" : "");
+  return true;
+}
+
+// Rule 4: the largest lag in issuing one collective.
+bool straggler(const std::vector<RankEvents>& events, std::vector<int>& culprits,
+               std::string& text) {
+  int64_t worst = 0;
+  int who = -1;
+  uint64_t where = 0;
+  std::map<uint64_t, std::vector<std::pair<int64_t, int>>> bySeq;
+  for (int r = 0; r < static_cast<int>(events.size()); ++r) {
+    for (const auto& op : events[r].ops) bySeq[op.seq].emplace_back(op.us, r);
+  }
+  for (auto& [seq, v] : bySeq) {
+    if (v.size() < 2) continue;
+    std::sort(v.begin(), v.end());
+    int64_t lag = v.back().first - v[v.size() - 2].first;
+    if (lag > worst) {
+      worst = lag;
+      who = v.back().second;
+      where = seq;
+    }
+  }
+  if (worst < 50000) return false;
+  culprits = {who};
+  text = fmt::format("rank {} is a straggler: it issued seq {} {:.0f} ms after the others", who,
+                     where, worst / 1000.0);
+  return true;
+}
+
+}  // namespace
+
+Diagnosis diagnose(const Scenario& s, const std::vector<RankExit>& exits,
+                   const std::vector<std::optional<RankResult>>& results,
+                   const std::vector<RankEvents>& events, int64_t analysisUs) {
+  Diagnosis d;
+  const int n = static_cast<int>(exits.size());
+  std::vector<std::string> notes;
+  std::vector<int> crashed;
+  std::vector<bool> alive(n, true);
+  int64_t firstErrorUs = 0, firstCrashUs = 0;
+  std::string firstErrorType, firstErrorText;
+  bool hang = false, anyFailure = false;
+  for (int r = 0; r < n; ++r) {
+    const auto& e = exits[r];
+    const auto& res = results[r];
+    if (e.killedBy == "deadline") hang = true;
+    if (!e.ok()) anyFailure = true;
+    if (res && res->status == "error") {
+      if (firstErrorUs == 0 || res->errorUs < firstErrorUs) {
+        firstErrorUs = res->errorUs;
+        firstErrorType = res->errorType;
+        firstErrorText = fmt::format("rank {}: {}: {}", r, res->errorType, res->message);
+      }
+    } else if (!e.ok() && e.killedBy.empty()) {
+      crashed.push_back(r);
+      alive[r] = false;
+      if (firstCrashUs == 0 || e.endUs < firstCrashUs) firstCrashUs = e.endUs;
+      std::string how = e.signal ? fmt::format("killed by {}", signalName(e.signal))
+                                 : fmt::format("exited with code {}", e.exitCode);
+      std::string where = events[r].firstFault.empty() ? "" : " (" + events[r].firstFault + ")";
+      notes.push_back(fmt::format("rank {} {}{}", r, how, where));
+    }
+  }
+  if (!anyFailure) {
+    d.outcome = Outcome::kSuccess;
+  } else if (firstErrorUs == 0 && hang) {
+    d.outcome = Outcome::kHang;
+  } else {
+    d.outcome = firstErrorType == "DistTimeoutError" ? Outcome::kTimeout : Outcome::kError;
+  }
+  std::string cause;
+  if (!crashed.empty()) {
+    d.culprits = crashed;
+  } else if (!desync(events, alive, d.culprits, cause) && !checksumSplit(results, d.culprits, cause)) {
+    straggler(events, d.culprits, cause);
+  }
+  if (!cause.empty()) notes.push_back(cause);
+  if (!firstErrorText.empty()) notes.push_back("first error " + firstErrorText);
+  if (hang) notes.push_back(fmt::format("no rank reported an error within run_timeout {} s: "
+                                        "ranks killed", s.runTimeoutS));
+  d.text = fmt::format("{}", fmt::join(notes, "; "));
+  for (const auto& e : events) {
+    if (e.firstFaultUs > 0 && (d.faultUs == 0 || e.firstFaultUs < d.faultUs)) {
+      d.faultUs = e.firstFaultUs;
+    }
+  }
+  if (d.faultUs > 0) {
+    int64_t detected = firstErrorUs > 0 ? firstErrorUs : firstCrashUs > 0 ? firstCrashUs
+                                                                          : analysisUs;
+    d.detectionS = std::max<int64_t>(0, detected - d.faultUs) / 1e6;
+  }
+  return d;
+}
+
+}  // namespace distlab::emulator

@@ -1,0 +1,60 @@
+#pragma once
+// What happened in one scenario run, reconstructed from the ranks' exit
+// status, their rank<R>.json results and their event logs (event_log.hpp):
+// the observed outcome, the culprit ranks and a one-line diagnosis, and how
+// long the system took to detect the injected fault.
+//
+// Culprit rules, first match wins:
+//   1. ranks that died on their own (exit != 0 or a signal, no error report)
+//      -- "rank 1 killed by SIGKILL at seq 3";
+//   2. the first collective sequence number where the ranks' event logs
+//      disagree: ranks that never issued it ("rank 2 never issued seq 5
+//      (ALLREDUCE)"), issued it twice (an extra collective) or issued a
+//      different operation than the majority (op, size, dtype, reduce op,
+//      root, tensor count); with a tie no majority exists and every
+//      disagreeing rank is named;
+//   3. ranks whose final parameter checksum differs from the majority;
+//   4. a straggler: the rank that issued a collective last, when it did so
+//      more than 50 ms after the others.
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "emulator/scenario/rank_processes.hpp"
+#include "emulator/scenario/rank_result.hpp"
+#include "emulator/scenario/scenario.hpp"
+
+namespace distlab::emulator {
+
+struct OpRecord {
+  int64_t us = 0;
+  uint64_t seq = 0;
+  std::string fingerprint;  // "ALLREDUCE 1024 float32 SUM -1 1"
+  std::string op;           // "ALLREDUCE"
+  int64_t doneUs = 0;       // 0 when it never completed
+  bool failed = false;
+};
+
+struct RankEvents {
+  std::vector<OpRecord> ops;
+  int64_t firstFaultUs = 0;
+  std::string firstFault;   // "crash seq=3 step=-1 sigkill"
+  std::vector<std::pair<int64_t, std::string>> faults;  // (us, text)
+  std::vector<std::pair<int64_t, int>> steps;           // (us, step)
+};
+
+RankEvents readRankEvents(const std::string& path);  // empty when missing
+
+struct Diagnosis {
+  Outcome outcome = Outcome::kSuccess;
+  std::vector<int> culprits;
+  std::string text;
+  std::optional<double> detectionS;  // fault fired -> detected
+  int64_t faultUs = 0;
+};
+
+Diagnosis diagnose(const Scenario& s, const std::vector<RankExit>& exits,
+                   const std::vector<std::optional<RankResult>>& results,
+                   const std::vector<RankEvents>& events, int64_t analysisUs);
+
+}  // namespace distlab::emulator

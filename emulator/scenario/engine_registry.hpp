@@ -1,0 +1,39 @@
+#pragma once
+// Training engines by name ("local", "ddp"; later "fsdp", "zero", "join"), so a
+// new engine slots into scenario files without touching the parser or the
+// runner: it registers its name, the options it accepts (validated by the
+// parser with file:line errors) and a factory the training driver calls.
+//
+// Registration happens from static registrars in the engine's own source file
+// (linked into the worker through the emulator library's object list).
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace distlab::emulator {
+
+enum class OptionType { kBool, kInt, kFloat, kString };
+std::string optionTypeName(OptionType type);
+
+class TrainingEngine;       // training_engine.hpp
+struct EngineContext;       // training_engine.hpp
+
+struct EngineInfo {
+  std::string name;
+  std::map<std::string, OptionType> options;  // accepted engine options
+  std::vector<std::string> commHooks;         // accepted comm_hook values ({"none"} if none)
+  bool distributed = true;                    // needs a process group
+  std::function<std::unique_ptr<TrainingEngine>(const EngineContext&)> factory;
+};
+
+void registerEngine(EngineInfo info);
+const EngineInfo* findEngine(const std::string& name);  // nullptr when unknown
+std::vector<std::string> engineNames();                 // sorted
+
+struct EngineRegistrar {
+  explicit EngineRegistrar(EngineInfo info) { registerEngine(std::move(info)); }
+};
+
+}  // namespace distlab::emulator

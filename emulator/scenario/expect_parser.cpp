@@ -1,0 +1,99 @@
+// [expect] parsing.
+#include <fmt/format.h>
+
+#include "emulator/scenario/scenario_parts.hpp"
+
+namespace distlab::emulator::detail {
+
+namespace {
+
+Outcome parseOutcome(const std::string& text) {
+  if (text == "success") return Outcome::kSuccess;
+  if (text == "error") return Outcome::kError;
+  return Outcome::kTimeout;
+}
+
+const std::vector<std::string> kErrorTypes = {
+    "Error", "ValueError", "DistError", "DistBackendError", "DistNetworkError",
+    "DistStoreError", "DistTimeoutError", "DistPeerFailureError"};
+
+void parseRankExpect(const TomlReader& r, const toml::table& ranks, const Scenario& s,
+                     Expectation& e) {
+  for (const auto& [key, value] : ranks) {
+    int line = static_cast<int>(key.source().begin.line);
+    int rank = -1;
+    try {
+      rank = std::stoi(std::string(key.str()));
+    } catch (const std::exception&) {
+    }
+    if (rank < 0 || rank >= s.worldSize) {
+      r.fail(line, fmt::format("[expect.rank.{}]: no such rank (world_size is {})", key.str(),
+                               s.worldSize));
+    }
+    if (!value.is_table()) r.fail(value, "[expect.rank.N] entries must be tables");
+    const auto& t = *value.as_table();
+    r.checkKeys(t, fmt::format("[expect.rank.{}]", rank),
+                {"status", "error", "message", "exit_code", "signal"});
+    RankExpectation re;
+    re.pos = r.posOf(t);
+    if (auto v = r.choice(t, "status", {"ok", "error", "crashed"})) re.status = *v;
+    if (auto v = r.choice(t, "error", kErrorTypes)) re.error = *v;
+    if (auto v = r.strList(t, "message")) re.message = *v;
+    if (auto v = r.intInRange(t, "exit_code", 1, 255)) re.exitCode = static_cast<int>(*v);
+    if (auto v = r.choice(t, "signal", {"SIGKILL", "SIGABRT", "SIGTERM", "SIGSEGV"})) {
+      re.signal = *v;
+    }
+    e.perRank[rank] = re;
+  }
+}
+
+}  // namespace
+
+void parseExpect(const TomlReader& r, const toml::table& root, Scenario& s) {
+  const toml::table* t = r.table(root, "expect");
+  if (!t) r.fail(1, "missing required table [expect] (at least outcome = ...)");
+  r.checkKeys(*t, "[expect]",
+              {"outcome", "error", "message", "error_ranks", "culprits", "diagnosis",
+               "detect_within", "params_equal", "params_match_reference", "params_differ",
+               "loss_decreased", "rank"});
+  Expectation& e = s.expect;
+  e.pos = r.posOf(*t);
+  auto outcome = r.choice(*t, "outcome", {"success", "error", "timeout"});
+  if (!outcome) r.fail(*t, "missing required key 'outcome' in [expect] (success | error | "
+                           "timeout)");
+  e.outcome = parseOutcome(*outcome);
+  if (auto v = r.choice(*t, "error", kErrorTypes)) e.error = *v;
+  if (auto v = r.strList(*t, "message")) e.message = *v;
+  if (auto v = r.ranks(*t, "error_ranks", s.worldSize)) e.errorRanks = *v;
+  if (auto v = r.ranks(*t, "culprits", s.worldSize)) e.culprits = *v;
+  if (auto v = r.strList(*t, "diagnosis")) e.diagnosis = *v;
+  if (auto v = r.number(*t, "detect_within")) {
+    if (*v <= 0) r.fail(r.lineOfKey(*t, "detect_within"), "'detect_within' must be > 0 s");
+    if (s.faults.empty()) {
+      r.fail(r.lineOfKey(*t, "detect_within"), "'detect_within' needs a fault to time from");
+    }
+    e.detectWithinS = *v;
+  }
+  bool training = s.workloadKind == "training";
+  auto trainingOnly = [&](const char* key, bool& out) {
+    if (auto v = r.boolean(*t, key)) {
+      if (!training) r.fail(r.lineOfKey(*t, key), fmt::format("'{}' needs a training workload",
+                                                              key));
+      out = *v;
+    }
+  };
+  trainingOnly("params_equal", e.paramsEqualAcrossRanks);
+  trainingOnly("params_match_reference", e.paramsMatchReference);
+  trainingOnly("params_differ", e.paramsDifferAcrossRanks);
+  trainingOnly("loss_decreased", e.lossDecreased);
+  if (e.outcome == Outcome::kSuccess && (!e.error.empty() || !e.message.empty())) {
+    r.fail(e.pos.line, "outcome = \"success\" cannot expect an error or message");
+  }
+  if (e.outcome != Outcome::kSuccess &&
+      (e.paramsEqualAcrossRanks || e.paramsMatchReference || e.lossDecreased)) {
+    r.fail(e.pos.line, "parameter and loss checks need outcome = \"success\"");
+  }
+  if (const toml::table* ranks = r.table(*t, "rank")) parseRankExpect(r, *ranks, s, e);
+}
+
+}  // namespace distlab::emulator::detail

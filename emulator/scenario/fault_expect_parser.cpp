@@ -1,0 +1,152 @@
+// [[faults]] and [expect] parsing, with the cross checks that need the
+// workload (a fault at a sequence number or step that never runs).
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <map>
+
+#include "emulator/scenario/scenario_parser.hpp"
+#include "emulator/scenario/scenario_parts.hpp"
+
+namespace distlab::emulator {
+
+const std::vector<std::string> kFaultKinds = {
+    "hang", "crash", "straggler", "mismatch", "skip_collective", "extra_collective",
+    "skip_backward", "unused_param", "uneven_data", "bit_flip", "store_death", "slow_store"};
+
+namespace detail {
+namespace {
+
+// Keys each kind accepts besides `kind` and `ranks`.
+const std::map<std::string, std::set<std::string>>& kindKeys() {
+  static const std::map<std::string, std::set<std::string>> table = {
+      {"hang", {"at_seq", "at_step", "duration"}},
+      {"crash", {"at_seq", "at_step", "mode", "exit_code"}},
+      {"straggler", {"at_seq", "at_step", "delay_ms", "count"}},
+      {"mismatch", {"at_seq", "at_step", "mismatch"}},
+      {"skip_collective", {"at_seq", "at_step"}},
+      {"extra_collective", {"at_seq", "at_step"}},
+      {"skip_backward", {"at_step"}},
+      {"unused_param", {}},
+      {"uneven_data", {"extra_batches"}},
+      {"bit_flip", {"at_step", "bit"}},
+      {"store_death", {"at_seq", "at_step"}},
+      {"slow_store", {"delay_ms"}},
+  };
+  return table;
+}
+
+bool isEngineFault(const std::string& kind) {
+  return kind == "skip_backward" || kind == "unused_param" || kind == "uneven_data" ||
+         kind == "bit_flip";
+}
+bool isStoreFault(const std::string& kind) {
+  return kind == "store_death" || kind == "slow_store";
+}
+
+void checkTrigger(const TomlReader& r, const toml::table& t, const Scenario& s, FaultSpec& f) {
+  bool training = s.workloadKind == "training";
+  if (t.get("at_seq") && t.get("at_step")) {
+    r.fail(f.pos.line, "give either at_seq or at_step, not both");
+  }
+  if (auto v = r.intInRange(t, "at_seq", 1, int64_t{1} << 40)) f.atSeq = static_cast<uint64_t>(*v);
+  if (auto v = r.intInRange(t, "at_step", 0, 1000000)) f.atStep = static_cast<int>(*v);
+  bool needsTrigger = f.kind != "unused_param" && f.kind != "uneven_data" &&
+                      f.kind != "slow_store";
+  if (needsTrigger && f.atSeq == 0 && f.atStep < 0) {
+    r.fail(f.pos.line, fmt::format("fault '{}' needs a trigger: at_seq = N (collective "
+                                   "sequence number, from 1){}", f.kind,
+                                   training ? " or at_step = N (training step, from 0)" : ""));
+  }
+  if (f.atStep >= 0 && !training) {
+    r.fail(r.lineOfKey(t, "at_step"), "at_step needs a training workload; use at_seq");
+  }
+  if (isEngineFault(f.kind) && !training) {
+    r.fail(f.pos.line, fmt::format("fault '{}' needs a training workload", f.kind));
+  }
+  if (f.atStep >= 0) {
+    for (int rank : f.ranks) {
+      if (f.atStep >= s.training.batchesOf(rank)) {
+        r.fail(r.lineOfKey(t, "at_step"),
+               fmt::format("at_step = {} never runs on rank {}: it trains {} steps (0..{})",
+                           f.atStep, rank, s.training.batchesOf(rank),
+                           s.training.batchesOf(rank) - 1));
+      }
+    }
+  }
+  if (f.atSeq > 0 && !training) {
+    for (int rank : f.ranks) {
+      uint64_t n = worldCollectiveCount(s, rank);
+      if (f.atSeq > n) {
+        r.fail(r.lineOfKey(t, "at_seq"),
+               fmt::format("at_seq = {} never runs on rank {}: it issues {} collectives on the "
+                           "world group (seq 1..{})", f.atSeq, rank, n, n));
+      }
+    }
+  }
+}
+
+void readKindParams(const TomlReader& r, const toml::table& t, FaultSpec& f) {
+  if (auto v = r.number(t, "duration")) {
+    if (*v <= 0) r.fail(r.lineOfKey(t, "duration"), "'duration' must be > 0 s (omit: forever)");
+    f.durationS = *v;
+  }
+  if (auto v = r.number(t, "delay_ms")) {
+    if (*v <= 0 || *v > 600000) r.fail(r.lineOfKey(t, "delay_ms"), "'delay_ms' must be > 0");
+    f.delayMs = *v;
+  }
+  if ((f.kind == "straggler" || f.kind == "slow_store") && f.delayMs <= 0) {
+    r.fail(f.pos.line, fmt::format("fault '{}' needs delay_ms", f.kind));
+  }
+  if (auto v = r.intInRange(t, "count", 1, 1000000)) f.count = static_cast<int>(*v);
+  if (auto v = r.choice(t, "mode", {"exit", "abort", "sigkill"})) f.crashMode = *v;
+  if (auto v = r.intInRange(t, "exit_code", 1, 255)) f.exitCode = static_cast<int>(*v);
+  if (auto v = r.choice(t, "mismatch", {"shape", "dtype", "op", "reduce_op", "root",
+                                        "tensor_count"})) {
+    f.mismatch = *v;
+  }
+  if (f.kind == "mismatch" && f.mismatch.empty()) {
+    r.fail(f.pos.line, "fault 'mismatch' needs mismatch = shape | dtype | op | reduce_op | "
+                       "root | tensor_count");
+  }
+  if (auto v = r.intInRange(t, "extra_batches", 1, 1000)) f.extraBatches = static_cast<int>(*v);
+  if (auto v = r.intInRange(t, "bit", 0, 63)) f.bit = static_cast<int>(*v);
+}
+
+}  // namespace
+
+void parseFaults(const TomlReader& r, const toml::table& root, Scenario& s) {
+  const toml::node* faults = root.get("faults");
+  if (!faults) return;
+  if (!faults->is_array_of_tables()) r.fail(*faults, "faults must be written as [[faults]] tables");
+  for (const auto& node : *faults->as_array()) {
+    const auto& t = *node.as_table();
+    FaultSpec f;
+    f.pos = r.posOf(t);
+    auto kind = r.choice(t, "kind", kFaultKinds);
+    if (!kind) r.fail(t, fmt::format("missing required key 'kind' in [[faults]]; kinds: {}",
+                                     fmt::join(kFaultKinds, ", ")));
+    f.kind = *kind;
+    std::set<std::string> known = kindKeys().at(f.kind);
+    known.insert("kind");
+    known.insert("ranks");
+    r.checkKeys(t, fmt::format("[[faults]] of kind '{}'", f.kind), known);
+    if (auto rk = r.ranks(t, "ranks", s.worldSize)) f.ranks = *rk;
+    if (f.ranks.empty()) {
+      if (!isStoreFault(f.kind)) r.fail(f.pos.line, fmt::format("fault '{}' needs ranks = [..]",
+                                                                f.kind));
+      for (int q = 0; q < s.worldSize; ++q) f.ranks.push_back(q);
+    }
+    readKindParams(r, t, f);
+    if (f.kind == "uneven_data") {
+      for (int rank : f.ranks) s.training.batchesPerRank[rank] =
+          s.training.batchesOf(rank) + f.extraBatches;
+    }
+    checkTrigger(r, t, s, f);
+    s.faults.push_back(std::move(f));
+  }
+}
+
+}  // namespace detail
+}  // namespace distlab::emulator

@@ -1,0 +1,245 @@
+#include "emulator/scenario/runner.hpp"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "emulator/scenario/expectations.hpp"
+#include "emulator/scenario/rank_processes.hpp"
+#include "emulator/scenario/scenario_parser.hpp"
+#include "emulator/scenario/trace_writer.hpp"
+#include "runtime/comm/store/tcp_store_server.hpp"
+#include "runtime/core/clock.hpp"
+#include "runtime/core/errors.hpp"
+
+namespace distlab::emulator {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string fileStem(const Scenario& s) {
+  std::string out = s.group + "__" + fs::path(s.path).stem().string();
+  for (char& c : out) if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_' && c != '-') c = '_';
+  return out;
+}
+
+// Shared-memory segments named after one of the run's rank pids (the shm
+// backend names its segments /distlab_shm_<pid>_<random>); removes them.
+std::vector<std::string> leakedSegments(const std::vector<RankExit>& exits) {
+  std::vector<std::string> leaked;
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator("/dev/shm", ec)) {
+    std::string name = entry.path().filename().string();
+    for (const auto& e : exits) {
+      if (name.find(fmt::format("_{}_", e.pid)) != std::string::npos) {
+        leaked.push_back(entry.path().string());
+        fs::remove(entry.path(), ec);
+      }
+    }
+  }
+  return leaked;
+}
+
+nlohmann::json reportJson(const Scenario& s, const ScenarioReport& rep,
+                          const std::vector<RankExit>& exits,
+                          const std::vector<std::optional<RankResult>>& results) {
+  nlohmann::json ranks = nlohmann::json::array();
+  for (size_t r = 0; r < exits.size(); ++r) {
+    const auto& e = exits[r];
+    nlohmann::json j = {{"rank", e.rank}, {"pid", e.pid}, {"exit_code", e.exitCode},
+                        {"signal", e.signal ? signalName(e.signal) : ""},
+                        {"killed_by", e.killedBy}};
+    if (results[r]) {
+      j["status"] = results[r]->status;
+      j["error_type"] = results[r]->errorType;
+      j["message"] = results[r]->message;
+      j["losses"] = results[r]->losses;
+      j["param_checksum"] = results[r]->paramChecksum;
+    } else {
+      j["status"] = "no report";
+    }
+    ranks.push_back(j);
+  }
+  nlohmann::json j = {{"name", s.name},
+                      {"file", s.path},
+                      {"group", s.group},
+                      {"world_size", s.worldSize},
+                      {"debug", s.debugLevel},
+                      {"expected_outcome", outcomeName(s.expect.outcome)},
+                      {"observed_outcome", outcomeName(rep.diagnosis.outcome)},
+                      {"culprits", rep.diagnosis.culprits},
+                      {"diagnosis", rep.diagnosis.text},
+                      {"duration_s", rep.durationS},
+                      {"passed", rep.passed},
+                      {"failures", rep.failures},
+                      {"ranks", ranks}};
+  if (rep.diagnosis.detectionS) j["detection_s"] = *rep.diagnosis.detectionS;
+  if (!s.faults.empty()) {
+    std::vector<std::string> kinds;
+    for (const auto& f : s.faults) kinds.push_back(f.kind);
+    j["fault_kinds"] = kinds;
+  }
+  return j;
+}
+
+std::string selfExecutable() {
+  std::error_code ec;
+  auto p = fs::read_symlink("/proc/self/exe", ec);
+  if (ec) throw Error("cannot find the distlab executable (/proc/self/exe)");
+  return p.string();
+}
+
+void execute(const Scenario& s, const RunOptions& o, const std::string& dir,
+             ScenarioReport& rep) {
+  comm::TCPStoreServer server(0);
+  RankLaunch l;
+  l.executable = o.executable.empty() ? selfExecutable() : o.executable;
+  l.args = {"scenario-rank", s.path, "--result-dir", dir};
+  l.env = {{"MASTER_ADDR", "127.0.0.1"},
+           {"MASTER_PORT", std::to_string(server.port())},
+           {"DISTLAB_STORE_EXTERNAL", "1"},
+           {"TORCH_DISTRIBUTED_DEBUG", s.debugLevel}};
+  l.worldSize = s.worldSize;
+  l.deadlineS = s.runTimeoutS;
+  l.graceS = s.teardownGraceS;
+  l.logDir = dir;
+  LaunchOutcome launched = launchRanks(l);
+  std::vector<std::optional<RankResult>> results;
+  std::vector<RankEvents> events;
+  for (int r = 0; r < s.worldSize; ++r) {
+    std::string path = fmt::format("{}/rank{}.json", dir, r);
+    results.push_back(fs::exists(path) ? std::optional<RankResult>(readRankResult(path))
+                                       : std::nullopt);
+    events.push_back(readRankEvents(fmt::format("{}/rank{}.events", dir, r)));
+  }
+  rep.diagnosis = diagnose(s, launched.ranks, results, events, wallClockNowUs());
+  rep.failures = checkExpectations(s, rep.diagnosis, launched.ranks, results);
+  if (launched.leftoverProcesses) {
+    rep.failures.push_back(fmt::format("{}: a rank process outlived the run", s.path));
+  }
+  for (const auto& seg : leakedSegments(launched.ranks)) {
+    rep.failures.push_back(fmt::format("{}: shared-memory segment left behind: {}", s.path, seg));
+  }
+  for (int r = 0; r < s.worldSize; ++r) {
+    const auto& e = launched.ranks[r];
+    if (e.exitCode == 2 || e.exitCode == 127) {
+      rep.failures.push_back(fmt::format("{}: rank {} could not start (exit {}); see {}/rank{}.log",
+                                         s.path, r, e.exitCode, dir, r));
+    }
+  }
+  rep.passed = rep.failures.empty();
+  if (!o.outDir.empty()) {
+    std::ofstream(fmt::format("{}/{}.json", o.outDir, fileStem(s)))
+        << reportJson(s, rep, launched.ranks, results).dump(2) << "\n";
+    if (o.trace || s.trace) {
+      writeMergedTrace(fmt::format("{}/{}.trace.json", o.outDir, fileStem(s)), s, events);
+    }
+  }
+  if (o.verbose && !rep.passed) {
+    for (int r = 0; r < s.worldSize; ++r) {
+      std::ifstream log(fmt::format("{}/rank{}.log", dir, r));
+      std::string line, last;
+      while (std::getline(log, line)) last = line;
+      if (!last.empty()) std::fprintf(stderr, "    rank %d log: %s\n", r, last.c_str());
+    }
+  }
+}
+
+}  // namespace
+
+ScenarioReport runScenario(const std::string& path, const RunOptions& o) {
+  ScenarioReport rep;
+  rep.path = path;
+  rep.name = path;
+  Stopwatch watch;
+  Scenario s;
+  try {
+    s = parseScenarioFile(path);
+  } catch (const ValueError& e) {
+    rep.failures.push_back(e.what());
+    return rep;
+  }
+  rep.parsed = true;
+  rep.name = s.group + "/" + s.name;
+  rep.expected = s.expect.outcome;
+  std::string dir;
+  bool temporary = o.outDir.empty();
+  if (temporary) {
+    std::string tmpl = (fs::temp_directory_path() / "distlab-scenario-XXXXXX").string();
+    if (!mkdtemp(tmpl.data())) throw Error("cannot create a temporary folder");
+    dir = tmpl;
+  } else {
+    dir = fmt::format("{}/{}", o.outDir, fileStem(s));
+    fs::create_directories(dir);
+  }
+  try {
+    execute(s, o, dir, rep);
+  } catch (const std::exception& e) {
+    rep.failures.push_back(fmt::format("{}: the run failed: {}", path, e.what()));
+    rep.passed = false;
+  }
+  if (temporary) {
+    std::error_code ec;
+    fs::remove_all(dir, ec);
+  }
+  rep.durationS = watch.elapsedSeconds();
+  return rep;
+}
+
+std::vector<std::string> collectScenarioFiles(const std::vector<std::string>& paths) {
+  std::vector<std::string> files;
+  for (const auto& p : paths) {
+    if (fs::is_directory(p)) {
+      std::vector<std::string> found;
+      for (const auto& e : fs::recursive_directory_iterator(p)) {
+        if (e.is_regular_file() && e.path().extension() == ".toml") found.push_back(e.path().string());
+      }
+      std::sort(found.begin(), found.end());
+      files.insert(files.end(), found.begin(), found.end());
+    } else if (fs::is_regular_file(p)) {
+      files.push_back(p);
+    } else {
+      throw ValueError(fmt::format("{}: no such scenario file or folder", p));
+    }
+  }
+  return files;
+}
+
+int runScenarios(const std::vector<std::string>& paths, const RunOptions& o) {
+  auto files = collectScenarioFiles(paths);
+  if (!o.outDir.empty()) fs::create_directories(o.outDir);
+  Stopwatch total;
+  int passed = 0, failed = 0, malformed = 0;
+  for (const auto& file : files) {
+    ScenarioReport rep = runScenario(file, o);
+    if (!rep.parsed) {
+      ++malformed;
+      std::printf("%-5s %s\n", "ERROR", rep.failures.front().c_str());
+      std::fflush(stdout);
+      continue;
+    }
+    rep.passed ? ++passed : ++failed;
+    const auto& d = rep.diagnosis;
+    std::string text = d.text.empty() ? "-" : d.text;
+    for (char& c : text) if (c == '\n') c = ' ';
+    std::string detect = d.detectionS ? fmt::format("{:.2f}s", *d.detectionS) : "-";
+    std::printf("%-5s %-42s expected %-7s observed %-7s culprits [%s] detect %-6s %6.2fs  %s\n",
+                rep.passed ? "PASS" : "FAIL", rep.name.c_str(), outcomeName(rep.expected).c_str(),
+                outcomeName(d.outcome).c_str(), fmt::format("{}", fmt::join(d.culprits, ",")).c_str(),
+                detect.c_str(), rep.durationS, text.c_str());
+    for (const auto& f : rep.failures) std::printf("      %s\n", f.c_str());
+    std::fflush(stdout);
+  }
+  std::printf("%zu scenarios: %d passed, %d failed, %d malformed in %.1f s\n", files.size(),
+              passed, failed, malformed, total.elapsedSeconds());
+  return malformed > 0 ? 2 : failed > 0 ? 1 : 0;
+}
+
+}  // namespace distlab::emulator

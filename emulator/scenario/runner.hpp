@@ -1,0 +1,46 @@
+#pragma once
+// The scenario runner behind `distlab run`: for each scenario file, host a
+// TCP store, start the ranks (rank_processes.hpp) running
+// `distlab scenario-rank FILE --result-dir DIR`, diagnose the run
+// (diagnosis.hpp), check the expectations, verify that nothing was left
+// behind (processes, /dev/shm segments of the run's ranks), print one line,
+// and write <out>/<name>.json (and <out>/<name>.trace.json when tracing).
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "emulator/scenario/diagnosis.hpp"
+#include "emulator/scenario/scenario.hpp"
+
+namespace distlab::emulator {
+
+struct RunOptions {
+  std::string executable;   // the distlab binary (ranks run its scenario-rank command)
+  std::string outDir;       // "" : results go to a temporary folder, removed afterwards
+  bool trace = false;       // write a merged Chrome trace (also when the file says trace)
+  bool verbose = false;     // print every failed check and the ranks' log tails
+};
+
+struct ScenarioReport {
+  std::string path;
+  std::string name;
+  bool parsed = false;
+  bool passed = false;
+  Outcome expected = Outcome::kSuccess;
+  Diagnosis diagnosis;
+  double durationS = 0;
+  std::vector<std::string> failures;  // failed checks ("file:line: ..." when parse failed)
+};
+
+// Runs one scenario file; never throws for a bad file (the report says why).
+ScenarioReport runScenario(const std::string& path, const RunOptions& options);
+
+// Files named on the command line: a file as is, a folder searched
+// recursively for *.toml (sorted). Throws ValueError for a missing path.
+std::vector<std::string> collectScenarioFiles(const std::vector<std::string>& paths);
+
+// Runs all, prints the table and the summary; returns the exit code (0 all
+// passed, 1 some failed, 2 some files were malformed).
+int runScenarios(const std::vector<std::string>& paths, const RunOptions& options);
+
+}  // namespace distlab::emulator

@@ -1,0 +1,141 @@
+#pragma once
+// The in-memory form of a scenario file (DESIGN.md "Scenario files"): cluster,
+// debug level, workload, faults and expectations. parseScenario()
+// (scenario_parser.hpp) builds it and validates everything a file can get
+// wrong, so the worker and the runner may assume a well-formed Scenario.
+//
+// Every element remembers where it came from (`SourcePos`) so later checks
+// (a fault on a step that never runs, an expectation on a missing rank) still
+// report `file:line: message`.
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "emulator/link/link_model.hpp"
+#include "runtime/tensor/dtype.hpp"
+
+namespace distlab::emulator {
+
+struct SourcePos {
+  std::string file;
+  int line = 0;
+  std::string str() const { return file + ":" + std::to_string(line); }
+};
+
+// One step of a collective script. `op` is one of kCollectiveOps (below).
+struct CollectiveStep {
+  std::string op = "allreduce";
+  int64_t numel = 1024;        // elements of each rank's input (per tensor)
+  DType dtype = DType::kFloat32;
+  std::string reduceOp = "sum";
+  int root = 0;                // broadcast/reduce/gather/scatter root; send/recv peer
+  int tensors = 1;             // allreduce_coalesced: number of tensors
+  std::vector<int> group;      // subgroup (global ranks); empty: the world
+  std::vector<int> ranks;      // ranks that issue the step; empty: every member
+  int repeat = 1;              // issue the step this many times
+  double computeMs = 0;        // op = "compute": sleep this long (emulated compute)
+  std::map<int, CollectiveStep> perRank;  // fields overridden on one rank
+  SourcePos pos;
+
+  const CollectiveStep& forRank(int rank) const {
+    auto it = perRank.find(rank);
+    return it == perRank.end() ? *this : it->second;
+  }
+  bool issuedBy(int rank) const;       // honours `ranks` and `group`
+  bool countsOnWorld() const;          // a world-group collective (has a seq)
+};
+
+// Collective-script operations; `compute` sleeps, `new_group` creates the
+// step's group (a store round trip), send/recv pair with `root` as the peer.
+extern const std::vector<std::string> kCollectiveOps;
+
+// A training run (model, engine, data, steps). Engines come from the engine
+// registry (engine_registry.hpp), so new engines need no runner change.
+struct TrainingWorkload {
+  std::string model = "mlp";   // mlp | residual_mlp | two_layer | gpt
+  std::vector<int64_t> sizes{16, 32, 4};  // model sizes (see models in workloads)
+  std::string engine = "local";
+  std::map<std::string, std::string> engineOptions;  // validated by the engine
+  std::string commHook;        // "" = the engine's default
+  std::string optimizer = "sgd";
+  double lr = 0.05;
+  int steps = 5;
+  int batchSize = 8;
+  std::map<int, int> batchesPerRank;  // rank -> number of batches (default: steps)
+  int noSyncEvery = 0;         // accumulate k-1 steps under no_sync, sync every k
+  uint64_t seed = 1234;
+  SourcePos pos;
+  int batchesOf(int rank) const {
+    auto it = batchesPerRank.find(rank);
+    return it == batchesPerRank.end() ? steps : it->second;
+  }
+};
+
+struct FaultSpec {
+  std::string kind;            // see kFaultKinds
+  std::vector<int> ranks;      // ranks it applies to (store faults: default all)
+  uint64_t atSeq = 0;          // collective sequence number on the world group (0: unset)
+  int atStep = -1;             // training step (from 0; -1: unset)
+  int count = 1;               // consecutive operations affected (straggler)
+  double durationS = -1;       // hang: seconds; < 0 forever
+  double delayMs = 0;          // straggler / slow_store
+  std::string crashMode = "exit";  // exit | abort | sigkill
+  int exitCode = 1;
+  std::string mismatch;        // shape | dtype | op | reduce_op | root | tensor_count
+  int extraBatches = 1;        // uneven_data: batches added on the chosen ranks
+  int bit = 30;                // bit_flip: which bit of the first gradient element
+  SourcePos pos;
+};
+extern const std::vector<std::string> kFaultKinds;
+
+enum class Outcome { kSuccess, kError, kTimeout, kHang };
+std::string outcomeName(Outcome outcome);
+
+struct RankExpectation {
+  std::string status;          // "" | ok | error | crashed
+  std::string error;           // exception type name
+  std::vector<std::string> message;  // substrings
+  int exitCode = -1;           // crashed: expected exit code
+  std::string signal;          // crashed: SIGKILL, SIGABRT, ...
+  SourcePos pos;
+};
+
+struct Expectation {
+  Outcome outcome = Outcome::kSuccess;
+  std::string error;                     // on every rank in errorRanks
+  std::vector<std::string> message;      // substrings, same ranks
+  std::optional<std::vector<int>> errorRanks;  // default: ranks that reported an error
+  std::optional<std::vector<int>> culprits;
+  std::vector<std::string> diagnosis;    // substrings of the runner's diagnosis
+  double detectWithinS = -1;
+  bool paramsEqualAcrossRanks = false;
+  bool paramsMatchReference = false;
+  bool paramsDifferAcrossRanks = false;  // bit_flip scenarios: the checksum must differ
+  bool lossDecreased = false;
+  std::map<int, RankExpectation> perRank;
+  SourcePos pos;
+};
+
+struct Scenario {
+  std::string path;
+  std::string name;
+  std::string description;
+  std::string group;
+  int worldSize = 2;
+  std::string backend = "shm";
+  LinkModel link;                        // disabled unless given
+  std::string debugLevel = "OFF";        // OFF | INFO | DETAIL
+  double collectiveTimeoutS = 10;        // process-group timeout
+  double runTimeoutS = 60;               // the runner kills every rank after this
+  double teardownGraceS = 3;             // after the first failure, wait this long
+  bool trace = false;
+  std::string workloadKind = "collectives";  // collectives | training
+  std::vector<CollectiveStep> steps;
+  TrainingWorkload training;
+  std::vector<FaultSpec> faults;
+  Expectation expect;
+};
+
+}  // namespace distlab::emulator

@@ -1,0 +1,156 @@
+#include "emulator/scenario/scenario_parser.hpp"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <fstream>
+#include <sstream>
+
+#include "emulator/scenario/engine_registry.hpp"
+#include "emulator/scenario/scenario_parts.hpp"
+#include "emulator/scenario/toml_reader.hpp"
+#include "runtime/core/errors.hpp"
+
+namespace distlab::emulator {
+
+using detail::TomlReader;
+
+const std::vector<std::string> kCollectiveOps = {
+    "allreduce", "allreduce_coalesced", "broadcast", "reduce", "allgather",
+    "allgather_into_tensor", "gather", "scatter", "reduce_scatter", "reduce_scatter_tensor",
+    "alltoall", "alltoall_single", "barrier", "send", "recv", "compute", "new_group"};
+
+bool CollectiveStep::issuedBy(int rank) const {
+  if (!ranks.empty() && std::find(ranks.begin(), ranks.end(), rank) == ranks.end()) return false;
+  if (!group.empty() && std::find(group.begin(), group.end(), rank) == group.end() &&
+      op != "new_group") {
+    return false;
+  }
+  return true;
+}
+
+bool CollectiveStep::countsOnWorld() const {
+  return group.empty() && op != "send" && op != "recv" && op != "compute" && op != "new_group";
+}
+
+std::string outcomeName(Outcome outcome) {
+  switch (outcome) {
+    case Outcome::kSuccess: return "success";
+    case Outcome::kError: return "error";
+    case Outcome::kTimeout: return "timeout";
+    case Outcome::kHang: return "hang";
+  }
+  return "?";
+}
+
+namespace {
+
+void parseCluster(const TomlReader& r, const toml::table& root, Scenario& s) {
+  const toml::table* c = r.table(root, "cluster");
+  if (!c) r.fail(1, "missing required table [cluster] (world_size, backend, link)");
+  r.checkKeys(*c, "[cluster]", {"world_size", "backend", "link", "timeout", "run_timeout",
+                                "teardown_grace"});
+  auto ws = r.intInRange(*c, "world_size", 1, 16);
+  if (!ws) r.fail(*c, "missing required key 'world_size' in [cluster]");
+  s.worldSize = static_cast<int>(*ws);
+  if (auto b = r.choice(*c, "backend", {"shm", "gloo"})) s.backend = *b;
+  if (auto t = r.number(*c, "timeout")) {
+    if (*t <= 0 || *t > 600) r.fail(r.lineOfKey(*c, "timeout"), "'timeout' must be in (0, 600] s");
+    s.collectiveTimeoutS = *t;
+  }
+  if (auto t = r.number(*c, "run_timeout")) {
+    if (*t <= 0 || *t > 600) {
+      r.fail(r.lineOfKey(*c, "run_timeout"), "'run_timeout' must be in (0, 600] s");
+    }
+    s.runTimeoutS = *t;
+  }
+  if (auto t = r.number(*c, "teardown_grace")) {
+    if (*t < 0 || *t > 60) {
+      r.fail(r.lineOfKey(*c, "teardown_grace"), "'teardown_grace' must be in [0, 60] s");
+    }
+    s.teardownGraceS = *t;
+  }
+  if (const toml::node* link = c->get("link")) {
+    if (link->is_string()) {
+      try {
+        s.link = linkPreset(link->as_string()->get());
+      } catch (const ValueError& e) {
+        r.fail(*link, e.what());
+      }
+    } else if (link->is_table()) {
+      const auto& lt = *link->as_table();
+      r.checkKeys(lt, "[cluster.link]", {"latency_us", "bandwidth_gbs"});
+      s.link.latencyUs = r.number(lt, "latency_us").value_or(0);
+      s.link.bandwidthGBs = r.number(lt, "bandwidth_gbs").value_or(0);
+      if (s.link.latencyUs < 0 || s.link.bandwidthGBs < 0 || !s.link.enabled()) {
+        r.fail(*link, "link needs latency_us >= 0 and bandwidth_gbs > 0 (or a preset name)");
+      }
+    } else {
+      r.fail(*link, "'link' must be a preset name or a table {latency_us, bandwidth_gbs}");
+    }
+  }
+}
+
+void parseWorkload(const TomlReader& r, const toml::table& root, Scenario& s) {
+  const toml::table* w = r.table(root, "workload");
+  if (!w) r.fail(1, "missing required table [workload]");
+  auto kind = r.choice(*w, "kind", {"collectives", "training"});
+  if (!kind) r.fail(*w, "missing required key 'kind' in [workload] (collectives | training)");
+  s.workloadKind = *kind;
+  if (s.workloadKind == "collectives") {
+    detail::parseCollectiveWorkload(r, *w, s);
+  } else {
+    detail::parseTrainingWorkload(r, *w, s);
+  }
+}
+
+Scenario parseRoot(const TomlReader& r, const toml::table& root) {
+  Scenario s;
+  s.path = r.file();
+  r.checkKeys(root, "the scenario", {"name", "description", "group", "debug", "trace",
+                                     "cluster", "workload", "faults", "expect"});
+  s.name = r.requireStr(root, "name", "the scenario header");
+  s.description = r.requireStr(root, "description", "the scenario header");
+  s.group = r.requireStr(root, "group", "the scenario header");
+  if (auto d = r.choice(root, "debug", {"OFF", "INFO", "DETAIL"})) s.debugLevel = *d;
+  if (auto t = r.boolean(root, "trace")) s.trace = *t;
+  parseCluster(r, root, s);
+  parseWorkload(r, root, s);
+  detail::parseFaults(r, root, s);
+  detail::parseExpect(r, root, s);
+  return s;
+}
+
+}  // namespace
+
+Scenario parseScenarioText(const std::string& text, const std::string& path) {
+  TomlReader reader(path);
+  toml::table root;
+  try {
+    root = toml::parse(text, path);
+  } catch (const toml::parse_error& e) {
+    reader.fail(static_cast<int>(e.source().begin.line),
+                fmt::format("TOML syntax error: {}", e.description()));
+  }
+  return parseRoot(reader, root);
+}
+
+Scenario parseScenarioFile(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw ValueError(fmt::format("{}: cannot open scenario file", path));
+  std::stringstream buf;
+  buf << in.rdbuf();
+  return parseScenarioText(buf.str(), path);
+}
+
+uint64_t worldCollectiveCount(const Scenario& s, int rank) {
+  uint64_t n = 0;
+  for (const auto& step : s.steps) {
+    const auto& mine = step.forRank(rank);
+    if (mine.countsOnWorld() && mine.issuedBy(rank)) n += static_cast<uint64_t>(mine.repeat);
+  }
+  return n;
+}
+
+}  // namespace distlab::emulator

@@ -1,0 +1,24 @@
+#pragma once
+// Reads a scenario file (TOML, see the format reference in README "Scenario
+// files") into a Scenario, validating it completely.
+//
+// Every mistake throws ValueError whose message starts with `file:line: `:
+// TOML syntax errors, unknown keys (with the known ones listed), wrong types,
+// impossible values (a rank >= world_size, a root outside its group, a fault at
+// a sequence number or step that never runs, a fault kind the workload cannot
+// have), and missing required keys (line of the enclosing table).
+#include <string>
+
+#include "emulator/scenario/scenario.hpp"
+
+namespace distlab::emulator {
+
+Scenario parseScenarioFile(const std::string& path);
+// `path` is only used in messages.
+Scenario parseScenarioText(const std::string& text, const std::string& path);
+
+// Number of world-group collectives rank `rank` issues in a collective script
+// (the highest sequence number it reaches).
+uint64_t worldCollectiveCount(const Scenario& scenario, int rank);
+
+}  // namespace distlab::emulator

@@ -1,0 +1,15 @@
+#pragma once
+// Section parsers of scenario_parser.cpp (one file per concern).
+#include "emulator/scenario/toml_reader.hpp"
+
+namespace distlab::emulator::detail {
+
+void parseCollectiveWorkload(const TomlReader& r, const toml::table& w, Scenario& s);
+void parseTrainingWorkload(const TomlReader& r, const toml::table& w, Scenario& s);
+void parseFaults(const TomlReader& r, const toml::table& root, Scenario& s);
+void parseExpect(const TomlReader& r, const toml::table& root, Scenario& s);
+
+// "1MiB", "512KiB", "64B", "4096" -> bytes; throws ValueError on junk.
+int64_t parseByteSize(const std::string& text);
+
+}  // namespace distlab::emulator::detail

@@ -1,0 +1,101 @@
+#include "emulator/scenario/training_model.hpp"
+
+#include <fmt/format.h>
+
+#include "runtime/autograd/grad_mode.hpp"
+#include "runtime/autograd/ops.hpp"
+#include "runtime/nn/layers.hpp"
+#include "runtime/nn/loss.hpp"
+#include "runtime/nn/models/mlp.hpp"
+#include "runtime/nn/models/two_layer_net.hpp"
+
+namespace distlab::emulator {
+
+namespace {
+
+class ScenarioNet : public nn::Module {
+ public:
+  ScenarioNet(std::shared_ptr<nn::Module> body, int64_t out, Generator& gen)
+      : Module("ScenarioNet") {
+    body_ = registerModule("body", std::move(body));
+    aux_ = registerModule("aux", std::make_shared<nn::Linear>(out, out, gen));
+  }
+  nn::TensorList forwardAll(const nn::TensorList& inputs) override {
+    Tensor h = body_->call(inputs).at(0);
+    return {h, aux_->forward(h)};
+  }
+
+ private:
+  std::shared_ptr<nn::Module> body_;
+  std::shared_ptr<nn::Linear> aux_;
+};
+
+}  // namespace
+
+int64_t modelInputDim(const TrainingWorkload& tr) {
+  return tr.model == "two_layer" ? 10 : tr.sizes.front();
+}
+int64_t modelOutputDim(const TrainingWorkload& tr) {
+  return tr.model == "two_layer" ? 10 : tr.sizes.back();
+}
+
+std::shared_ptr<nn::Module> buildScenarioModel(const TrainingWorkload& tr) {
+  Generator gen(tr.seed);
+  if (tr.model == "two_layer") return std::make_shared<nn::TwoLinLayerNet>(gen);
+  std::shared_ptr<nn::Module> body;
+  const auto& s = tr.sizes;
+  if (tr.model == "mlp") {
+    nn::MlpOptions o;
+    o.inputDim = s.front();
+    o.hidden = s.size() > 2 ? s[1] : s.front();
+    o.depth = std::max<int64_t>(1, static_cast<int64_t>(s.size()) - 2);
+    o.outputDim = s.back();
+    body = std::make_shared<nn::Mlp>(o, gen);
+  } else {  // residual_mlp: [in, dim, hidden, out]
+    nn::ResidualMlpOptions o;
+    o.inputDim = s.front();
+    o.dim = s.size() > 2 ? s[1] : s.front();
+    o.hidden = s.size() > 3 ? s[2] : o.dim * 2;
+    o.depth = 2;
+    o.outputDim = s.back();
+    body = std::make_shared<nn::ResidualMlp>(o, gen);
+  }
+  return std::make_shared<ScenarioNet>(body, s.back(), gen);
+}
+
+std::pair<Tensor, Tensor> scenarioBatch(const TrainingWorkload& tr, int rank, int step) {
+  autograd::NoGradGuard noGrad;
+  int64_t in = modelInputDim(tr), out = modelOutputDim(tr);
+  Generator teacherGen(tr.seed * 7 + 1);
+  Tensor teacher = randn({in, out}, teacherGen).div(std::sqrt(static_cast<double>(in)));
+  Generator gen(tr.seed * 1000003ULL + static_cast<uint64_t>(rank) * 7919ULL +
+                static_cast<uint64_t>(step) * 104729ULL + 17);
+  Tensor x = randn({tr.batchSize, in}, gen);
+  return {x, x.mm(teacher)};
+}
+
+Tensor scenarioLoss(const nn::TensorList& outputs, const Tensor& y, bool useAux) {
+  Tensor loss = nn::mseLoss(outputs.at(0), y);
+  if (useAux && outputs.size() > 1) {
+    const Tensor& aux = outputs[1];
+    Tensor term = aux.numel() == y.numel() ? nn::mseLoss(aux, y)
+                                           : ops::mean(ops::mul(aux, aux));
+    loss = ops::add(loss, ops::mul(term, Scalar(0.1)));
+  }
+  return loss;
+}
+
+std::string tensorsChecksum(const std::vector<Tensor>& tensors) {
+  uint64_t h = 1469598103934665603ULL;
+  for (const auto& t : tensors) {
+    Tensor c = t.contiguous();
+    const auto* p = static_cast<const uint8_t*>(c.rawData());
+    for (size_t i = 0; i < c.nbytes(); ++i) {
+      h ^= p[i];
+      h *= 1099511628211ULL;
+    }
+  }
+  return fmt::format("{:016x}", h);
+}
+
+}  // namespace distlab::emulator

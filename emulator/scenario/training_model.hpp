@@ -1,0 +1,35 @@
+#pragma once
+// The model and data of a training scenario, shared by every rank and by the
+// single-process reference (so both start from bit-identical parameters).
+//
+// ScenarioNet = body (mlp | residual_mlp | two_layer, from nn/models) and an
+// auxiliary head `aux` = Linear(out, out). forwardAll returns {main, aux}; the
+// loss is mse(main, y) + 0.1 * mean(aux^2) where the auxiliary term is left
+// out on ranks with an unused_param fault, so `aux`'s parameters get no
+// gradient there (a parameter unused on one rank only). For two_layer the
+// body's own two outputs play these roles (TwoLinLayerNet's b is the aux).
+//
+// Data: x ~ N(0, 1) [batch, in] from a generator seeded by (seed, rank, step);
+// y = x @ W_teacher, a fixed random teacher, so the loss can decrease.
+#include <memory>
+#include <utility>
+
+#include "emulator/scenario/scenario.hpp"
+#include "runtime/nn/module.hpp"
+
+namespace distlab::emulator {
+
+std::shared_ptr<nn::Module> buildScenarioModel(const TrainingWorkload& tr);
+int64_t modelInputDim(const TrainingWorkload& tr);
+int64_t modelOutputDim(const TrainingWorkload& tr);
+
+// (x, y) of `rank`'s batch `step`.
+std::pair<Tensor, Tensor> scenarioBatch(const TrainingWorkload& tr, int rank, int step);
+
+// The scenario loss over the model outputs (see the header comment).
+Tensor scenarioLoss(const nn::TensorList& outputs, const Tensor& y, bool useAux);
+
+// FNV-1a 64 over the bytes of every tensor, as 16 hex digits.
+std::string tensorsChecksum(const std::vector<Tensor>& tensors);
+
+}  // namespace distlab::emulator

@@ -1,0 +1,147 @@
+// The training driver: data, loss, optimizer, the engine-level faults
+// (skip_backward, unused_param, uneven_data, bit_flip: injected here, never
+// inside an engine) and the single-process reference.
+#include <fmt/format.h>
+
+#include <cmath>
+#include <cstring>
+
+#include "emulator/scenario/engine_registry.hpp"
+#include "emulator/scenario/training_engine.hpp"
+#include "emulator/scenario/training_model.hpp"
+#include "emulator/scenario/workloads.hpp"
+#include "runtime/autograd/engine.hpp"
+#include "runtime/autograd/grad_mode.hpp"
+#include "runtime/autograd/ops.hpp"
+#include "runtime/optim/adam.hpp"
+#include "runtime/optim/sgd.hpp"
+
+namespace distlab::emulator {
+
+namespace {
+
+std::unique_ptr<optim::Optimizer> makeOptimizer(const TrainingWorkload& tr,
+                                                std::vector<Tensor> params) {
+  if (tr.optimizer == "adam") {
+    optim::AdamOptions o;
+    o.lr = tr.lr;
+    return std::make_unique<optim::Adam>(std::move(params), o);
+  }
+  if (tr.optimizer == "adamw") {
+    optim::AdamWOptions o;
+    o.lr = tr.lr;
+    return std::make_unique<optim::AdamW>(std::move(params), o);
+  }
+  optim::SgdOptions o;
+  o.lr = tr.lr;
+  return std::make_unique<optim::SGD>(std::move(params), o);
+}
+
+bool syncStep(const TrainingWorkload& tr, int step) {
+  return tr.noSyncEvery <= 1 || (step + 1) % tr.noSyncEvery == 0;
+}
+
+// Flips bit `bit` of the first element of the first parameter's gradient
+// (float32 / float64 gradients).
+void flipGradientBit(const std::vector<Tensor>& params, int bit) {
+  for (const auto& p : params) {
+    const Tensor& g = p.grad();
+    if (!g.defined() || g.numel() == 0) continue;
+    auto* bytes = static_cast<uint8_t*>(g.rawData());
+    int width = static_cast<int>(g.elementSize()) * 8;
+    int b = bit % width;
+    bytes[b / 8] ^= static_cast<uint8_t>(1u << (b % 8));
+    return;
+  }
+}
+
+// The single-process reference: one model trained on every rank's batches,
+// the loss averaged over ranks (what DDP's averaged gradients compute). Only
+// meaningful when all ranks run the same number of steps.
+std::vector<Tensor> referenceParameters(const Scenario& s) {
+  const auto& tr = s.training;
+  auto model = buildScenarioModel(tr);
+  auto params = model->parameters();
+  auto opt = makeOptimizer(tr, params);
+  const bool distributedEngine = findEngine(tr.engine)->distributed;
+  const int ranks = distributedEngine ? s.worldSize : 1;
+  for (int step = 0; step < tr.steps; ++step) {
+    Tensor total;
+    for (int q = 0; q < ranks; ++q) {
+      auto [x, y] = scenarioBatch(tr, distributedEngine ? q : 0, step);
+      Tensor loss = scenarioLoss(model->call({x}), y, true);
+      total = total.defined() ? ops::add(total, loss) : loss;
+    }
+    autograd::backward(ops::div(total, Scalar(static_cast<double>(ranks))));
+    if (syncStep(tr, step)) {
+      opt->step();
+      opt->zeroGrad();
+    }
+  }
+  return params;
+}
+
+double toleranceFor(const TrainingWorkload& tr) {
+  // float32 sums in a different order: a few ulps per step; compressed
+  // gradients (fp16 / bf16 hooks) round each gradient to 11 / 8 mantissa bits.
+  if (tr.commHook == "fp16_compress") return 2e-3;
+  if (tr.commHook == "bf16_compress") return 2e-2;
+  return 1e-5;
+}
+
+}  // namespace
+
+void runTrainingWorkload(const Scenario& s, int rank, const comm::ProcessGroupPtr& world,
+                         FaultPlan& plan, RankResult& result) {
+  const auto& tr = s.training;
+  const EngineInfo* info = findEngine(tr.engine);
+  EngineContext ctx;
+  ctx.scenario = &s;
+  ctx.rank = rank;
+  ctx.worldSize = s.worldSize;
+  ctx.module = buildScenarioModel(tr);
+  ctx.group = world;
+  auto engine = info->factory(ctx);
+  auto params = engine->parameters();
+  auto opt = makeOptimizer(tr, params);
+  const bool auxUnused = plan.engineFault("unused_param", -1) != nullptr;
+  const int batches = tr.batchesOf(rank);
+  for (int step = 0; step < batches; ++step) {
+    plan.setStep(step);
+    plan.log().write(fmt::format("step {}", step));
+    for (const FaultSpec* f : plan.stepFaults(step)) plan.act(*f, 0);
+    engine->setGradSync(syncStep(tr, step));
+    auto [x, y] = scenarioBatch(tr, rank, step);
+    Tensor loss = scenarioLoss(engine->forward(x), y, !auxUnused);
+    result.losses.push_back(loss.item<double>());
+    if (const FaultSpec* f = plan.engineFault("skip_backward", step)) {
+      plan.recordFired(*f, 0, "backward skipped");
+    } else {
+      autograd::backward(loss);
+      engine->finishBackward();
+    }
+    if (const FaultSpec* f = plan.engineFault("bit_flip", step)) {
+      plan.recordFired(*f, 0, fmt::format("bit {}", f->bit));
+      flipGradientBit(params, f->bit);
+    }
+    if (syncStep(tr, step)) {
+      opt->step();
+      opt->zeroGrad();
+    }
+    result.stepsRun = step + 1;
+  }
+  result.paramChecksum = tensorsChecksum(params);
+  if (s.expect.paramsMatchReference && rank == 0) {
+    auto ref = referenceParameters(s);
+    double maxDiff = 0;
+    for (size_t i = 0; i < params.size(); ++i) {
+      Tensor d = params[i].to(DType::kFloat64).sub(ref[i].to(DType::kFloat64)).abs();
+      for (double v : d.contiguous().toVector<double>()) maxDiff = std::max(maxDiff, v);
+    }
+    result.referenceChecked = true;
+    result.referenceMaxDiff = maxDiff;
+    result.referenceTolerance = toleranceFor(tr);
+  }
+}
+
+}  // namespace distlab::emulator

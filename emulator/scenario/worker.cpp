@@ -1,0 +1,120 @@
+#include "emulator/scenario/worker.hpp"
+
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <climits>
+#include <cstdio>
+
+#include "emulator/faults/fault_backend.hpp"
+#include "emulator/faults/faulty_store.hpp"
+#include "emulator/link/link_backend.hpp"
+#include "emulator/scenario/engine_registry.hpp"
+#include "emulator/scenario/scenario_parser.hpp"
+#include "emulator/scenario/workloads.hpp"
+#include "runtime/comm/group_management.hpp"
+#include "runtime/comm/store/rendezvous.hpp"
+#include "runtime/core/clock.hpp"
+#include "runtime/core/debug_level.hpp"
+#include "runtime/core/env.hpp"
+#include "runtime/core/errors.hpp"
+
+namespace distlab::emulator {
+
+namespace {
+
+std::chrono::milliseconds msOf(double seconds) {
+  return std::chrono::milliseconds(static_cast<int64_t>(seconds * 1000));
+}
+
+// Every rank reaches this point before any leaves (torchelastic's exit
+// barrier): a rank that finishes early must not tear down the store while
+// others still need it.
+void exitBarrier(comm::Store& store, int rank, int worldSize, std::chrono::milliseconds timeout) {
+  store.set(fmt::format("scenario/exit/{}", rank), {1});
+  std::vector<std::string> keys;
+  for (int q = 0; q < worldSize; ++q) keys.push_back(fmt::format("scenario/exit/{}", q));
+  store.wait(keys, timeout);
+}
+
+void runRank(const Scenario& s, int rank, FaultPlan& plan,
+             const std::shared_ptr<FaultPlan>& planPtr, RankResult& result) {
+  auto timeout = msOf(s.collectiveTimeoutS);
+  comm::RendezvousOptions ro;
+  ro.timeout = timeout;
+  auto rv = comm::rendezvous(ro);
+  auto store = std::make_shared<FaultyStore>(rv.store, planPtr);
+  bool distributed = s.workloadKind == "collectives" || findEngine(s.training.engine)->distributed;
+  comm::ProcessGroupPtr world;
+  if (distributed) {
+    comm::InitOptions io;
+    io.backend = s.backend;
+    io.store = store;
+    io.rank = rv.rank;
+    io.worldSize = rv.worldSize;
+    io.timeout = timeout;
+    world = comm::initProcessGroup(io);
+  }
+  if (s.workloadKind == "collectives") {
+    runCollectiveWorkload(s, world, plan);
+  } else {
+    runTrainingWorkload(s, rank, world, plan, result);
+  }
+  exitBarrier(*store, rank, s.worldSize, timeout);
+  if (world) comm::destroyProcessGroup();
+}
+
+}  // namespace
+
+int runScenarioRank(const std::string& file, const std::string& resultDir) {
+  RankResult result;
+  result.startUs = wallClockNowUs();
+  Scenario s;
+  int rank = 0;
+  try {
+    s = parseScenarioFile(file);
+    rank = static_cast<int>(env::requireInt("RANK", 0, INT_MAX));
+    int worldSize = static_cast<int>(env::requireInt("WORLD_SIZE", 1, INT_MAX));
+    if (worldSize != s.worldSize) {
+      throw ValueError(fmt::format("WORLD_SIZE={} but {} has world_size = {}", worldSize, file,
+                                   s.worldSize));
+    }
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "distlab scenario-rank: %s\n", e.what());
+    return 2;
+  }
+  result.rank = rank;
+  setDebugLevel(parseDebugLevel(s.debugLevel, "debug"));
+  auto log = std::make_shared<EventLog>(fmt::format("{}/rank{}.events", resultDir, rank));
+  auto plan = std::make_shared<FaultPlan>(s.faults, rank, log, msOf(s.runTimeoutS + 30));
+  setActiveFaultPlan(plan);
+  installFaultInjection(plan);
+  installLinkEmulation(s.link);
+  std::string resultPath = fmt::format("{}/rank{}.json", resultDir, rank);
+  try {
+    runRank(s, rank, *plan, plan, result);
+  } catch (...) {
+    auto error = std::current_exception();
+    result.status = "error";
+    result.errorType = errorTypeName(error);
+    try {
+      std::rethrow_exception(error);
+    } catch (const std::exception& e) {
+      result.message = e.what();
+    } catch (...) {
+      result.message = "unknown error";
+    }
+    result.errorUs = result.endUs = wallClockNowUs();
+    log->write("error " + result.errorType);
+    writeRankResult(resultPath, result);
+    std::fprintf(stderr, "[rank %d] %s: %s\n", rank, result.errorType.c_str(),
+                 result.message.c_str());
+    std::fflush(stderr);
+    ::_exit(1);  // see the header: no polite teardown after a failure
+  }
+  result.endUs = wallClockNowUs();
+  writeRankResult(resultPath, result);
+  return 0;
+}
+
+}  // namespace distlab::emulator

@@ -1,0 +1,214 @@
+// [workload] parsing: collective scripts and training runs.
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <cctype>
+
+#include "emulator/scenario/engine_registry.hpp"
+#include "emulator/scenario/scenario_parts.hpp"
+#include "runtime/core/errors.hpp"
+
+namespace distlab::emulator::detail {
+
+int64_t parseByteSize(const std::string& text) {
+  size_t i = 0;
+  while (i < text.size() && std::isdigit(static_cast<unsigned char>(text[i]))) ++i;
+  if (i == 0) throw ValueError("size must start with a number (e.g. \"4KiB\", \"1MiB\", \"64B\")");
+  int64_t value = std::stoll(text.substr(0, i));
+  std::string unit = text.substr(i);
+  unit.erase(std::remove(unit.begin(), unit.end(), ' '), unit.end());
+  if (unit.empty() || unit == "B") return value;
+  if (unit == "KiB") return value << 10;
+  if (unit == "MiB") return value << 20;
+  if (unit == "GiB") return value << 30;
+  throw ValueError(fmt::format("unknown size unit '{}' (use B, KiB, MiB or GiB)", unit));
+}
+
+namespace {
+
+const std::set<std::string> kStepKeys = {"op", "size", "numel", "dtype", "reduce_op", "root",
+                                         "peer", "tensors", "group", "ranks", "repeat",
+                                         "compute_ms", "per_rank"};
+
+// Reads the fields of `t` into `step` (a copy of the base step for per_rank).
+void readStepFields(const TomlReader& r, const toml::table& t, const Scenario& s,
+                    CollectiveStep& step) {
+  if (auto op = r.choice(t, "op", kCollectiveOps)) step.op = *op;
+  if (auto d = r.str(t, "dtype")) {
+    try {
+      step.dtype = parseDType(*d);
+    } catch (const ValueError& e) {
+      r.fail(r.lineOfKey(t, "dtype"), e.what());
+    }
+  }
+  if (auto n = r.intInRange(t, "numel", 0, int64_t{1} << 30)) step.numel = *n;
+  if (auto sz = r.str(t, "size")) {
+    try {
+      int64_t bytes = parseByteSize(*sz);
+      int64_t es = static_cast<int64_t>(elementSize(step.dtype));
+      if (bytes % es != 0) throw ValueError(fmt::format("{} bytes is not a whole number of {} "
+                                                        "elements", bytes, dtypeName(step.dtype)));
+      step.numel = bytes / es;
+    } catch (const ValueError& e) {
+      r.fail(r.lineOfKey(t, "size"), fmt::format("'size' = \"{}\": {}", *sz, e.what()));
+    }
+  }
+  if (auto op = r.str(t, "reduce_op")) {
+    static const std::vector<std::string> ops = {"sum", "avg", "product", "min", "max",
+                                                 "band", "bor", "bxor"};
+    r.choice(t, "reduce_op", ops);
+    step.reduceOp = *op;
+  }
+  if (auto v = r.intInRange(t, "root", 0, s.worldSize - 1)) step.root = static_cast<int>(*v);
+  if (auto v = r.intInRange(t, "peer", 0, s.worldSize - 1)) step.root = static_cast<int>(*v);
+  if (auto v = r.intInRange(t, "tensors", 1, 64)) step.tensors = static_cast<int>(*v);
+  if (auto v = r.ranks(t, "group", s.worldSize)) step.group = *v;
+  if (auto v = r.ranks(t, "ranks", s.worldSize)) step.ranks = *v;
+  if (auto v = r.intInRange(t, "repeat", 1, 100000)) step.repeat = static_cast<int>(*v);
+  if (auto v = r.number(t, "compute_ms")) {
+    if (*v < 0 || *v > 60000) r.fail(r.lineOfKey(t, "compute_ms"), "'compute_ms' out of range");
+    step.computeMs = *v;
+  }
+}
+
+void checkStep(const TomlReader& r, const CollectiveStep& step, int line, int worldSize) {
+  int groupSize = step.group.empty() ? worldSize : static_cast<int>(step.group.size());
+  bool rooted = step.op == "broadcast" || step.op == "reduce" || step.op == "gather" ||
+                step.op == "scatter";
+  if (rooted && step.root >= groupSize) {
+    r.fail(line, fmt::format("root {} is outside the step's group of {} ranks", step.root,
+                             groupSize));
+  }
+  if ((step.op == "send" || step.op == "recv") && step.ranks.size() != 1) {
+    r.fail(line, fmt::format("'{}' needs exactly one issuing rank: ranks = [r]", step.op));
+  }
+  if (step.op == "compute" && step.computeMs <= 0) {
+    r.fail(line, "op = \"compute\" needs compute_ms > 0");
+  }
+  if (step.op == "new_group" && step.group.empty()) {
+    r.fail(line, "op = \"new_group\" needs group = [ranks...]");
+  }
+}
+
+}  // namespace
+
+void parseCollectiveWorkload(const TomlReader& r, const toml::table& w, Scenario& s) {
+  r.checkKeys(w, "[workload] (kind = \"collectives\")", {"kind", "steps"});
+  const toml::node* steps = w.get("steps");
+  if (!steps || !steps->is_array_of_tables() || steps->as_array()->empty()) {
+    r.fail(steps ? *steps : static_cast<const toml::node&>(w),
+           "a collective workload needs at least one [[workload.steps]] table");
+  }
+  for (const auto& node : *steps->as_array()) {
+    const auto& t = *node.as_table();
+    r.checkKeys(t, "[[workload.steps]]", kStepKeys);
+    CollectiveStep step;
+    step.pos = r.posOf(t);
+    if (!t.get("op")) r.fail(t, "missing required key 'op' in [[workload.steps]]");
+    readStepFields(r, t, s, step);
+    checkStep(r, step, step.pos.line, s.worldSize);
+    if (const toml::table* pr = r.table(t, "per_rank")) {
+      for (const auto& [key, value] : *pr) {
+        int line = static_cast<int>(key.source().begin.line);
+        int rank = -1;
+        try {
+          rank = std::stoi(std::string(key.str()));
+        } catch (const std::exception&) {
+        }
+        if (rank < 0 || rank >= s.worldSize) {
+          r.fail(line, fmt::format("per_rank key '{}' is not a rank of this world (0..{})",
+                                   key.str(), s.worldSize - 1));
+        }
+        if (!value.is_table()) r.fail(value, "per_rank entries must be tables");
+        r.checkKeys(*value.as_table(), "per_rank", {"op", "size", "numel", "dtype", "reduce_op",
+                                                    "root", "peer", "tensors", "compute_ms"});
+        CollectiveStep over = step;
+        over.perRank.clear();
+        readStepFields(r, *value.as_table(), s, over);
+        step.perRank[rank] = over;
+      }
+    }
+    s.steps.push_back(std::move(step));
+  }
+}
+
+void parseTrainingWorkload(const TomlReader& r, const toml::table& w, Scenario& s) {
+  r.checkKeys(w, "[workload] (kind = \"training\")",
+              {"kind", "model", "sizes", "engine", "engine_options", "comm_hook", "optimizer",
+               "lr", "steps", "batch_size", "batches", "no_sync_every", "seed"});
+  auto& tr = s.training;
+  tr.pos = r.posOf(w);
+  if (auto m = r.choice(w, "model", {"mlp", "residual_mlp", "two_layer"})) tr.model = *m;
+  if (auto sizes = r.intList(w, "sizes")) {
+    bool ok = sizes->size() >= 2 &&
+              std::all_of(sizes->begin(), sizes->end(), [](int64_t v) { return v > 0 && v <= 4096; });
+    if (!ok) r.fail(r.lineOfKey(w, "sizes"), "'sizes' needs >= 2 positive widths (<= 4096)");
+    tr.sizes = *sizes;
+  }
+  if (auto e = r.str(w, "engine")) tr.engine = *e;
+  const EngineInfo* engine = findEngine(tr.engine);
+  if (!engine) {
+    r.fail(r.lineOfKey(w, "engine"), fmt::format("unknown engine '{}'; available engines: {}",
+                                                 tr.engine, fmt::join(engineNames(), ", ")));
+  }
+  if (const toml::table* opts = r.table(w, "engine_options")) {
+    std::set<std::string> known;
+    for (const auto& [k, type] : engine->options) known.insert(k);
+    r.checkKeys(*opts, fmt::format("engine_options of engine '{}'", tr.engine), known);
+    for (const auto& [key, value] : *opts) {
+      std::string k(key.str());
+      OptionType type = engine->options.at(k);
+      bool ok = (type == OptionType::kBool && value.is_boolean()) ||
+                (type == OptionType::kInt && value.is_integer()) ||
+                (type == OptionType::kFloat && value.is_number()) ||
+                (type == OptionType::kString && value.is_string());
+      if (!ok) r.fail(value, fmt::format("engine option '{}' must be {}", k, optionTypeName(type)));
+      if (value.is_boolean()) tr.engineOptions[k] = value.as_boolean()->get() ? "true" : "false";
+      if (value.is_integer()) tr.engineOptions[k] = std::to_string(value.as_integer()->get());
+      if (value.is_floating_point()) {
+        tr.engineOptions[k] = fmt::format("{}", value.as_floating_point()->get());
+      }
+      if (value.is_string()) tr.engineOptions[k] = value.as_string()->get();
+    }
+  }
+  if (auto h = r.str(w, "comm_hook")) tr.commHook = *h;
+  if (!tr.commHook.empty() && std::find(engine->commHooks.begin(), engine->commHooks.end(),
+                                         tr.commHook) == engine->commHooks.end()) {
+    r.fail(r.lineOfKey(w, "comm_hook"),
+           fmt::format("comm_hook '{}' is not available with engine '{}'; {}", tr.commHook,
+                       tr.engine, engine->commHooks.empty()
+                                      ? std::string("it has no comm hooks")
+                                      : fmt::format("use one of: {}",
+                                                    fmt::join(engine->commHooks, ", "))));
+  }
+  if (auto o = r.choice(w, "optimizer", {"sgd", "adam", "adamw"})) tr.optimizer = *o;
+  if (auto lr = r.number(w, "lr")) {
+    if (*lr <= 0 || *lr > 10) r.fail(r.lineOfKey(w, "lr"), "'lr' must be in (0, 10]");
+    tr.lr = *lr;
+  }
+  if (auto v = r.intInRange(w, "steps", 1, 10000)) tr.steps = static_cast<int>(*v);
+  if (auto v = r.intInRange(w, "batch_size", 1, 4096)) tr.batchSize = static_cast<int>(*v);
+  if (auto v = r.intInRange(w, "no_sync_every", 0, 1000)) tr.noSyncEvery = static_cast<int>(*v);
+  if (auto v = r.intInRange(w, "seed", 0, int64_t{1} << 40)) tr.seed = static_cast<uint64_t>(*v);
+  if (const toml::table* b = r.table(w, "batches")) {
+    for (const auto& [key, value] : *b) {
+      int line = static_cast<int>(key.source().begin.line);
+      int rank = -1;
+      try {
+        rank = std::stoi(std::string(key.str()));
+      } catch (const std::exception&) {
+      }
+      if (rank < 0 || rank >= s.worldSize) {
+        r.fail(line, fmt::format("batches key '{}' is not a rank of this world (0..{})",
+                                 key.str(), s.worldSize - 1));
+      }
+      if (!value.is_integer() || value.as_integer()->get() < 0) {
+        r.fail(value, "batches per rank must be non-negative integers");
+      }
+      tr.batchesPerRank[rank] = static_cast<int>(value.as_integer()->get());
+    }
+  }
+}
+
+}  // namespace distlab::emulator::detail

@@ -1,0 +1,187 @@
+// The malformed-scenario suite: every kind of mistake is a ValueError whose
+// message starts with "file:line: " (the line of the offending key or table),
+// never a crash. Plus the accepted format's defaults and per-rank overrides.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "emulator/scenario/scenario_parser.hpp"
+#include "runtime/core/errors.hpp"
+
+namespace distlab::emulator {
+namespace {
+
+const char* kHeader = R"(name = "t"
+description = "d"
+group = "g"
+)";
+
+// A valid collective scenario; tests append or replace parts of it.
+std::string valid(const std::string& cluster = "[cluster]\nworld_size = 2\n",
+                  const std::string& rest = "") {
+  return std::string(kHeader) + cluster +
+         "[workload]\nkind = \"collectives\"\n[[workload.steps]]\nop = \"allreduce\"\n"
+         "repeat = 3\n" + rest + (rest.find("[expect]") == std::string::npos
+                                      ? "[expect]\noutcome = \"success\"\n" : "");
+}
+
+struct BadCase {
+  const char* name;
+  std::string text;
+  int line;
+  const char* message;
+};
+
+class MalformedScenario : public ::testing::TestWithParam<BadCase> {};
+
+TEST_P(MalformedScenario, ReportsFileAndLine) {
+  const BadCase& c = GetParam();
+  try {
+    parseScenarioText(c.text, "bad.toml");
+    FAIL() << c.name << ": no error for\n" << c.text;
+  } catch (const ValueError& e) {
+    std::string what = e.what();
+    std::string prefix = "bad.toml:" + std::to_string(c.line) + ": ";
+    EXPECT_EQ(what.rfind(prefix, 0), 0u) << c.name << ": " << what;
+    EXPECT_NE(what.find(c.message), std::string::npos) << c.name << ": " << what;
+  }
+}
+
+std::string faultAfterSteps(const std::string& fault) {
+  return valid("[cluster]\nworld_size = 2\n", fault);
+}
+
+// Line numbers: header 1-3, [cluster] 4, world_size 5, [workload] 6, kind 7,
+// [[workload.steps]] 8, op 9, repeat 10, then `rest` from line 11.
+INSTANTIATE_TEST_SUITE_P(
+    Mistakes, MalformedScenario,
+    ::testing::Values(
+        BadCase{"syntax", std::string(kHeader) + "[cluster\nworld_size = 2\n", 4,
+                "TOML syntax error"},
+        BadCase{"unknown top-level key", std::string(kHeader) + "colour = \"red\"\n", 4,
+                "unknown key 'colour' in the scenario"},
+        BadCase{"missing name", "description = \"d\"\ngroup = \"g\"\n", 1,
+                "missing required key 'name'"},
+        BadCase{"unknown cluster key", valid("[cluster]\nworld_size = 2\nnodes = 2\n"), 6,
+                "unknown key 'nodes' in [cluster]"},
+        BadCase{"world_size wrong type", valid("[cluster]\nworld_size = \"two\"\n"), 5,
+                "'world_size' must be an integer, found a string"},
+        BadCase{"world_size out of range", valid("[cluster]\nworld_size = 0\n"), 5,
+                "'world_size' = 0 is out of range"},
+        BadCase{"unknown backend", valid("[cluster]\nworld_size = 2\nbackend = \"mpi\"\n"), 6,
+                "'backend' = \"mpi\" is not valid"},
+        BadCase{"unknown link preset",
+                valid("[cluster]\nworld_size = 2\nlink = \"carrier-pigeon\"\n"), 6,
+                "unknown link preset 'carrier-pigeon'"},
+        BadCase{"unknown op",
+                std::string(kHeader) + "[cluster]\nworld_size = 2\n[workload]\nkind = "
+                "\"collectives\"\n[[workload.steps]]\nop = \"allreduse\"\n",
+                9, "'op' = \"allreduse\" is not valid"},
+        BadCase{"root outside the world",
+                valid("[cluster]\nworld_size = 2\n",
+                      "[[workload.steps]]\nop = \"broadcast\"\nroot = 2\n"),
+                13, "'root' = 2 is out of range [0, 1]"},
+        BadCase{"bad size unit",
+                valid("[cluster]\nworld_size = 2\n",
+                      "[[workload.steps]]\nop = \"allreduce\"\nsize = \"3 parsecs\"\n"),
+                13, "unknown size unit"},
+        BadCase{"per_rank rank does not exist",
+                valid("[cluster]\nworld_size = 2\n",
+                      "[[workload.steps]]\nop = \"allreduce\"\n[workload.steps.per_rank]\n"
+                      "5 = { numel = 3 }\n"),
+                14, "per_rank key '5' is not a rank"},
+        BadCase{"fault rank >= world size",
+                faultAfterSteps("[[faults]]\nkind = \"crash\"\nranks = [2]\nat_seq = 1\n"), 13,
+                "rank 2 in 'ranks' does not exist: world_size is 2"},
+        BadCase{"fault at a seq that never runs",
+                faultAfterSteps("[[faults]]\nkind = \"hang\"\nranks = [1]\nat_seq = 4\n"), 14,
+                "at_seq = 4 never runs on rank 1: it issues 3 collectives"},
+        BadCase{"unknown fault kind", faultAfterSteps("[[faults]]\nkind = \"meteor\"\n"), 12,
+                "'kind' = \"meteor\" is not valid"},
+        BadCase{"fault key of another kind",
+                faultAfterSteps("[[faults]]\nkind = \"hang\"\nranks = [1]\nat_seq = 1\n"
+                                "mode = \"sigkill\"\n"),
+                15, "unknown key 'mode' in [[faults]] of kind 'hang'"},
+        BadCase{"fault without trigger",
+                faultAfterSteps("[[faults]]\nkind = \"skip_collective\"\nranks = [1]\n"), 11,
+                "needs a trigger"},
+        BadCase{"engine fault on collectives",
+                faultAfterSteps("[[faults]]\nkind = \"skip_backward\"\nranks = [1]\n"
+                                "at_step = 0\n"),
+                14, "at_step needs a training workload"},
+        BadCase{"mismatch without what",
+                faultAfterSteps("[[faults]]\nkind = \"mismatch\"\nranks = [1]\nat_seq = 1\n"), 11,
+                "fault 'mismatch' needs mismatch ="},
+        BadCase{"missing expect", std::string(kHeader) +
+                "[cluster]\nworld_size = 2\n[workload]\nkind = \"collectives\"\n"
+                "[[workload.steps]]\nop = \"barrier\"\n", 1,
+                "missing required table [expect]"},
+        BadCase{"bad outcome",
+                valid("[cluster]\nworld_size = 2\n", "[expect]\noutcome = \"maybe\"\n"), 12,
+                "'outcome' = \"maybe\" is not valid"},
+        BadCase{"culprit rank out of range",
+                valid("[cluster]\nworld_size = 2\n",
+                      "[expect]\noutcome = \"error\"\nculprits = [7]\n"),
+                13, "rank 7 in 'culprits' does not exist"},
+        BadCase{"training check on collectives",
+                valid("[cluster]\nworld_size = 2\n",
+                      "[expect]\noutcome = \"success\"\nloss_decreased = true\n"),
+                13, "'loss_decreased' needs a training workload"},
+        BadCase{"training step that never runs",
+                std::string(kHeader) + "[cluster]\nworld_size = 2\n[workload]\nkind = "
+                "\"training\"\nsteps = 3\n[[faults]]\nkind = \"crash\"\nranks = [0]\n"
+                "at_step = 3\n[expect]\noutcome = \"error\"\n",
+                12, "at_step = 3 never runs on rank 0: it trains 3 steps"},
+        BadCase{"unknown engine",
+                std::string(kHeader) + "[cluster]\nworld_size = 2\n[workload]\nkind = "
+                "\"training\"\nengine = \"horovod\"\n[expect]\noutcome = \"success\"\n",
+                8, "unknown engine 'horovod'"},
+        BadCase{"unknown engine option",
+                std::string(kHeader) + "[cluster]\nworld_size = 1\n[workload]\nkind = "
+                "\"training\"\nengine = \"local\"\n[workload.engine_options]\nturbo = true\n"
+                "[expect]\noutcome = \"success\"\n",
+                10, "unknown key 'turbo' in engine_options of engine 'local'"}),
+    [](const auto& info) {
+      std::string n = info.param.name;
+      for (char& c : n) if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
+      return n;
+    });
+
+TEST(ScenarioParser, ReadsDefaultsAndPerRankOverrides) {
+  Scenario s = parseScenarioText(
+      valid("[cluster]\nworld_size = 3\nlink = \"ethernet-10g\"\n",
+            "[[workload.steps]]\nop = \"allreduce\"\nsize = \"4KiB\"\n"
+            "[workload.steps.per_rank.1]\nsize = \"8KiB\"\n"),
+      "ok.toml");
+  EXPECT_EQ(s.worldSize, 3);
+  EXPECT_EQ(s.backend, "shm");
+  EXPECT_EQ(s.link.preset, "ethernet-10g");
+  ASSERT_EQ(s.steps.size(), 2u);
+  EXPECT_EQ(s.steps[0].repeat, 3);
+  EXPECT_EQ(s.steps[1].numel, 1024);                 // 4 KiB of float32
+  EXPECT_EQ(s.steps[1].forRank(0).numel, 1024);
+  EXPECT_EQ(s.steps[1].forRank(1).numel, 2048);
+  EXPECT_EQ(s.steps[1].pos.line, 12);
+  EXPECT_EQ(worldCollectiveCount(s, 0), 4u);
+  EXPECT_EQ(s.expect.outcome, Outcome::kSuccess);
+}
+
+TEST(ScenarioParser, StepLimitedToSomeRanksCountsOnlyThere) {
+  Scenario s = parseScenarioText(
+      valid("[cluster]\nworld_size = 2\n", "[[workload.steps]]\nop = \"barrier\"\nranks = [0]\n"),
+      "ok.toml");
+  EXPECT_EQ(worldCollectiveCount(s, 0), 4u);
+  EXPECT_EQ(worldCollectiveCount(s, 1), 3u);
+}
+
+TEST(ScenarioParser, MissingFileNamesThePath) {
+  try {
+    parseScenarioFile("/nonexistent/x.toml");
+    FAIL();
+  } catch (const ValueError& e) {
+    EXPECT_EQ(std::string(e.what()), "/nonexistent/x.toml: cannot open scenario file");
+  }
+}
+
+}  // namespace
+}  // namespace distlab::emulator
