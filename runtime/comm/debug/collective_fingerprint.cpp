@@ -46,8 +46,9 @@ std::vector<std::string_view> split(std::string_view text, char sep) {
   }
 }
 
-int64_t toInt(std::string_view s, std::string_view whole) {
-  int64_t v = 0;
+template <typename T = int64_t>
+T toInt(std::string_view s, std::string_view whole) {
+  T v = 0;
   auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
   if (ec != std::errc() || p != s.data() + s.size()) {
     throw DistBackendError(fmt::format("malformed collective fingerprint '{}'", whole));
@@ -120,7 +121,7 @@ CollectiveFingerprint CollectiveFingerprint::parse(std::string_view text) {
   }
   CollectiveFingerprint fp;
   fp.opType = static_cast<OpType>(toInt(f[0], text));
-  fp.seq = static_cast<uint64_t>(toInt(f[1], text));
+  fp.seq = toInt<uint64_t>(f[1], text);
   fp.uniformShapes = f[2] == "1";
   fp.reduceOp = std::string(f[3]);
   fp.root = static_cast<int>(toInt(f[4], text));
