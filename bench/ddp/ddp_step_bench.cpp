@@ -1,0 +1,334 @@
+// DDP training-step time of the reference MLP (4 x [Linear(1024,1024), ReLU],
+// Linear(1024,10)), batch 32 per rank, cross-entropy, SGD lr 0.01, ranks as
+// processes on the shm backend, one BLAS thread per rank; against the same
+// model trained locally with the same per-rank batch, and PyTorch's DDP (gloo)
+// side by side when python3-torch is installed.
+//
+//   OPENBLAS_NUM_THREADS=1 ddp_step_bench [--worlds=2,4] [--caps=1,5,10,25,50]
+//       [--rounds=3] [--report=reports/ddp_step] [--torch_script=PATH]
+//
+// Per configuration: fork `world` ranks (FileStore rendezvous in a temp dir),
+// 3 warm-up + 20 timed steps (the anchor's protocol); rank 0 reports the mean
+// step time and DDP's statistics of the last step (backward compute, comm,
+// overlap, per-bucket ready/launched/completed). The median over rounds is
+// reported. Reports, never gates.
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "runtime/autograd/engine.hpp"
+#include "runtime/comm/store/file_store.hpp"
+#include "runtime/ddp/comm_hooks/default_hooks.hpp"
+#include "runtime/ddp/distributed_data_parallel.hpp"
+#include "runtime/nn/loss.hpp"
+#include "runtime/nn/models/mlp.hpp"
+#include "runtime/optim/sgd.hpp"
+
+namespace {
+
+using namespace distlab;
+
+constexpr int kWarmup = 3;
+constexpr int kSteps = 20;
+
+struct Config {
+  std::string name;
+  int world = 2;
+  ddp::DDPOptions options;
+  bool noopHook = false;
+};
+
+struct Result {
+  double stepMs = 0;
+  double bwdComputeMs = 0, bwdCommMs = 0, overlapMs = 0, fwdMs = 0;
+  int buckets = 0;
+  std::string bucketTimeline;  // "bytes:ready->launched->completed(ms from bwd start)"
+};
+
+double localStepMs() {
+  Generator gen(0);
+  nn::Mlp model(nn::MlpOptions{1024, 1024, 4, 10}, gen);
+  Tensor x = randn({32, 1024}, gen);
+  Tensor y = randint(0, 10, {32}, gen);
+  optim::SgdOptions so;
+  so.lr = 0.01;
+  optim::SGD opt(model.parameters(), so);
+  std::chrono::steady_clock::time_point t0;
+  for (int i = 0; i < kWarmup + kSteps; ++i) {
+    if (i == kWarmup) t0 = std::chrono::steady_clock::now();
+    opt.zeroGrad();
+    autograd::backward(nn::crossEntropyLoss(model.forward(x), y));
+    opt.step();
+  }
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count() /
+         kSteps;
+}
+
+Result rankMain(const Config& c, int rank, const std::string& dir) {
+  auto store = std::make_shared<comm::FileStore>(dir + "/store", c.world);
+  comm::ProcessGroupConfig pc;
+  pc.store = store;
+  pc.rank = rank;
+  pc.size = c.world;
+  pc.name = "bench";
+  pc.timeout = std::chrono::seconds(120);
+  pc.backendSpec = "shm";
+  auto group = comm::createProcessGroup(pc);
+  Generator gen(0);
+  auto model = std::make_shared<nn::Mlp>(nn::MlpOptions{1024, 1024, 4, 10}, gen);
+  Generator data(static_cast<uint64_t>(rank));
+  Tensor x = randn({32, 1024}, data);
+  Tensor y = randint(0, 10, {32}, data);
+  ddp::DistributedDataParallel ddp(model, group, c.options);
+  if (c.noopHook) ddp.registerCommHook({}, ddp::noopHook, "noop_hook");
+  optim::SgdOptions so;
+  so.lr = 0.01;
+  optim::SGD opt(model->parameters(), so);
+  std::chrono::steady_clock::time_point t0;
+  for (int i = 0; i < kWarmup + kSteps; ++i) {
+    if (i == kWarmup) t0 = std::chrono::steady_clock::now();
+    opt.zeroGrad();
+    autograd::backward(nn::crossEntropyLoss(ddp.forward(x), y));
+    opt.step();
+  }
+  Result r;
+  r.stepMs =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count() /
+      kSteps;
+  const auto stats = ddp.loggingData();
+  const auto& t = stats.lastIteration;
+  r.fwdMs = t.forwardComputeNs() / 1e6;
+  r.bwdComputeMs = t.backwardComputeNs() / 1e6;
+  r.bwdCommMs = t.backwardCommNs() / 1e6;
+  r.overlapMs = t.overlapNs() / 1e6;
+  r.buckets = static_cast<int>(stats.lastBucketTimings.size());
+  std::ostringstream tl;
+  for (const auto& b : stats.lastBucketTimings) {
+    auto ms = [&](int64_t ns) { return (ns - t.backwardComputeStartNs) / 1e6; };
+    char buf[160];
+    std::snprintf(buf, sizeof(buf), "%s%.1fMB:%.2f/%.2f/%.2f", tl.tellp() > 0 ? " " : "",
+                  b.bytes / 1048576.0, ms(b.readyNs), ms(b.launchedNs), ms(b.completedNs));
+    tl << buf;
+  }
+  r.bucketTimeline = tl.str();
+  group->shutdown(std::chrono::seconds(10));
+  return r;
+}
+
+std::optional<Result> runConfig(const Config& c) {
+  char tmpl[] = "/tmp/ddp_bench_XXXXXX";
+  const std::string dir = mkdtemp(tmpl);
+  std::vector<pid_t> pids;
+  for (int rank = 0; rank < c.world; ++rank) {
+    const pid_t pid = fork();
+    if (pid == 0) {
+      int rc = 0;
+      try {
+        Result r = rankMain(c, rank, dir);
+        if (rank == 0) {
+          std::ofstream out(dir + "/result");
+          out << r.stepMs << " " << r.fwdMs << " " << r.bwdComputeMs << " " << r.bwdCommMs << " "
+              << r.overlapMs << " " << r.buckets << "\n" << r.bucketTimeline << "\n";
+        }
+      } catch (const std::exception& e) {
+        std::fprintf(stderr, "rank %d: %s\n", rank, e.what());
+        rc = 1;
+      }
+      std::fflush(nullptr);
+      _exit(rc);
+    }
+    pids.push_back(pid);
+  }
+  bool ok = true;
+  for (pid_t pid : pids) {
+    int status = 0;
+    waitpid(pid, &status, 0);
+    ok = ok && WIFEXITED(status) && WEXITSTATUS(status) == 0;
+  }
+  std::optional<Result> result;
+  std::ifstream in(dir + "/result");
+  Result r;
+  if (ok && in >> r.stepMs >> r.fwdMs >> r.bwdComputeMs >> r.bwdCommMs >> r.overlapMs >> r.buckets) {
+    std::getline(in, r.bucketTimeline);
+    std::getline(in, r.bucketTimeline);
+    result = r;
+  }
+  std::filesystem::remove_all(dir);
+  return result;
+}
+
+struct TorchFigures {
+  double local = 0, ddp = 0;
+};
+
+std::optional<TorchFigures> torchFigures(const std::string& script, int world) {
+  if (!std::filesystem::exists(script)) return std::nullopt;
+  const std::string cmd = "OPENBLAS_NUM_THREADS=1 /usr/bin/python3 " + script + " " +
+                          std::to_string(world) + " 2>/dev/null";
+  FILE* pipe = popen(cmd.c_str(), "r");
+  if (pipe == nullptr) return std::nullopt;
+  TorchFigures f;
+  char line[512];
+  while (std::fgets(line, sizeof(line), pipe) != nullptr) {
+    double ms = 0;
+    if (std::sscanf(line, "local step_ms=%lf", &ms) == 1) f.local = ms;
+    const char* p = std::strstr(line, "step_ms=");
+    if (std::strncmp(line, "ddp ", 4) == 0 && p && std::sscanf(p, "step_ms=%lf", &ms) == 1) {
+      f.ddp = ms;
+    }
+  }
+  pclose(pipe);
+  if (f.ddp <= 0) return std::nullopt;
+  return f;
+}
+
+double median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  return v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
+}
+
+std::string flag(int argc, char** argv, const std::string& name, const std::string& fallback) {
+  const std::string prefix = "--" + name + "=";
+  for (int i = 1; i < argc; ++i) {
+    if (std::string(argv[i]).rfind(prefix, 0) == 0) return std::string(argv[i]).substr(prefix.size());
+  }
+  return fallback;
+}
+
+std::vector<double> numbers(const std::string& csv) {
+  std::vector<double> out;
+  std::stringstream ss(csv);
+  std::string item;
+  while (std::getline(ss, item, ',')) {
+    if (!item.empty()) out.push_back(std::stod(item));
+  }
+  return out;
+}
+
+struct Row {
+  Config config;
+  Result result;  // medians
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  setenv("OPENBLAS_NUM_THREADS", "1", 0);
+  const int rounds = std::stoi(flag(argc, argv, "rounds", "3"));
+  const auto worlds = numbers(flag(argc, argv, "worlds", "2,4"));
+  const auto caps = numbers(flag(argc, argv, "caps", "1,5,10,25,50"));
+  const std::string report = flag(argc, argv, "report", "");
+  const std::string script = flag(argc, argv, "torch_script", "/work/shared/anchors/torch_ddp_mlp.py");
+
+  std::vector<Config> configs;
+  for (double w : worlds) {
+    configs.push_back({"default", static_cast<int>(w), {}, false});
+    ddp::DDPOptions view;
+    view.gradientAsBucketView = true;
+    configs.push_back({"gradient_as_bucket_view", static_cast<int>(w), view, false});
+    configs.push_back({"noop_hook (no comm)", static_cast<int>(w), {}, true});
+  }
+  for (double cap : caps) {
+    ddp::DDPOptions o;
+    o.bucketCapMb = cap;
+    char name[64];
+    std::snprintf(name, sizeof(name), "bucket_cap_mb=%g", cap);
+    configs.push_back({name, 2, o, false});
+  }
+  std::vector<double> localRuns;
+  std::vector<std::vector<Result>> runs(configs.size());
+  std::vector<std::vector<TorchFigures>> torchRuns(worlds.size());
+  for (int round = 0; round < rounds; ++round) {
+    localRuns.push_back(localStepMs());
+    for (size_t i = 0; i < configs.size(); ++i) {
+      if (auto r = runConfig(configs[i])) runs[i].push_back(*r);
+    }
+    for (size_t w = 0; w < worlds.size(); ++w) {
+      if (auto f = torchFigures(script, static_cast<int>(worlds[w]))) torchRuns[w].push_back(*f);
+    }
+  }
+  const double local = median(localRuns);
+  std::printf("local step_ms=%.2f\n", local);
+  std::ostringstream md, json;
+  md << "# DDP step time: distlab vs local vs PyTorch\n\nReference MLP 4 x [Linear(1024,1024), "
+        "ReLU], Linear(1024,10) (4.2M parameters, 16.8 MB of gradients); batch 32 per rank; "
+        "cross-entropy; SGD lr 0.01; ranks as processes on shm; OPENBLAS_NUM_THREADS=1; mean of "
+     << kSteps << " steps after " << kWarmup << " warm-up steps; median of " << rounds
+     << " rounds.\n\nlocal (same model, same per-rank batch, one process): " << local
+     << " ms\n\n| config | world | step (ms) | vs local | fwd | bwd compute | bwd comm | "
+        "overlap | buckets | last step buckets MB:ready/launched/completed (ms from bwd start) "
+        "|\n|---|---|---|---|---|---|---|---|---|---|\n";
+  json << "{\n  \"benchmark\": \"ddp_step\",\n  \"local_step_ms\": " << local
+       << ",\n  \"configs\": [\n";
+  for (size_t i = 0; i < configs.size(); ++i) {
+    std::vector<double> step, fwd, bc, cm, ov;
+    for (const auto& r : runs[i]) {
+      step.push_back(r.stepMs);
+      fwd.push_back(r.fwdMs);
+      bc.push_back(r.bwdComputeMs);
+      cm.push_back(r.bwdCommMs);
+      ov.push_back(r.overlapMs);
+    }
+    const Result last = runs[i].empty() ? Result{} : runs[i].back();
+    char row[1024];
+    std::snprintf(row, sizeof(row), "| %s | %d | %.2f | %.2fx | %.2f | %.2f | %.2f | %.2f | %d | %s |\n",
+                  configs[i].name.c_str(), configs[i].world, median(step), median(step) / local,
+                  median(fwd), median(bc), median(cm), median(ov), last.buckets,
+                  last.bucketTimeline.c_str());
+    md << row;
+    std::printf("%s", row);
+    json << "    {\"config\": \"" << configs[i].name << "\", \"world\": " << configs[i].world
+         << ", \"step_ms\": " << median(step) << ", \"forward_ms\": " << median(fwd)
+         << ", \"backward_compute_ms\": " << median(bc) << ", \"backward_comm_ms\": " << median(cm)
+         << ", \"overlap_ms\": " << median(ov) << ", \"buckets\": " << last.buckets
+         << ", \"bucket_timeline\": \"" << last.bucketTimeline << "\"}"
+         << (i + 1 < configs.size() ? "," : "") << "\n";
+  }
+  json << "  ],\n  \"torch\": [";
+  md << "\n| PyTorch (gloo, torch_ddp_mlp.py) | world | local step (ms) | DDP step (ms) | distlab "
+        "default DDP step / PyTorch DDP step |\n|---|---|---|---|---|\n";
+  for (size_t w = 0; w < worlds.size(); ++w) {
+    std::vector<double> tl, td;
+    for (const auto& f : torchRuns[w]) {
+      tl.push_back(f.local);
+      td.push_back(f.ddp);
+    }
+    double ours = 0;
+    for (size_t i = 0; i < configs.size(); ++i) {
+      if (configs[i].name == "default" && configs[i].world == static_cast<int>(worlds[w])) {
+        std::vector<double> s;
+        for (const auto& r : runs[i]) s.push_back(r.stepMs);
+        ours = median(s);
+      }
+    }
+    if (td.empty()) {
+      md << "| unavailable | " << worlds[w] << " | - | - | - |\n";
+      continue;
+    }
+    md << "| torch | " << worlds[w] << " | " << median(tl) << " | " << median(td) << " | "
+       << ours / median(td) << " |\n";
+    std::printf("torch world=%g local=%.2f ddp=%.2f ratio distlab/torch=%.3f\n", worlds[w],
+                median(tl), median(td), ours / median(td));
+    json << (w ? ", " : "") << "{\"world\": " << worlds[w] << ", \"local_step_ms\": " << median(tl)
+         << ", \"ddp_step_ms\": " << median(td) << ", \"ratio_distlab_over_torch\": "
+         << ours / median(td) << "}";
+  }
+  json << "]\n}\n";
+  if (!report.empty()) {
+    std::ofstream(report + ".md") << md.str();
+    std::ofstream(report + ".json") << json.str();
+  }
+  return 0;
+}

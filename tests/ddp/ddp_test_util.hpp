@@ -1,0 +1,77 @@
+#pragma once
+// Shared helpers of the DDP tests: groups, models, data, training loops and
+// the parity measures.
+//
+// Parity measure (stated once for every test): for each parameter tensor,
+// relErr = max|a - b| / max|b| (infinity norms; a = DDP, b = reference), and
+// the test's number is the maximum over tensors. Element-wise relative errors
+// are avoided because parameters near zero would make them meaningless.
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "runtime/comm/process_group.hpp"
+#include "runtime/ddp/distributed_data_parallel.hpp"
+#include "runtime/nn/module.hpp"
+#include "tests/support/spawn.hpp"
+
+namespace distlab::testing {
+
+enum class ModelKind { kMlp, kGpt };
+enum class OptimKind { kSgd, kAdamW };
+std::string modelName(ModelKind kind);
+
+comm::ProcessGroupPtr makeGroup(const RankContext& ctx, const std::string& name = "ddp",
+                                std::chrono::milliseconds timeout = std::chrono::seconds(30));
+
+// Identical on every rank for the same seed.
+std::shared_ptr<nn::Module> makeModel(ModelKind kind, uint64_t seed = 1234);
+
+// One training step's global batch (inputs and int64 targets) for `kind`.
+struct Batch {
+  Tensor x;
+  Tensor y;
+};
+Batch globalBatch(ModelKind kind, int64_t rows, int step);
+// Rows [rank * per, (rank + 1) * per) of a global batch.
+Batch shard(const Batch& batch, int rank, int64_t per);
+
+// Mean cross entropy of the model output (logits flattened for the GPT model).
+Tensor lossOf(ModelKind kind, const Tensor& logits, const Tensor& targets);
+
+struct TrainConfig {
+  ModelKind model = ModelKind::kMlp;
+  OptimKind optim = OptimKind::kSgd;
+  int steps = 10;
+  int64_t perRank = 4;  // rows per rank per step
+  double lr = 0.05;
+};
+
+// Single-process training on the full N * perRank batch (or, with rank >= 0,
+// on that rank's shard only); returns the final parameters (copies), in
+// namedParameters() order.
+std::vector<Tensor> trainReference(const TrainConfig& config, int worldSize, int rank = -1);
+
+// One DDP training run on this rank. `hook` (may be empty) is registered
+// before training; `noSyncMicro` splits each step in two micro-batches, the
+// first under no_sync. Returns final parameters and the per-step losses.
+struct DdpRun {
+  std::vector<Tensor> params;
+  std::vector<double> losses;
+  ddp::DDPLoggingData stats;
+};
+using HookInstaller = std::function<void(ddp::DistributedDataParallel&)>;
+DdpRun trainDdp(const RankContext& ctx, const comm::ProcessGroupPtr& group,
+                const TrainConfig& config, const ddp::DDPOptions& options,
+                const HookInstaller& hook = {}, bool noSyncMicro = false);
+
+// See the header comment.
+double maxRelativeError(const std::vector<Tensor>& a, const std::vector<Tensor>& b);
+// True when every rank holds bitwise identical `params` (an allgather).
+bool identicalAcrossRanks(const comm::ProcessGroupPtr& group, const std::vector<Tensor>& params);
+// Flattened float64 copy of all tensors.
+Tensor flatten(const std::vector<Tensor>& tensors);
+std::vector<Tensor> copies(const std::vector<Tensor>& tensors);
+
+}  // namespace distlab::testing
