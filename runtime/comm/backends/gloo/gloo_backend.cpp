@@ -223,7 +223,9 @@ void GlooBackend::abort(const std::string& reason) {
 void GlooBackend::shutdown(Milliseconds timeout) {
   if (stopped_.exchange(true)) return;
   if (!progress_) return;
+  const Deadline deadline = Deadline::after(timeout);
   progress_->drain(timeout);
+  if (!errorReason()) p2p_->flushSends(deadline);
   {
     std::lock_guard<std::mutex> lock(errorMutex_);
     if (!error_) error_ = "the backend was shut down";

@@ -275,6 +275,21 @@ void GlooP2P::reapLocked() {
   }
 }
 
+bool GlooP2P::flushSends(Deadline deadline) {
+  while (true) {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      bool pending = false;
+      for (const auto& op : ops_) {
+        pending = pending || (!op->isRecv && !op->self && !op->done.load() && !op->expired.load());
+      }
+      if (!pending) return true;
+    }
+    if (deadline.expired()) return false;
+    std::this_thread::sleep_for(Milliseconds(2));
+  }
+}
+
 void GlooP2P::stop(const std::string& reason) {
   std::list<std::shared_ptr<Op>> ops;
   {

@@ -54,6 +54,10 @@ class GlooP2P {
   void send(const WorkPtr& work, const Tensor& tensor, int dst, int tag, Milliseconds timeout);
   // src == -1: any source.
   void recv(const WorkPtr& work, const Tensor& tensor, int src, int tag, Milliseconds timeout);
+  // Waits (until `deadline`) for buffered sends to be delivered; returns
+  // whether all were. Shutdown calls this so a rank that finishes right after
+  // a send does not take the message down with it.
+  bool flushSends(Deadline deadline);
   // Fails every in-flight operation with `reason` and joins the waiters.
   void stop(const std::string& reason);
 
