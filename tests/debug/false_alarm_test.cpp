@@ -9,6 +9,7 @@
 #include <random>
 
 #include "runtime/comm/debug/monitored_barrier.hpp"
+#include "runtime/comm/debug/process_group_wrapper.hpp"
 #include "tests/debug/debug_test_util.hpp"
 #include "tests/support/temp_dir.hpp"
 
@@ -124,6 +125,11 @@ TEST(FalseAlarms, RandomCorrectWorkloadPassesUnderDetail) {
     g.world = initDebugRank(ctx, DebugLevel::kDetail, dir, std::chrono::milliseconds(20000));
     g.pair = comm::newSubgroups(2).first;
     g.trio = comm::newGroup({.ranks = {1, 2, 3}});
+    for (const auto& pg : {g.world, g.pair}) {  // DETAIL really wraps every group
+      ASSERT_NE(std::dynamic_pointer_cast<comm::ProcessGroupWrapper>(
+                    pg->getBackend(DeviceType::kCPU)),
+                nullptr);
+    }
     std::mt19937 gen(kSeed);
     for (int step = 0; step < kSteps; ++step) {
       ASSERT_NO_FATAL_FAILURE(runStep(g, ctx.rank, gen)) << "step " << step;
