@@ -218,11 +218,13 @@ TEST(FlightRecorder, DumpOnRequestHasTheReferenceFields) {
     // Work::finish wakes waiters before it notifies observers: give the
     // recorder's observer its moment (bounded) before dumping.
     const Deadline deadline = Deadline::after(std::chrono::seconds(2));
-    while (nlohmann::json::parse(comm::flightRecorderJson(ctx.rank))["entries"][1]["state"] !=
-               "completed" &&
-           !deadline.expired()) {
-      std::this_thread::yield();
-    }
+    auto allCompleted = [&] {
+      for (const auto& e : nlohmann::json::parse(comm::flightRecorderJson(ctx.rank))["entries"]) {
+        if (e["state"] != "completed") return false;
+      }
+      return true;
+    };
+    while (!allCompleted() && !deadline.expired()) std::this_thread::yield();
     auto files = comm::dumpFlightRecorders("request", "test", ctx.rank);
     ASSERT_EQ(files.size(), 1u);
     auto j = nlohmann::json::parse(comm::flightRecorderJson(ctx.rank));
