@@ -41,6 +41,13 @@ FaultPlan::FaultPlan(const std::vector<FaultSpec>& faults, int rank,
 }
 
 const FaultSpec* FaultPlan::onCollective(uint64_t seq) {
+  const FaultSpec* storeDeath = nullptr;
+  const FaultSpec* fired = decide(seq, storeDeath);
+  if (storeDeath) recordFired(*storeDeath, seq, "store server stopped");
+  return fired;
+}
+
+const FaultSpec* FaultPlan::decide(uint64_t seq, const FaultSpec*& storeDeath) {
   std::lock_guard<std::mutex> lock(mutex_);
   for (auto& e : entries_) {
     const auto& f = e.spec;
@@ -56,6 +63,7 @@ const FaultSpec* FaultPlan::onCollective(uint64_t seq) {
     ++e.firedCount;
     if (f.kind == "store_death") {
       storeDead_ = true;
+      storeDeath = &f;
       continue;  // the store fails from now on; the collective itself runs
     }
     return &f;

@@ -54,6 +54,10 @@ class FaultPlan {
   void recordFired(const FaultSpec& f, uint64_t seq, const std::string& detail = "");
 
  private:
+  // onCollective's decision under the lock; `storeDeath` is set when a
+  // store_death fault fired (logged by the caller, outside the lock).
+  const FaultSpec* decide(uint64_t seq, const FaultSpec*& storeDeath);
+
   struct Entry {
     FaultSpec spec;
     int firedCount = 0;

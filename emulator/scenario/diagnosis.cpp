@@ -63,19 +63,28 @@ std::string rankList(const std::vector<int>& ranks) {
 }
 
 // Rule 2: the first sequence number where the ranks disagree.
+// A rank that already failed (errorUs, 0: never) when the others issued a
+// collective is not "missing" from it: it stopped, it did not desync.
 bool desync(const std::vector<RankEvents>& events, const std::vector<bool>& alive,
-            std::vector<int>& culprits, std::string& text) {
+            const std::vector<int64_t>& errorUs, std::vector<int>& culprits, std::string& text) {
   const int n = static_cast<int>(events.size());
   uint64_t maxSeq = 0;
   for (const auto& e : events) for (const auto& op : e.ops) maxSeq = std::max(maxSeq, op.seq);
   for (uint64_t seq = 1; seq <= maxSeq; ++seq) {
     std::map<std::string, std::vector<int>> byPrint;
     std::vector<int> missing, doubled;
+    int64_t firstIssueUs = 0;
+    for (const auto& e : events) {
+      for (const auto& op : e.ops) {
+        if (op.seq == seq && (firstIssueUs == 0 || op.us < firstIssueUs)) firstIssueUs = op.us;
+      }
+    }
     for (int r = 0; r < n; ++r) {
       std::vector<const OpRecord*> mine;
       for (const auto& op : events[r].ops) if (op.seq == seq) mine.push_back(&op);
       if (mine.empty()) {
-        if (alive[r]) missing.push_back(r);
+        bool stoppedBefore = errorUs[r] > 0 && errorUs[r] <= firstIssueUs;
+        if (alive[r] && !stoppedBefore) missing.push_back(r);
         continue;
       }
       if (mine.size() > 1) doubled.push_back(r);
@@ -205,10 +214,14 @@ Diagnosis diagnose(const Scenario& s, const std::vector<RankExit>& exits,
   } else {
     d.outcome = firstErrorType == "DistTimeoutError" ? Outcome::kTimeout : Outcome::kError;
   }
+  std::vector<int64_t> errorUs(n, 0);
+  for (int r = 0; r < n; ++r) {
+    if (results[r] && results[r]->status == "error") errorUs[r] = results[r]->errorUs;
+  }
   std::string cause;
   if (!crashed.empty()) {
     d.culprits = crashed;
-  } else if (!desync(events, alive, d.culprits, cause) && !checksumSplit(results, d.culprits, cause)) {
+  } else if (!desync(events, alive, errorUs, d.culprits, cause) && !checksumSplit(results, d.culprits, cause)) {
     straggler(events, d.culprits, cause);
   }
   if (!cause.empty()) notes.push_back(cause);

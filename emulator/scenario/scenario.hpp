@@ -129,7 +129,7 @@ struct Scenario {
   std::string debugLevel = "OFF";        // OFF | INFO | DETAIL
   double collectiveTimeoutS = 10;        // process-group timeout
   double runTimeoutS = 60;               // the runner kills every rank after this
-  double teardownGraceS = 3;             // after the first failure, wait this long
+  double teardownGraceS = 2;             // after the first failure, wait this long
   bool trace = false;
   std::string workloadKind = "collectives";  // collectives | training
   std::vector<CollectiveStep> steps;

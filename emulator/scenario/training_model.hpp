@@ -9,7 +9,8 @@
 // gradient there (a parameter unused on one rank only). For two_layer the
 // body's own two outputs play these roles (TwoLinLayerNet's b is the aux).
 //
-// Data: x ~ N(0, 1) [batch, in] from a generator seeded by (seed, rank, step);
+// Data: x ~ N(0, 1) [batch, in] from a generator seeded by (seed, rank, step % 2)
+// (each rank cycles over two batches);
 // y = x @ W_teacher, a fixed random teacher, so the loss can decrease.
 #include <memory>
 #include <utility>

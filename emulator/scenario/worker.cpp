@@ -60,7 +60,9 @@ void runRank(const Scenario& s, int rank, FaultPlan& plan,
   } else {
     runTrainingWorkload(s, rank, world, plan, result);
   }
-  exitBarrier(*store, rank, s.worldSize, timeout);
+  // Longer than a collective timeout, so that a peer stuck in a collective
+  // reports its own timeout first (it names the collective; this would not).
+  exitBarrier(*store, rank, s.worldSize, 2 * timeout + std::chrono::seconds(5));
   if (world) comm::destroyProcessGroup();
 }
 
