@@ -218,9 +218,20 @@ Diagnosis diagnose(const Scenario& s, const std::vector<RankExit>& exits,
   for (int r = 0; r < n; ++r) {
     if (results[r] && results[r]->status == "error") errorUs[r] = results[r]->errorUs;
   }
+  // Ranks that failed with a local (non-distributed) error: their own logic
+  // stopped them (e.g. DDP's reduction check), the others merely waited.
+  std::vector<int> local;
+  for (int r = 0; r < n; ++r) {
+    const auto& res = results[r];
+    if (res && res->status == "error" && res->errorType.rfind("Dist", 0) != 0) local.push_back(r);
+  }
   std::string cause;
   if (!crashed.empty()) {
     d.culprits = crashed;
+  } else if (!local.empty()) {
+    d.culprits = local;
+    cause = fmt::format("{} failed on {} own (a local error, not a distributed one)",
+                        rankList(local), local.size() == 1 ? "its" : "their");
   } else if (!desync(events, alive, errorUs, d.culprits, cause) && !checksumSplit(results, d.culprits, cause)) {
     straggler(events, d.culprits, cause);
   }

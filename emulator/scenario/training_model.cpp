@@ -15,19 +15,35 @@ namespace {
 
 class ScenarioNet : public nn::Module {
  public:
+  // mlp / residual_mlp: body + aux = Linear(out, out) on the body's output.
   ScenarioNet(std::shared_ptr<nn::Module> body, int64_t out, Generator& gen)
       : Module("ScenarioNet") {
     body_ = registerModule("body", std::move(body));
     aux_ = registerModule("aux", std::make_shared<nn::Linear>(out, out, gen));
   }
+  // two_layer: TwoLinLayerNet's a is the main path, b the auxiliary one.
+  explicit ScenarioNet(std::shared_ptr<nn::TwoLinLayerNet> net) : Module("ScenarioNet") {
+    body_ = registerModule("body", net);
+    twoLayer_ = true;
+  }
+  void setAuxUsed(bool used) { auxUsed_ = used; }
   nn::TensorList forwardAll(const nn::TensorList& inputs) override {
+    if (twoLayer_) {
+      const Tensor& x = inputs.at(0);
+      Tensor a = body_->child("a")->forward(x);
+      if (!auxUsed_) return {a};
+      return {a, body_->child("b")->forward(x)};
+    }
     Tensor h = body_->call(inputs).at(0);
+    if (!auxUsed_) return {h};
     return {h, aux_->forward(h)};
   }
 
  private:
   std::shared_ptr<nn::Module> body_;
   std::shared_ptr<nn::Linear> aux_;
+  bool twoLayer_ = false;
+  bool auxUsed_ = true;
 };
 
 }  // namespace
@@ -41,7 +57,9 @@ int64_t modelOutputDim(const TrainingWorkload& tr) {
 
 std::shared_ptr<nn::Module> buildScenarioModel(const TrainingWorkload& tr) {
   Generator gen(tr.seed);
-  if (tr.model == "two_layer") return std::make_shared<nn::TwoLinLayerNet>(gen);
+  if (tr.model == "two_layer") {
+    return std::make_shared<ScenarioNet>(std::make_shared<nn::TwoLinLayerNet>(gen));
+  }
   std::shared_ptr<nn::Module> body;
   const auto& s = tr.sizes;
   if (tr.model == "mlp") {
@@ -61,6 +79,10 @@ std::shared_ptr<nn::Module> buildScenarioModel(const TrainingWorkload& tr) {
     body = std::make_shared<nn::ResidualMlp>(o, gen);
   }
   return std::make_shared<ScenarioNet>(body, s.back(), gen);
+}
+
+void setAuxUsed(nn::Module& model, bool used) {
+  if (auto* net = dynamic_cast<ScenarioNet*>(&model)) net->setAuxUsed(used);
 }
 
 std::pair<Tensor, Tensor> scenarioBatch(const TrainingWorkload& tr, int rank, int step) {

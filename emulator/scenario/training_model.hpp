@@ -4,10 +4,13 @@
 //
 // ScenarioNet = body (mlp | residual_mlp | two_layer, from nn/models) and an
 // auxiliary head `aux` = Linear(out, out). forwardAll returns {main, aux}; the
-// loss is mse(main, y) + 0.1 * mean(aux^2) where the auxiliary term is left
-// out on ranks with an unused_param fault, so `aux`'s parameters get no
-// gradient there (a parameter unused on one rank only). For two_layer the
-// body's own two outputs play these roles (TwoLinLayerNet's b is the aux).
+// loss is mse(main, y) + 0.1 * (mse(aux, y) or mean(aux^2)). On ranks with an
+// unused_param fault the aux head does not run at all (setAuxUsed(false)), so
+// its parameters are unreachable from the outputs there: a parameter unused
+// on one rank only, which DDP handles with find_unused_parameters=true and
+// rejects without it. (Computing aux but leaving it out of the loss would not
+// do: DDP finds unused parameters by walking the graph from the outputs.)
+// For two_layer, TwoLinLayerNet's a is the main path and b the aux.
 //
 // Data: x ~ N(0, 1) [batch, in] from a generator seeded by (seed, rank, step % 2)
 // (each rank cycles over two batches);
@@ -23,6 +26,9 @@ namespace distlab::emulator {
 std::shared_ptr<nn::Module> buildScenarioModel(const TrainingWorkload& tr);
 int64_t modelInputDim(const TrainingWorkload& tr);
 int64_t modelOutputDim(const TrainingWorkload& tr);
+
+// Runs or skips the aux head in forward (see the header comment).
+void setAuxUsed(nn::Module& model, bool used);
 
 // (x, y) of `rank`'s batch `step`.
 std::pair<Tensor, Tensor> scenarioBatch(const TrainingWorkload& tr, int rank, int step);

@@ -105,6 +105,10 @@ void runTrainingWorkload(const Scenario& s, int rank, const comm::ProcessGroupPt
   auto params = engine->parameters();
   auto opt = makeOptimizer(tr, params);
   const bool auxUnused = plan.engineFault("unused_param", -1) != nullptr;
+  if (auxUnused) {
+    setAuxUsed(*ctx.module, false);
+    plan.log().write("fault unused_param seq=0 step=-1 aux head not run");
+  }
   const int batches = tr.batchesOf(rank);
   for (int step = 0; step < batches; ++step) {
     plan.setStep(step);
