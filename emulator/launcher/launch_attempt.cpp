@@ -51,6 +51,25 @@ AttemptRunner::AttemptRunner(const LaunchOptions& options, comm::Store& store, i
   }
 }
 
+AttemptRunner::~AttemptRunner() {
+  if (!anyRunning()) return;
+  stopAll(SIGKILL);
+  for (size_t i = 0; i < running_.size(); ++i) {
+    if (running_[i]) ::waitpid(result_.ranks[i].pid, nullptr, 0);
+  }
+}
+
+bool AttemptRunner::remoteFailed() {
+  try {
+    if (!store_.check({key("failed")})) return false;
+    message(fmt::format("another node failed ({})", store_.getString(key("failed"))));
+  } catch (const DistError& e) {
+    message(fmt::format("lost the launchers' store ({}); treating it as a failed node", e.what()));
+  }
+  result_.remoteFailure = true;
+  return true;
+}
+
 void AttemptRunner::message(const std::string& text) const {
   if (options_.onMessage) {
     options_.onMessage(text);
@@ -156,7 +175,11 @@ void AttemptRunner::reap() {
     message(fmt::format("rank {} (pid {}) failed with {}; stopping the other ranks", o.rank,
                         o.pid, o.describe()));
     if (options_.nnodes > 1) {
-      store_.setString(key("failed"), fmt::format("node {} rank {}", options_.nodeRank, o.rank));
+      try {
+        store_.setString(key("failed"), fmt::format("node {} rank {}", options_.nodeRank, o.rank));
+      } catch (const DistError& e) {
+        message(fmt::format("could not tell the other nodes: {}", e.what()));
+      }
     }
     stopping_ = true;
     stopAll(SIGTERM);
@@ -209,10 +232,8 @@ void AttemptRunner::monitor(OutputPump& pump) {
       stopping_ = true;
       stopAll(sig);
     }
-    if (!stopping_ && options_.nnodes > 1 && store_.check({key("failed")})) {
-      result_.remoteFailure = true;
-      message(fmt::format("another node failed ({}); stopping this node's ranks",
-                          store_.getString(key("failed"))));
+    if (!stopping_ && options_.nnodes > 1 && remoteFailed()) {
+      message("stopping this node's ranks");
       stopping_ = true;
       stopAll(SIGTERM);
     }
@@ -232,21 +253,24 @@ void AttemptRunner::monitor(OutputPump& pump) {
 }
 
 bool AttemptRunner::waitForOtherNodes() {
-  store_.setString(key(fmt::format("done/{}", options_.nodeRank)), "1");
-  if (options_.nodeRank != 0) return true;  // only the store's host must stay
-  std::vector<std::string> done;
-  for (int n = 0; n < options_.nnodes; ++n) done.push_back(key(fmt::format("done/{}", n)));
-  Deadline deadline = Deadline::after(options_.timeout.count() > 0 ? options_.timeout
-                                                                   : options_.rendezvousTimeout);
-  while (!store_.check(done)) {
-    if (store_.check({key("failed")})) {
-      result_.remoteFailure = true;
-      return false;
+  try {
+    store_.setString(key(fmt::format("done/{}", options_.nodeRank)), "1");
+    if (options_.nodeRank != 0) return true;  // only the store's host must stay
+    std::vector<std::string> done;
+    for (int n = 0; n < options_.nnodes; ++n) done.push_back(key(fmt::format("done/{}", n)));
+    Deadline deadline = Deadline::after(
+        options_.timeout.count() > 0 ? options_.timeout : options_.rendezvousTimeout);
+    while (!store_.check(done)) {
+      if (remoteFailed()) return false;
+      if (stopSignal_.load() != 0 || deadline.expired()) return false;
+      ::poll(nullptr, 0, static_cast<int>(options_.monitorInterval.count()));
     }
-    if (stopSignal_.load() != 0 || deadline.expired()) return false;
-    ::poll(nullptr, 0, static_cast<int>(options_.monitorInterval.count()));
+    return true;
+  } catch (const DistError& e) {
+    message(fmt::format("lost the launchers' store while finishing: {}", e.what()));
+    result_.remoteFailure = true;
+    return false;
   }
-  return true;
 }
 
 AttemptResult AttemptRunner::run() {

@@ -34,6 +34,10 @@ class AttemptRunner {
  public:
   AttemptRunner(const LaunchOptions& options, comm::Store& store, int attempt, int masterPort,
                 int wakeFd, std::atomic<int>& stopSignal);
+  // Kills and reaps any rank still running (only reached on an error path).
+  ~AttemptRunner();
+  AttemptRunner(const AttemptRunner&) = delete;
+  AttemptRunner& operator=(const AttemptRunner&) = delete;
   // Throws Error when a rank cannot be started, DistError when the nodes
   // cannot meet.
   AttemptResult run();
@@ -51,6 +55,8 @@ class AttemptRunner {
   std::string logPath(int rank) const;
   void message(const std::string& text) const;
   bool anyRunning() const;
+  // store.check(), where a lost store (node 0 gone) counts as a remote failure.
+  bool remoteFailed();
 
   const LaunchOptions& options_;
   comm::Store& store_;

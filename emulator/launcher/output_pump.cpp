@@ -10,6 +10,9 @@
 #include "runtime/core/clock.hpp"
 
 namespace distlab::emulator {
+namespace {
+constexpr size_t kMaxLine = 64 * 1024;
+}  // namespace
 
 bool looksLikeError(const std::string& line) {
   std::string lower(line.size(), '\0');
@@ -63,6 +66,10 @@ void OutputPump::readStream(Stream& s) {
         emit(s, s.partial.substr(start, nl - start));
       }
       s.partial.erase(0, start);
+      if (s.partial.size() > kMaxLine) {  // a runaway line without '\n'
+        emit(s, s.partial);
+        s.partial.clear();
+      }
       continue;
     }
     if (n < 0 && errno == EINTR) continue;

@@ -1,5 +1,7 @@
 #include "runtime/comm/store/tcp_store.hpp"
 
+#include <algorithm>
+
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
@@ -18,6 +20,7 @@ namespace {
 // How long past a blocking request's own timeout the client waits for the
 // server's (timeout) reply before it declares the connection dead.
 constexpr std::chrono::milliseconds kReplySlack{10000};
+constexpr std::chrono::milliseconds kMinConnectTimeout{5000};
 
 void validate(const TCPStoreOptions& o) {
   if (o.port < 0 || o.port > 65535) {
@@ -73,8 +76,10 @@ std::unique_ptr<TCPStore::Connection> TCPStore::acquire() {
       return c;
     }
   }
+  // A short store timeout (tests use a few ms) must not make growing the pool
+  // fail on a busy machine: connecting gets at least kMinConnectTimeout.
   return std::make_unique<Connection>(options_.host, port_, /*countsAsWorker=*/false,
-                                      Deadline::after(timeout()));
+                                      Deadline::after(std::max(timeout(), kMinConnectTimeout)));
 }
 
 void TCPStore::release(std::unique_ptr<Connection> connection) {

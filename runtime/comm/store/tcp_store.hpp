@@ -19,7 +19,10 @@
 // Thread-safe: each call borrows a pooled connection, so concurrent blocking
 // and non-blocking calls from several threads do not wait on each other.
 // Destroying the master stops the server; clients then fail with
-// DistNetworkError.
+// DistNetworkError. So the hosting rank must outlive its peers' last request:
+// end with the peers acknowledging a final key ("bye/<rank>") that the master
+// waits for; a plain counter barrier is not enough, as the master may pass it
+// while a peer's last wait() is still in flight.
 #include <memory>
 #include <mutex>
 #include <string>
