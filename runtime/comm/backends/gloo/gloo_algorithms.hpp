@@ -23,11 +23,23 @@
 
 namespace distlab::comm::gloo_backend {
 
+// Staging buffers reused across operations (collectives run one at a time):
+// a fresh multi-MiB allocation per call costs more in page faults than the
+// copy itself. Grow-only; released with the backend.
+struct Scratch {
+  std::vector<uint8_t> buffers[2];
+  uint8_t* get(int i, size_t bytes) {
+    if (buffers[i].size() < bytes) buffers[i].resize(bytes);
+    return buffers[i].data();
+  }
+};
+
 // One operation's Gloo context, tag and deadline.
 struct GlooCall {
   std::shared_ptr<::gloo::Context> context;
   uint32_t tag = 0;
   Deadline deadline = Deadline::after(Milliseconds(0));
+  Scratch* scratch = nullptr;  // the backend's; never null inside a collective
   int rank() const { return context->rank; }
   int size() const { return context->size; }
   // Time left for the next Gloo call (at least 1 ms: Gloo rejects 0).

@@ -195,7 +195,7 @@ WorkPtr GlooBackend::submit(WorkInfo workInfo, std::vector<Tensor> outputs, bool
     work->markStarted();
     const auto started = Clock::now();
     GlooCall call{contexts_[wi.seq % contexts_.size()], static_cast<uint32_t>(wi.seq),
-                  Deadline::after(wi.timeout)};
+                  Deadline::after(wi.timeout), &scratch_};
     monitor_->opBegin();
     try {
       body(call);

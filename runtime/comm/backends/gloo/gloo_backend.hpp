@@ -141,6 +141,7 @@ class GlooBackend : public Backend {
   void checkInterfaceCount();
 
   BackendContext ctx_;
+  Scratch scratch_;  // used by the running collective only
   std::shared_ptr<BufferRegistry> buffers_ = std::make_shared<BufferRegistry>();
   std::vector<std::shared_ptr<::gloo::transport::Device>> devices_;  // tracked
   std::vector<std::shared_ptr<::gloo::Context>> contexts_;

@@ -16,13 +16,13 @@ void composedReduceScatter(const GlooCall& call, const void* in, void* out, size
   const int n = call.size();
   const size_t block = count * elementSize(dtype);
   if (block == 0) return;
-  std::vector<uint8_t> staged(block * n);
+  uint8_t* staged = call.scratch->get(0, block * n);
   // PREMUL_SUM scales this rank's contribution before it leaves (stageInput).
-  stageInput(staged.data(), in, count * n, dtype, op);
-  std::vector<uint8_t> gathered(block * n);
-  glooAlltoall(call, staged.data(), gathered.data(), block);
+  stageInput(staged, in, count * n, dtype, op);
+  uint8_t* gathered = call.scratch->get(1, block * n);
+  glooAlltoall(call, staged, gathered, block);
   std::vector<const void*> srcs(n);
-  for (int p = 0; p < n; ++p) srcs[p] = gathered.data() + block * p;
+  for (int p = 0; p < n; ++p) srcs[p] = gathered + block * p;
   reduceN(out, srcs.data(), n, count, dtype, op);
 }
 
