@@ -57,6 +57,9 @@ void Reducer::finalizeBackward() {
   for (auto& bucketPtr : buckets_) {
     Bucket& bucket = *bucketPtr;
     bucket.future->wait(group_->timeout());
+    // The stamping callback may still be running on the completing thread.
+    int64_t expected = 0;
+    bucket.completedNs->compare_exchange_strong(expected, monotonicNowNs());
     Tensor result = checkHookResult(bucket.future->value(), bucket.gradients, bucket.index,
                                     hookName_);
     if (detail::sameMemory(result, bucket.gradients)) {

@@ -66,7 +66,9 @@ TEST(ReducerTest, OneBucketFirstThenRebuiltInReadyOrder) {
     for (int step = 0; step < 2; ++step) {
       Batch b = shard(globalBatch(ModelKind::kMlp, 12, step), ctx.rank, 4);
       autograd::backward(lossOf(ModelKind::kMlp, ddp.forward(b.x), b.y));
-      if (step == 0) EXPECT_FALSE(ddp.reducer()->hasRebuiltBuckets());
+      if (step == 0) {
+        EXPECT_FALSE(ddp.reducer()->hasRebuiltBuckets());
+      }
     }
     EXPECT_TRUE(ddp.reducer()->hasRebuiltBuckets());
     order.resize(params.size());  // the first backward's order
