@@ -225,9 +225,28 @@ Diagnosis diagnose(const Scenario& s, const std::vector<RankExit>& exits,
     const auto& res = results[r];
     if (res && res->status == "error" && res->errorType.rfind("Dist", 0) != 0) local.push_back(r);
   }
+  // The debug layer (TORCH_DISTRIBUTED_DEBUG=DETAIL) names culprits itself:
+  // "... Culprit rank(s): 1 (the other ranks ... agree)".
+  std::vector<int> named;
+  for (const auto& res : results) {
+    if (!res || res->status != "error") continue;
+    auto at = res->message.find("Culprit rank(s): ");
+    if (at == std::string::npos) continue;
+    std::istringstream in(res->message.substr(at + 17));
+    int q;
+    char sep;
+    while (in >> q) {
+      if (std::find(named.begin(), named.end(), q) == named.end()) named.push_back(q);
+      if (!(in >> sep) || sep != ',') break;
+    }
+  }
+  std::sort(named.begin(), named.end());
   std::string cause;
   if (!crashed.empty()) {
     d.culprits = crashed;
+  } else if (!named.empty()) {
+    d.culprits = named;
+    cause = fmt::format("the debug layer names {}", rankList(named));
   } else if (!local.empty()) {
     d.culprits = local;
     cause = fmt::format("{} failed on {} own (a local error, not a distributed one)",

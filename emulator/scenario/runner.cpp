@@ -10,6 +10,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "emulator/analyze/fr_analysis.hpp"
 #include "emulator/scenario/expectations.hpp"
 #include "emulator/scenario/rank_processes.hpp"
 #include "emulator/scenario/scenario_parser.hpp"
@@ -89,6 +90,27 @@ nlohmann::json reportJson(const Scenario& s, const ScenarioReport& rep,
   return j;
 }
 
+// The debug layer's flight-recorder dumps (fr_rank_<R>.json, written on a
+// timeout or error), analysed as `distlab analyze` would; the first
+// divergence joins the diagnosis ("flight recorder: NOT_JOINED at seq 2 ...").
+void appendFlightRecorderAnalysis(const std::string& dir, int worldSize, Diagnosis& d) {
+  std::vector<std::string> dumps;
+  for (int r = 0; r < worldSize; ++r) {
+    std::string p = fmt::format("{}/fr_rank_{}.json", dir, r);
+    if (fs::exists(p)) dumps.push_back(p);
+  }
+  if (dumps.empty()) return;
+  try {
+    AnalysisResult a = analyzeDumps(dumps);
+    if (!a.foundDivergence()) return;
+    const Divergence& v = a.divergences.front();
+    d.text += fmt::format("; flight recorder: {} at seq {} ({}), culprits [{}]", v.kind, v.seq,
+                          v.op, fmt::join(v.culprits, ","));
+  } catch (const std::exception& e) {
+    d.text += fmt::format("; flight recorder dumps unreadable: {}", e.what());
+  }
+}
+
 std::string selfExecutable() {
   std::error_code ec;
   auto p = fs::read_symlink("/proc/self/exe", ec);
@@ -105,7 +127,9 @@ void execute(const Scenario& s, const RunOptions& o, const std::string& dir,
   l.env = {{"MASTER_ADDR", "127.0.0.1"},
            {"MASTER_PORT", std::to_string(server.port())},
            {"DISTLAB_STORE_EXTERNAL", "1"},
-           {"TORCH_DISTRIBUTED_DEBUG", s.debugLevel}};
+           {"TORCH_DISTRIBUTED_DEBUG", s.debugLevel},
+           // Flight-recorder dumps go to the run's folder, not /tmp (Cleanup).
+           {"TORCH_FR_DUMP_TEMP_FILE", dir + "/fr_rank_"}};
   l.worldSize = s.worldSize;
   l.deadlineS = s.runTimeoutS;
   l.graceS = s.teardownGraceS;
@@ -120,6 +144,7 @@ void execute(const Scenario& s, const RunOptions& o, const std::string& dir,
     events.push_back(readRankEvents(fmt::format("{}/rank{}.events", dir, r)));
   }
   rep.diagnosis = diagnose(s, launched.ranks, results, events, wallClockNowUs());
+  appendFlightRecorderAnalysis(dir, s.worldSize, rep.diagnosis);
   rep.failures = checkExpectations(s, rep.diagnosis, launched.ranks, results);
   if (launched.leftoverProcesses) {
     rep.failures.push_back(fmt::format("{}: a rank process outlived the run", s.path));
