@@ -41,7 +41,7 @@ case "$mode" in
   build) install_missing; build ;;
   run)
     install_missing; build
-    exec "build/$PRESET/emulator/cli/distlab" demo
+    exec "build/$PRESET/emulator/cli/distlab" run scenarios/quickstart
     ;;
   test)
     install_missing; build
