@@ -38,7 +38,9 @@
 // (inline for a blocking call on an idle queue). Collective i uses context
 // i mod (number of interfaces). Point-to-point is posted at issue time on the
 // caller's thread (it never waits behind a collective) from a private staging
-// copy, and completed by a waiter thread (gloo_p2p.hpp).
+// copy, and completed by a waiter thread (gloo_p2p.hpp). Sends are buffered: a
+// send's Work completes once its data is staged; shutdown() waits (bounded) for
+// buffered sends to be delivered.
 //
 // Failures: Note [Gloo peer failure] (gloo_peer_monitor.hpp).
 //  - a collective past its timeout: DistTimeoutError naming group, seq, op;
