@@ -50,7 +50,7 @@ int runAnalyze(const AnalyzeFlags& f) {
     std::fputs(text.c_str(), stdout);
     return result.foundDivergence() ? 1 : 0;
   } catch (const ValueError& e) {
-    std::fprintf(stderr, "distlab analyze: %s\n", e.what());
+    std::fprintf(stderr, "distlab %s\n", e.what());  // "analyze: <file>: <what>"
     return 2;
   }
 }
