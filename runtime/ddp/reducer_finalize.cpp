@@ -56,7 +56,19 @@ void Reducer::finalizeBackward() {
   }
   for (auto& bucketPtr : buckets_) {
     Bucket& bucket = *bucketPtr;
-    bucket.future->wait(group_->timeout());
+    try {
+      bucket.future->wait(group_->timeout());
+    } catch (const DistTimeoutError& e) {
+      // Name what DDP was waiting for (a skipped backward or an unused
+      // parameter on a peer shows up here).
+      throw DistTimeoutError(fmt::format(
+          "DDP (rank {}, group '{}'): bucket {} of {} ({} bytes, {} parameters) of iteration {} "
+          "did not complete within {} ms; a peer may have skipped backward or left a parameter "
+          "unused: {}",
+          group_->rank(), group_->name(), bucket.index, buckets_.size(),
+          bucket.gradients.nbytes(), bucket.variableIndices.size(), numIterations_,
+          group_->timeout().count(), e.what()));
+    }
     // The stamping callback may still be running on the completing thread.
     int64_t expected = 0;
     bucket.completedNs->compare_exchange_strong(expected, monotonicNowNs());
