@@ -47,9 +47,10 @@ void waitUntil(std::atomic<uint32_t>& bell, std::atomic<uint32_t>& sleepers,
     }
     now = monotonicNowNs();
   }
-  poll();
-  int64_t lastPoll = now;
-  // Yield.
+  // Yield. The first poll (syscalls: pidfds, clock) waits kFirstPollNs: a
+  // short wait is never a failure, and polling early cost several us per step
+  // when two ranks share a core.
+  int64_t lastPoll = start - kPollIntervalNs + kFirstPollNs;
   while (now - start < yieldNs) {
     sched_yield();
     if (done()) return;

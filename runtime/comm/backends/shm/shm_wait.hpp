@@ -10,7 +10,8 @@
 // for a whole scheduler slice to run again; 2 ms cost 4x at 2 MiB allreduce), then futex-wait on a "bell" word that every
 // arrival bumps (the waker only pays for FUTEX_WAKE when someone sleeps).
 // The futex sleeps at most kPollInterval, so `poll` (deadline, dead peers,
-// failure flags) runs at least that often: a dead peer is seen within ~0.1 s.
+// failure flags) runs at least that often (first after kFirstPollNs): a dead
+// peer is seen within ~0.1 s.
 #include <atomic>
 #include <cstdint>
 #include <functional>
@@ -20,6 +21,7 @@ namespace distlab::comm::shm {
 inline constexpr int64_t kSpinNs = 3'000;
 inline constexpr int64_t kYieldNs = 20'000'000;
 inline constexpr int64_t kPollIntervalNs = 50'000'000;
+inline constexpr int64_t kFirstPollNs = 1'000'000;
 
 // The p2p engine's idle wait yields for less: it waits for new work, not for a
 // peer in the middle of a step.
@@ -32,8 +34,8 @@ void futexWakeAll(std::atomic<uint32_t>* word);
 // Bumps `bell` and wakes sleepers (if any).
 void ring(std::atomic<uint32_t>& bell, std::atomic<uint32_t>& sleepers);
 
-// Blocks until done() is true. `poll` runs every kPollIntervalNs (and once when
-// the wait leaves the spin phase); it throws to end the wait (deadline passed,
+// Blocks until done() is true. `poll` runs kFirstPollNs into the wait, then every
+// kPollIntervalNs; it throws to end the wait (deadline passed,
 // peer died). done() must be cheap; both run on the calling thread.
 void waitUntil(std::atomic<uint32_t>& bell, std::atomic<uint32_t>& sleepers,
                const std::function<bool()>& done, const std::function<void()>& poll,
