@@ -119,7 +119,7 @@ std::string selfExecutable() {
 }
 
 void execute(const Scenario& s, const RunOptions& o, const std::string& dir,
-             ScenarioReport& rep) {
+             const Stopwatch& watch, ScenarioReport& rep) {
   comm::TCPStoreServer server(0);
   RankLaunch l;
   l.executable = o.executable.empty() ? selfExecutable() : o.executable;
@@ -160,6 +160,7 @@ void execute(const Scenario& s, const RunOptions& o, const std::string& dir,
     }
   }
   rep.passed = rep.failures.empty();
+  rep.durationS = watch.elapsedSeconds();
   if (!o.outDir.empty()) {
     std::ofstream(fmt::format("{}/{}.json", o.outDir, fileStem(s)))
         << reportJson(s, rep, launched.ranks, results).dump(2) << "\n";
@@ -205,7 +206,7 @@ ScenarioReport runScenario(const std::string& path, const RunOptions& o) {
     fs::create_directories(dir);
   }
   try {
-    execute(s, o, dir, rep);
+    execute(s, o, dir, watch, rep);
   } catch (const std::exception& e) {
     rep.failures.push_back(fmt::format("{}: the run failed: {}", path, e.what()));
     rep.passed = false;

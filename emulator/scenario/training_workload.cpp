@@ -114,6 +114,11 @@ void runTrainingWorkload(const Scenario& s, int rank, const comm::ProcessGroupPt
     plan.setStep(step);
     plan.log().write(fmt::format("step {}", step));
     for (const FaultSpec* f : plan.stepFaults(step)) plan.act(*f, 0);
+    if (step == tr.steps) {  // the first batch the other ranks do not have
+      if (const FaultSpec* f = plan.engineFault("uneven_data", step)) {
+        plan.recordFired(*f, 0, fmt::format("{} extra batches", f->extraBatches));
+      }
+    }
     engine->setGradSync(syncStep(tr, step));
     auto [x, y] = scenarioBatch(tr, rank, step);
     Tensor loss = scenarioLoss(engine->forward(x), y, !auxUnused);
