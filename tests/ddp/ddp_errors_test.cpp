@@ -207,6 +207,33 @@ TEST(DdpErrorsTest, MarkedReadyTwice) {
   }
 }
 
+// Fault "skipped backward": the peer never launches its bucket, so this rank's
+// wait ends at the group timeout with an error naming the bucket.
+TEST(DdpErrorsTest, PeerSkippingBackwardTimesOutNamingTheBucket) {
+  spawn(SpawnMode::kThreads, 2, [](RankContext& ctx) {
+    auto group = makeGroup(ctx, "skip", std::chrono::milliseconds(1000));
+    DistributedDataParallel ddp(makeModel(ModelKind::kMlp), group);
+    Batch b = shard(globalBatch(ModelKind::kMlp, 8, 0), ctx.rank, 4);
+    Tensor loss = lossOf(ModelKind::kMlp, ddp.forward(b.x), b.y);
+    if (ctx.rank == 0) {
+      std::string msg;
+      try {
+        autograd::backward(loss);
+      } catch (const DistTimeoutError& e) {
+        msg = e.what();
+      }
+      EXPECT_TRUE(contains(msg, "DDP (rank 0, group 'skip'): bucket 0 of 1 (")) << msg;
+      EXPECT_TRUE(contains(msg, "of iteration 1 did not complete within 1000 ms; a peer may "
+                                "have skipped backward"))
+          << msg;
+      ctx.store->add("rank0_checked", 1);
+    } else {
+      ctx.store->wait({"rank0_checked"});  // stay alive so rank 0 sees a timeout
+    }
+    group->shutdown(std::chrono::seconds(5));
+  });
+}
+
 TEST(DdpErrorsTest, CommHookOnlyOnceAndBeforeFirstBackward) {
   spawn(SpawnMode::kThreads, 2, [](RankContext& ctx) {
     auto group = makeGroup(ctx);
