@@ -102,6 +102,10 @@ class Reducer {
   const std::string& commHookName() const { return hookName_; }
   // The divisor of the built-in path (default: world size). Join uses it.
   void setDivFactor(std::optional<int64_t> factor) { divFactorOverride_ = factor; }
+  // Join: a joined rank shadowing an iteration records every parameter as
+  // ready (in index order) so its rebuild matches the peers' (PyTorch
+  // _push_all_rebuilt_params). No-op once buckets were rebuilt.
+  void pushAllRebuiltParams();
   // static_graph turned on after construction (PyTorch _set_static_graph);
   // only before the first iteration.
   void setStaticGraph();

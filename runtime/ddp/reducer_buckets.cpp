@@ -90,6 +90,12 @@ std::vector<std::vector<size_t>> Reducer::syncBucketIndices(
   return synced;
 }
 
+void Reducer::pushAllRebuiltParams() {
+  if (!shouldRebuildBuckets()) return;
+  rebuiltParamIndices_.clear();
+  for (size_t i = 0; i < params_.size(); ++i) rebuiltParamIndices_.push_back(i);
+}
+
 bool Reducer::rebuildBuckets() {
   ensurePriorReductionFinished();
   if (!shouldRebuildBuckets() || rebuiltParamIndices_.empty()) return false;
