@@ -16,6 +16,7 @@ MonitorBackend::MonitorBackend(BackendPtr inner, const BackendContext& ctx)
     for (int r = 0; r < ctx.size; ++r) ranks.push_back(r);
   }
   registerLiveness(store_, globalRank_);
+  startWatchdog(store_);
   if (const size_t n = flightRecorderBufferSize(); n > 0) {
     recorder_ = std::make_shared<FlightRecorder>(ctx.groupName, ctx.groupDesc, ranks, ctx.rank,
                                                  ForwardingBackend::name(), n);

@@ -57,6 +57,7 @@ class WatchdogThread {
   }
 
   void add(WatchedWork watched);
+  void attach(const std::shared_ptr<Store>& store);
   void completed(const Work& work);
   void setDiagnoser(const std::string& g, int r, TimeoutDiagnoser fn) {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -78,7 +79,8 @@ class WatchdogThread {
     bool handled = false;
   };
 
-  void ensureThread();  // REQUIRES(mutex_)
+  void ensureThread();                                   // REQUIRES(mutex_)
+  void registerStore(const std::shared_ptr<Store>& store);  // REQUIRES(mutex_)
   void loop();
   void handleTimeout(const Entry& e);
   void pollRequests();
@@ -126,6 +128,23 @@ void WatchdogThread::ensureThread() {
   std::thread([this] { loop(); }).detach();
 }
 
+void WatchdogThread::attach(const std::shared_ptr<Store>& s) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  ensureThread();
+  if (s) registerStore(s);
+}
+
+void WatchdogThread::registerStore(const std::shared_ptr<Store>& s) {
+  const bool known =
+      std::any_of(stores_.begin(), stores_.end(), [&](const auto& w) { return w.lock() == s; });
+  if (known) return;
+  stores_.push_back(s);
+  try {
+    lastRequest_[s.get()] = s->check({kDumpRequestKey}) ? s->getString(kDumpRequestKey) : "";
+  } catch (const std::exception&) {
+  }
+}
+
 void WatchdogThread::add(WatchedWork watched) {
   auto observer = std::make_shared<WatchObserver>(watched.recorder, watched.recordId);
   WorkPtr work = watched.work;
@@ -133,17 +152,7 @@ void WatchdogThread::add(WatchedWork watched) {
   {
     std::lock_guard<std::mutex> lock(mutex_);
     ensureThread();
-    if (auto s = watched.store.lock()) {
-      const bool known = std::any_of(stores_.begin(), stores_.end(),
-                                     [&](const auto& w) { return w.lock() == s; });
-      if (!known) {
-        stores_.push_back(s);
-        try {
-          lastRequest_[s.get()] = s->check({kDumpRequestKey}) ? s->getString(kDumpRequestKey) : "";
-        } catch (const std::exception&) {
-        }
-      }
-    }
+    if (auto s = watched.store.lock()) registerStore(s);
     Entry e{std::move(watched), {}, false};
     e.deadline = Clock::now() + e.w.timeout;
     notify = e.deadline < nextWake_;
@@ -334,6 +343,10 @@ Milliseconds watchdogGrace(Milliseconds timeout) {
 }
 
 void watchWork(WatchedWork watched) { WatchdogThread::instance().add(std::move(watched)); }
+
+void startWatchdog(const std::shared_ptr<Store>& store) {
+  WatchdogThread::instance().attach(store);
+}
 
 void setTimeoutDiagnoser(const std::string& groupName, int globalRank, TimeoutDiagnoser fn) {
   WatchdogThread::instance().setDiagnoser(groupName, globalRank, std::move(fn));

@@ -66,6 +66,11 @@ struct WatchedWork {
   int globalRank = -1;
 };
 
+// Starts the thread (and its signal handler) if needed and listens for dump
+// requests on `store`. Called when a monitored group is created, so a rank
+// that never issues an operation still dumps when a peer asks.
+void startWatchdog(const std::shared_ptr<Store>& store);
+
 // Starts watching (the thread starts on first use). Adds an observer that
 // keeps the flight recorder entry up to date.
 void watchWork(WatchedWork watched);
