@@ -148,10 +148,10 @@ std::vector<Param> allParams() {
 }
 
 INSTANTIATE_TEST_SUITE_P(Options, DdpParityTest, ::testing::ValuesIn(allParams()),
-                         [](const ::testing::TestParamInfo<Param>& info) {
-                           return modelName(info.param.model) + "_W" +
-                                  std::to_string(info.param.worldSize) + "_" +
-                                  caseName(info.param.caseIndex);
+                         [](const ::testing::TestParamInfo<Param>& param) {
+                           return modelName(param.param.model) + "_W" +
+                                  std::to_string(param.param.worldSize) + "_" +
+                                  caseName(param.param.caseIndex);
                          });
 
 // The no-op hook communicates nothing: each rank trains on its own shard
