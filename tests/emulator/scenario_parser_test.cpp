@@ -141,8 +141,8 @@ INSTANTIATE_TEST_SUITE_P(
                 "\"training\"\nengine = \"local\"\n[workload.engine_options]\nturbo = true\n"
                 "[expect]\noutcome = \"success\"\n",
                 10, "unknown key 'turbo' in engine_options of engine 'local'"}),
-    [](const auto& info) {
-      std::string n = info.param.name;
+    [](const auto& testInfo) {
+      std::string n = testInfo.param.name;
       for (char& c : n) if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
       return n;
     });

@@ -159,7 +159,6 @@ TEST(LaunchCliTest, SigtermToTheLauncherReachesEveryRank) {
   pid_t launcher = startBlockedJob(dir, 2, &ranks);
   ASSERT_EQ(ranks.size(), 2u);
   ::kill(launcher, SIGTERM);
-  int status = 0;
   ASSERT_TRUE(endsWithin(launcher, milliseconds(5000)));
   for (pid_t pid : ranks) EXPECT_NE(::kill(pid, 0), 0) << "rank pid " << pid << " survived";
 }
