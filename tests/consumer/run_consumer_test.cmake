@@ -10,6 +10,9 @@ endif()
 execute_process(COMMAND ${CMAKE_COMMAND} -S "${SOURCE_DIR}/tests/consumer/project"
                         -B "${WORK_DIR}/build" -G Ninja
                         "-DCMAKE_PREFIX_PATH=${WORK_DIR}/prefix"
+                        # A sanitizer build's libraries need the same runtime in the consumer.
+                        "-DCMAKE_CXX_FLAGS=${CONSUMER_CXX_FLAGS}"
+                        "-DCMAKE_EXE_LINKER_FLAGS=${CONSUMER_LINKER_FLAGS}"
                 RESULT_VARIABLE rc)
 if(NOT rc EQUAL 0)
   message(FATAL_ERROR "configuring the consumer project failed: ${rc}")
