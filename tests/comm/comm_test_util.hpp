@@ -2,13 +2,20 @@
 // Helpers shared by the comm suites: deterministic per-rank inputs whose
 // reductions are exact in every dtype (the nccl-tests idea: craft the inputs
 // so the expected output is known exactly), and the sequential reference.
+#include <chrono>
 #include <cstdint>
+#include <functional>
+#include <memory>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
+#include "runtime/comm/process_group.hpp"
 #include "runtime/comm/types.hpp"
+#include "runtime/core/clock.hpp"
 #include "runtime/tensor/tensor.hpp"
+#include "tests/support/spawn.hpp"
 
 namespace distlab::testing {
 
@@ -41,5 +48,32 @@ void expectEqualTensor(const Tensor& actual, const Tensor& expected, const std::
 
 std::vector<DType> allDtypes();
 std::vector<comm::ReduceOp::Kind> allReduceOps();
+
+// A group of all the spawn's ranks on `backend` with its own timeout (the
+// failure suites use short ones).
+std::shared_ptr<comm::ProcessGroup> makeTestGroup(RankContext& ctx, const std::string& backend,
+                                                  const std::string& name,
+                                                  std::chrono::milliseconds timeout);
+
+// Runs fn and requires it to throw E whose message contains every needle;
+// returns the seconds it took (failure tests bound detection time with it).
+template <typename E>
+double expectThrows(const std::function<void()>& fn, const std::vector<std::string>& needles) {
+  Stopwatch watch;
+  try {
+    fn();
+  } catch (const E& e) {
+    const std::string msg = e.what();
+    for (const auto& n : needles) {
+      if (msg.find(n) == std::string::npos) {
+        throw std::runtime_error("error message lacks '" + n + "': " + msg);
+      }
+    }
+    return watch.elapsedSeconds();
+  } catch (const std::exception& e) {
+    throw std::runtime_error(std::string("wrong exception type: ") + e.what());
+  }
+  throw std::runtime_error("expected an exception");
+}
 
 }  // namespace distlab::testing

@@ -23,35 +23,7 @@ namespace {
 using comm::ProcessGroup;
 
 std::shared_ptr<ProcessGroup> makeGroup(RankContext& ctx, std::chrono::milliseconds timeout) {
-  comm::ProcessGroupConfig config;
-  config.store = ctx.store;
-  config.rank = ctx.rank;
-  config.size = ctx.worldSize;
-  config.name = "gloofail";
-  config.timeout = timeout;
-  config.backendSpec = "gloo";
-  return comm::createProcessGroup(config);
-}
-
-// Runs fn, requires it to throw E whose message contains every needle; returns
-// the seconds it took.
-template <typename E>
-double expectThrows(const std::function<void()>& fn, const std::vector<std::string>& needles) {
-  Stopwatch watch;
-  try {
-    fn();
-  } catch (const E& e) {
-    const std::string msg = e.what();
-    for (const auto& n : needles) {
-      if (msg.find(n) == std::string::npos) {
-        throw std::runtime_error("error message lacks '" + n + "': " + msg);
-      }
-    }
-    return watch.elapsedSeconds();
-  } catch (const std::exception& e) {
-    throw std::runtime_error(std::string("wrong exception type: ") + e.what());
-  }
-  throw std::runtime_error("expected an exception");
+  return makeTestGroup(ctx, "gloo", "gloofail", timeout);
 }
 
 TEST(GlooFailure, KilledPeerIsNamedOnEverySurvivorWellWithinTheTimeout) {
