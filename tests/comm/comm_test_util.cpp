@@ -112,17 +112,4 @@ std::vector<ReduceOp::Kind> allReduceOps() {
           ReduceOp::kBand, ReduceOp::kBor, ReduceOp::kBxor,    ReduceOp::kPremulSum};
 }
 
-std::shared_ptr<comm::ProcessGroup> makeTestGroup(RankContext& ctx, const std::string& backend,
-                                                  const std::string& name,
-                                                  std::chrono::milliseconds timeout) {
-  comm::ProcessGroupConfig config;
-  config.store = ctx.store;
-  config.rank = ctx.rank;
-  config.size = ctx.worldSize;
-  config.name = name;
-  config.timeout = timeout;
-  config.backendSpec = backend;
-  return comm::createProcessGroup(config);
-}
-
 }  // namespace distlab::testing

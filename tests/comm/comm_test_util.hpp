@@ -16,6 +16,7 @@
 #include "runtime/core/clock.hpp"
 #include "runtime/tensor/tensor.hpp"
 #include "tests/support/spawn.hpp"
+#include "tests/support/test_groups.hpp"
 
 namespace distlab::testing {
 
@@ -48,12 +49,6 @@ void expectEqualTensor(const Tensor& actual, const Tensor& expected, const std::
 
 std::vector<DType> allDtypes();
 std::vector<comm::ReduceOp::Kind> allReduceOps();
-
-// A group of all the spawn's ranks on `backend` with its own timeout (the
-// failure suites use short ones).
-std::shared_ptr<comm::ProcessGroup> makeTestGroup(RankContext& ctx, const std::string& backend,
-                                                  const std::string& name,
-                                                  std::chrono::milliseconds timeout);
 
 // Runs fn and requires it to throw E whose message contains every needle;
 // returns the seconds it took (failure tests bound detection time with it).

@@ -10,6 +10,7 @@
 #include "runtime/nn/models/mlp.hpp"
 #include "runtime/optim/adam.hpp"
 #include "runtime/optim/sgd.hpp"
+#include "tests/support/test_groups.hpp"
 
 namespace distlab::testing {
 namespace {
@@ -40,14 +41,7 @@ std::string modelName(ModelKind kind) { return kind == ModelKind::kMlp ? "Mlp" :
 
 comm::ProcessGroupPtr makeGroup(const RankContext& ctx, const std::string& name,
                                 std::chrono::milliseconds timeout) {
-  comm::ProcessGroupConfig config;
-  config.store = ctx.store;
-  config.rank = ctx.rank;
-  config.size = ctx.worldSize;
-  config.name = name;
-  config.timeout = timeout;
-  config.backendSpec = "shm";
-  return comm::createProcessGroup(config);
+  return makeTestGroup(ctx, "shm", name, timeout);
 }
 
 std::shared_ptr<nn::Module> makeModel(ModelKind kind, uint64_t seed) {
