@@ -27,6 +27,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/common/bench_args.hpp"
 #include "runtime/autograd/engine.hpp"
 #include "runtime/comm/store/file_store.hpp"
 #include "runtime/ddp/comm_hooks/default_hooks.hpp"
@@ -199,24 +200,6 @@ double median(std::vector<double> v) {
   return v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
 }
 
-std::string flag(int argc, char** argv, const std::string& name, const std::string& fallback) {
-  const std::string prefix = "--" + name + "=";
-  for (int i = 1; i < argc; ++i) {
-    if (std::string(argv[i]).rfind(prefix, 0) == 0) return std::string(argv[i]).substr(prefix.size());
-  }
-  return fallback;
-}
-
-std::vector<double> numbers(const std::string& csv) {
-  std::vector<double> out;
-  std::stringstream ss(csv);
-  std::string item;
-  while (std::getline(ss, item, ',')) {
-    if (!item.empty()) out.push_back(std::stod(item));
-  }
-  return out;
-}
-
 struct Row {
   Config config;
   Result result;  // medians
@@ -226,11 +209,26 @@ struct Row {
 
 int main(int argc, char** argv) {
   setenv("OPENBLAS_NUM_THREADS", "1", 0);
-  const int rounds = std::stoi(flag(argc, argv, "rounds", "3"));
-  const auto worlds = numbers(flag(argc, argv, "worlds", "2,4"));
-  const auto caps = numbers(flag(argc, argv, "caps", "1,5,10,25,50"));
-  const std::string report = flag(argc, argv, "report", "");
-  const std::string script = flag(argc, argv, "torch_script", "/work/shared/anchors/torch_ddp_mlp.py");
+  int rounds = 3;
+  std::string worldsText = "2,4", capsText = "1,5,10,25,50", report;
+  std::string script = "/work/shared/anchors/torch_ddp_mlp.py";
+  CLI::App app{"DDP training step against local training and PyTorch DDP (reports, never gates)",
+               "ddp_step_bench"};
+  app.add_option("--worlds", worldsText, "comma list of world sizes (2..64)")
+      ->capture_default_str();
+  app.add_option("--caps", capsText, "comma list of bucket_cap_mb values")->capture_default_str();
+  app.add_option("--rounds", rounds, "rounds per configuration (median reported)")
+      ->check(CLI::Range(1, 1000))->capture_default_str();
+  app.add_option("--report", report, "write <report>.json and <report>.md");
+  app.add_option("--torch_script", script, "PyTorch DDP anchor script")->capture_default_str();
+  bench::parseBenchArgs(app, argc, argv);
+  const std::vector<int> worldSizes = bench::intList(app, "--worlds", worldsText, 2, 64);
+  const std::vector<double> worlds(worldSizes.begin(), worldSizes.end());
+  const std::vector<double> caps = bench::positiveList(app, "--caps", capsText, 1 << 20);
+  if (!report.empty()) {
+    bench::requireWritable(app, "--report", report + ".json");
+    bench::requireWritable(app, "--report", report + ".md");
+  }
 
   std::vector<Config> configs;
   for (double w : worlds) {

@@ -20,6 +20,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "bench/common/bench_args.hpp"
 #include "runtime/comm/group_management.hpp"
 #include "runtime/comm/store/tcp_store.hpp"
 #include "runtime/core/clock.hpp"
@@ -101,19 +102,15 @@ int runRank(int rank, int world, int port, int rounds, const std::string& jsonPa
 int main(int argc, char** argv) {
   int world = 4, rounds = 5;
   std::string json;
-  for (int i = 1; i + 1 < argc; i += 2) {
-    if (!std::strcmp(argv[i], "--ranks")) world = std::atoi(argv[i + 1]);
-    else if (!std::strcmp(argv[i], "--rounds")) rounds = std::atoi(argv[i + 1]);
-    else if (!std::strcmp(argv[i], "--json")) json = argv[i + 1];
-    else {
-      std::fprintf(stderr, "unknown flag %s (use --ranks N --rounds N --json PATH)\n", argv[i]);
-      return 2;
-    }
-  }
-  if (world < 2 || rounds < 1) {
-    std::fprintf(stderr, "--ranks must be >= 2 and --rounds >= 1\n");
-    return 2;
-  }
+  CLI::App app{"TORCH_DISTRIBUTED_DEBUG=DETAIL overhead, side by side with OFF",
+               "detail_overhead_bench"};
+  app.add_option("--ranks", world, "ranks (forked processes)")
+      ->check(CLI::Range(2, 64))->capture_default_str();
+  app.add_option("--rounds", rounds, "rounds (median reported)")
+      ->check(CLI::Range(1, 1000))->capture_default_str();
+  app.add_option("--json", json, "also write the results as JSON here");
+  distlab::bench::parseBenchArgs(app, argc, argv);
+  if (!json.empty()) distlab::bench::requireWritable(app, "--json", json);
   distlab::comm::TCPStore server(
       {.port = 0, .isMaster = true, .worldSize = -1, .waitForWorkers = false});
   std::vector<pid_t> kids;

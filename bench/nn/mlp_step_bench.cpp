@@ -12,6 +12,8 @@
 // and the ratios; with --report writes <report>.json / .md. Reports, never gates.
 #include <benchmark/benchmark.h>
 
+#include "bench/common/bench_args.hpp"
+
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -97,19 +99,6 @@ double medianOf(std::vector<double> v) {
   return v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
 }
 
-std::string flagValue(int& argc, char** argv, const std::string& name, std::string fallback) {
-  const std::string prefix = "--" + name + "=";
-  for (int i = 1; i < argc; ++i) {
-    if (std::string(argv[i]).rfind(prefix, 0) == 0) {
-      std::string value = std::string(argv[i]).substr(prefix.size());
-      for (int j = i; j + 1 < argc; ++j) argv[j] = argv[j + 1];
-      --argc;
-      return value;
-    }
-  }
-  return fallback;
-}
-
 std::string loadAverage() {
   std::ifstream in("/proc/loadavg");
   std::string one;
@@ -165,13 +154,23 @@ void writeReport(const std::string& base,
 }  // namespace
 
 int main(int argc, char** argv) {
-  const int rounds = std::stoi(flagValue(argc, argv, "rounds", "5"));
-  const std::string report = flagValue(argc, argv, "report", "");
-  const std::string anchor =
-      flagValue(argc, argv, "torch_script", "/work/shared/anchors/torch_ddp_mlp.py");
-  const std::string cpuScript =
-      flagValue(argc, argv, "torch_cpu_script", "bench/nn/torch_mlp_step.py");
-  benchmark::Initialize(&argc, argv);
+  int rounds = 5;
+  std::string report;
+  std::string anchor = "/work/shared/anchors/torch_ddp_mlp.py";
+  std::string cpuScript = "bench/nn/torch_mlp_step.py";
+  CLI::App app{"MLP training step: distlab against PyTorch (reports, never gates)",
+               "mlp_step_bench"};
+  app.add_option("--rounds", rounds, "rounds of the side-by-side timing")
+      ->check(CLI::Range(1, 1000))->capture_default_str();
+  app.add_option("--report", report, "write <report>.json and <report>.md");
+  app.add_option("--torch_script", anchor, "PyTorch anchor script")->capture_default_str();
+  app.add_option("--torch_cpu_script", cpuScript, "PyTorch CPU-time script")
+      ->capture_default_str();
+  distlab::bench::parseBenchArgs(app, argc, argv, {.googleBenchmark = true});
+  if (!report.empty()) {
+    distlab::bench::requireWritable(app, "--report", report + ".json");
+    distlab::bench::requireWritable(app, "--report", report + ".md");
+  }
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();
 

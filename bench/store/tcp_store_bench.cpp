@@ -6,6 +6,8 @@
 //       --benchmark_out_format=json   (one command line)
 #include <benchmark/benchmark.h>
 
+#include "bench/common/bench_args.hpp"
+
 #include <memory>
 #include <mutex>
 #include <string>
@@ -64,4 +66,12 @@ BENCHMARK(BM_TcpStoreAddSharedCounter)->Threads(1)->Threads(4)->Threads(16)->Use
 
 }  // namespace
 
-BENCHMARK_MAIN();
+// Note [Bench command lines] (bench/common/bench_args.hpp): --help, and exit 2
+// on an unknown flag or a malformed --benchmark_* value.
+int main(int argc, char** argv) {
+  CLI::App app{"TCP store set/get/add throughput (Google Benchmark)", "tcp_store_bench"};
+  distlab::bench::parseBenchArgs(app, argc, argv, {.googleBenchmark = true});
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}

@@ -3,6 +3,8 @@
 // batch, the SGD update p.add_(g, -lr), and a full-tensor sum. Reports bytes/s.
 #include <benchmark/benchmark.h>
 
+#include "bench/common/bench_args.hpp"
+
 #include "runtime/tensor/tensor.hpp"
 
 namespace distlab {
@@ -83,4 +85,12 @@ BENCHMARK(BM_SumAll);
 }  // namespace
 }  // namespace distlab
 
-BENCHMARK_MAIN();
+// Note [Bench command lines] (bench/common/bench_args.hpp): --help, and exit 2
+// on an unknown flag or a malformed --benchmark_* value.
+int main(int argc, char** argv) {
+  CLI::App app{"Elementwise tensor kernels (Google Benchmark)", "elementwise_bench"};
+  distlab::bench::parseBenchArgs(app, argc, argv, {.googleBenchmark = true});
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}

@@ -5,6 +5,8 @@
 // Each case reports a GFLOP/s counter (2*M*N*K flops per product).
 #include <benchmark/benchmark.h>
 
+#include "bench/common/bench_args.hpp"
+
 #include "runtime/tensor/tensor.hpp"
 
 namespace distlab {
@@ -61,4 +63,12 @@ BENCHMARK(BM_LinearGradWeight)->Unit(benchmark::kMicrosecond);
 }  // namespace
 }  // namespace distlab
 
-BENCHMARK_MAIN();
+// Note [Bench command lines] (bench/common/bench_args.hpp): --help, and exit 2
+// on an unknown flag or a malformed --benchmark_* value.
+int main(int argc, char** argv) {
+  CLI::App app{"Matrix multiply kernels (Google Benchmark)", "gemm_bench"};
+  distlab::bench::parseBenchArgs(app, argc, argv, {.googleBenchmark = true});
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}

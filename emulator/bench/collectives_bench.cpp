@@ -5,6 +5,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -12,6 +13,7 @@
 #include <ostream>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
 #include "runtime/comm/backend_registry.hpp"
@@ -157,15 +159,38 @@ void validate(const CollectivesBenchOptions& o) {
   if (o.worldSize < 1 || o.worldSize > 64) {
     throw ValueError(fmt::format("--world-size {} must be in 1..64", o.worldSize));
   }
-  if (o.minBytes < 1 || o.maxBytes < o.minBytes) {
-    throw ValueError(fmt::format("--min-bytes {} / --max-bytes {}: need 1 <= min <= max",
-                                 o.minBytes, o.maxBytes));
+  if (o.minBytes < 1 || o.maxBytes < o.minBytes || o.maxBytes > kMaxBenchBytes) {
+    throw ValueError(fmt::format("--min-bytes {} / --max-bytes {}: need 1 <= min <= max <= {}",
+                                 o.minBytes, o.maxBytes, kMaxBenchBytes));
+  }
+  if (o.iters < 0 || o.iters > 1000000 || o.warmup < 0 || o.warmup > 1000000) {
+    throw ValueError(fmt::format("--iters {} / --warmup {}: need 0..1000000", o.iters, o.warmup));
   }
   if (o.backends.empty()) throw ValueError("--backend: give at least one backend");
   for (const auto& b : o.backends) comm::lookupBackend(b);  // ValueError naming the choices
+  if (o.ops.empty()) throw ValueError("--ops: give at least one collective");
+  for (const auto& op : o.ops) {
+    if (std::find(kBenchOps.begin(), kBenchOps.end(), op) == kBenchOps.end()) {
+      throw ValueError(fmt::format("--ops: unknown collective '{}'; use {}", op,
+                                   fmt::join(kBenchOps, ",")));
+    }
+  }
+  for (const auto& [key, value] : o.backendOptions) {
+    if (std::find(kBenchBackendOptionKeys.begin(), kBenchBackendOptionKeys.end(), key) ==
+        kBenchBackendOptionKeys.end()) {
+      throw ValueError(fmt::format("--option: unknown key '{}'; known keys: {}", key,
+                                   fmt::join(kBenchBackendOptionKeys, ", ")));
+    }
+  }
 }
 
 }  // namespace
+
+const std::vector<std::string> kBenchOps = {"allreduce", "allgather", "reduce_scatter",
+                                            "broadcast", "alltoall"};
+const std::vector<std::string> kBenchBackendOptionKeys = {
+    "shm.slot_bytes", "shm.channel_bytes", "shm.allreduce_algo", "gloo.socket_ifname",
+    "gloo.hostname"};
 
 double measureMemcpyGBps() {
   const size_t bytes = 64ull << 20;

@@ -25,6 +25,12 @@
 
 namespace distlab::emulator {
 
+// Operations the benchmark runs, and the backend options (--option keys) it
+// accepts: those the shm and gloo backends read (shm_backend.hpp, gloo_backend.hpp).
+extern const std::vector<std::string> kBenchOps;
+extern const std::vector<std::string> kBenchBackendOptionKeys;
+inline constexpr uint64_t kMaxBenchBytes = uint64_t{1} << 30;  // per-rank buffer
+
 struct CollectivesBenchOptions {
   std::vector<std::string> backends{"shm"};
   int worldSize = 2;

@@ -1,42 +1,60 @@
 // `distlab bench collectives`: the nccl-tests style collective benchmark
 // (emulator/bench/collectives_bench.hpp).
+#include <fmt/format.h>
+
+#include <cctype>
 #include <iostream>
 #include <sstream>
 
 #include "emulator/bench/collectives_bench.hpp"
 #include "emulator/cli/command_registry.hpp"
+#include "emulator/cli/usage_checks.hpp"
 #include "runtime/core/errors.hpp"
 
 namespace distlab::cli {
 namespace {
 
-std::vector<std::string> splitList(const std::string& text) {
+// "a,b" -> {"a", "b"}; an empty list or an empty item is an error naming `flag`.
+std::vector<std::string> splitList(const std::string& text, const char* flag) {
   std::vector<std::string> out;
   std::stringstream in(text);
   std::string item;
   while (std::getline(in, item, ',')) {
-    if (!item.empty()) out.push_back(item);
+    if (item.empty()) {
+      throw ValueError(fmt::format("{} '{}': empty item in the comma list", flag, text));
+    }
+    out.push_back(item);
   }
+  if (out.empty()) throw ValueError(fmt::format("{}: give at least one value", flag));
   return out;
 }
 
-// Parses "8", "64K", "64M", "1G" (binary units).
+// Parses "8", "64K", "64M", "1G" (binary units), at most kMaxBenchBytes.
 uint64_t parseBytes(const std::string& text, const char* flag) {
   size_t used = 0;
   uint64_t value = 0;
+  const bool digits = !text.empty() && std::isdigit(static_cast<unsigned char>(text[0]));
   try {
-    value = std::stoull(text, &used);
+    if (digits) value = std::stoull(text, &used);
   } catch (const std::exception&) {
-    throw ValueError(std::string(flag) + ": '" + text + "' is not a byte count (e.g. 8, 64K, 64M)");
+    used = 0;
+  }
+  if (used == 0) {
+    throw ValueError(fmt::format("{} '{}' is not a byte count (e.g. 8, 64K, 64M)", flag, text));
   }
   const std::string unit = text.substr(used);
-  if (unit == "K" || unit == "KiB") return value << 10;
-  if (unit == "M" || unit == "MiB") return value << 20;
-  if (unit == "G" || unit == "GiB") return value << 30;
-  if (!unit.empty() && unit != "B") {
-    throw ValueError(std::string(flag) + ": unknown unit '" + unit + "' (use B, K, M or G)");
+  int shift = 0;
+  if (unit == "K" || unit == "KiB") shift = 10;
+  else if (unit == "M" || unit == "MiB") shift = 20;
+  else if (unit == "G" || unit == "GiB") shift = 30;
+  else if (!unit.empty() && unit != "B") {
+    throw ValueError(fmt::format("{}: unknown unit '{}' (use B, K, M or G)", flag, unit));
   }
-  return value;
+  if (value > (emulator::kMaxBenchBytes >> shift)) {
+    throw ValueError(fmt::format("{} '{}' is past the largest size, {} bytes (1G)", flag, text,
+                                 emulator::kMaxBenchBytes));
+  }
+  return value << shift;
 }
 
 const CommandRegistrar kBench{Command{
@@ -65,8 +83,8 @@ const CommandRegistrar kBench{Command{
       coll->add_option("--json", flags->options.jsonPath, "Write the results as JSON here");
       return std::function<int()>([flags] {
         emulator::CollectivesBenchOptions o = flags->options;
-        o.backends = splitList(flags->backends);
-        o.ops = splitList(flags->ops);
+        o.backends = splitList(flags->backends, "--backend");
+        o.ops = splitList(flags->ops, "--ops");
         o.minBytes = parseBytes(flags->minBytes, "--min-bytes");
         o.maxBytes = parseBytes(flags->maxBytes, "--max-bytes");
         for (const auto& kv : flags->backendOptions) {
@@ -76,6 +94,7 @@ const CommandRegistrar kBench{Command{
           }
           o.backendOptions[kv.substr(0, eq)] = kv.substr(eq + 1);
         }
+        if (!o.jsonPath.empty()) requireWritableFile("--json", o.jsonPath);
         return emulator::runCollectivesBench(o, std::cout);
       });
     }}};

@@ -1,6 +1,7 @@
 // `distlab launch`: torchrun-style launcher (emulator/launcher/launcher.hpp).
 //
 //   distlab launch --nproc-per-node 4 ./train --steps 10
+//   distlab launch --nproc-per-node 4 -- ./train --steps 10
 //   distlab launch --nnodes 2 --node-rank 0 --master-addr 10.0.0.1 --master-port 29500 ./train
 //
 // Flags follow torchrun (dashes or underscores); durations are in seconds.
@@ -81,12 +82,9 @@ std::function<int()> setupLaunch(CLI::App& sub) {
       ->capture_default_str();
   sub.add_flag("--no-stack-dump", *noStackDump, "skip the gdb stack dump on --timeout");
   sub.prefix_command();  // PROGRAM [ARGS...] stay unparsed
-  sub.footer("Usage: distlab launch [flags] PROGRAM [ARGS...]");
+  sub.footer("Usage: distlab launch [flags] [--] PROGRAM [ARGS...]");
   return [&sub, options, seconds, noStackDump]() -> int {
-    options->program = sub.remaining();
-    if (!options->program.empty() && options->program.front() == "--") {
-      options->program.erase(options->program.begin());
-    }
+    options->program = programOf(sub);  // Note [Program after --]
     options->monitorInterval = toMs("--monitor-interval", seconds->monitorInterval);
     options->timeout = toMs("--timeout", seconds->timeout);
     options->stopGracePeriod = toMs("--stop-grace", seconds->stopGrace);
@@ -102,7 +100,7 @@ std::function<int()> setupLaunch(CLI::App& sub) {
 }
 
 CommandRegistrar registrar(Command{"launch", "start N ranks of a program (torchrun-style)",
-                                   setupLaunch});
+                                   setupLaunch, /*takesProgram=*/true});
 
 }  // namespace
 }  // namespace distlab::cli

@@ -1,16 +1,33 @@
-// `distlab run FILE|DIR...`: run scenario files (emulator/scenario/runner.hpp)
-// and the hidden `distlab scenario-rank FILE --result-dir DIR` the runner
-// starts for each rank.
+// `distlab run FILE|DIR...`: run scenario files (emulator/scenario/runner.hpp;
+// a malformed file is reported and the others still run, exit 2 then), and
+// the hidden `distlab scenario-rank FILE --result-dir DIR` the runner starts
+// for each rank.
+#include <fmt/format.h>
+
+#include <filesystem>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "emulator/cli/command_registry.hpp"
+#include "emulator/cli/usage_checks.hpp"
 #include "emulator/scenario/runner.hpp"
 #include "emulator/scenario/worker.hpp"
+#include "runtime/core/errors.hpp"
 
 namespace distlab::cli {
 namespace {
+
+// Usage errors (exit 2) before anything runs: a folder with no scenario file
+// in it, an --out folder that cannot be written, --trace without --out.
+void checkRunArgs(const std::vector<std::string>& paths, const emulator::RunOptions& o) {
+  for (const auto& p : paths) {
+    if (std::filesystem::is_directory(p) && emulator::collectScenarioFiles({p}).empty()) {
+      throw ValueError(fmt::format("{}: no scenario files (*.toml) in this folder", p));
+    }
+  }
+  if (!o.outDir.empty()) requireWritableDir("--out", o.outDir);
+}
 
 const CommandRegistrar kRun{Command{
     "run", "Run scenario files (or folders of them) on the emulated cluster",
@@ -24,7 +41,10 @@ const CommandRegistrar kRun{Command{
       sub.add_flag("--trace", options->trace,
                    "Also write a merged Chrome trace <name>.trace.json (needs --out)");
       sub.add_flag("-v,--verbose", options->verbose, "Show the ranks' last log line on failure");
-      return [paths, options] { return emulator::runScenarios(*paths, *options); };
+      return [paths, options] {
+        checkRunArgs(*paths, *options);
+        return emulator::runScenarios(*paths, *options);
+      };
     }}};
 
 const CommandRegistrar kScenarioRank{Command{

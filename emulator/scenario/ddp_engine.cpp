@@ -78,6 +78,11 @@ void registerDdpEngine() {
                   {"static_graph", OptionType::kBool},
                   {"matrix_approximation_rank", OptionType::kInt},
                   {"start_powersgd_iter", OptionType::kInt}};
+  // 1 TiB of bucket and PowerSGD settings far past any model here: numbers
+  // the runtime can turn into sizes and counts without overflow.
+  info.optionRanges = {{"bucket_cap_mb", {0, 1 << 20}},
+                       {"matrix_approximation_rank", {1, 1 << 16}},
+                       {"start_powersgd_iter", {0, 1 << 30}}};
   info.commHooks = {"none", "allreduce", "fp16_compress", "bf16_compress", "noop", "powersgd",
                     "batched_powersgd"};
   info.distributed = true;

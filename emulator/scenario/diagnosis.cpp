@@ -146,6 +146,14 @@ bool checksumSplit(const std::vector<std::optional<RankResult>>& results,
   return true;
 }
 
+// Rule 3a: the rank that went non-finite first (its note is added apart).
+bool nonFiniteCulprit(const std::vector<std::optional<RankResult>>& results,
+                      std::vector<int>& culprits) {
+  auto first = firstNonFinite(results);
+  if (first) culprits = {first->first};
+  return first.has_value();
+}
+
 // Rule 4: the largest lag in issuing one collective.
 bool straggler(const std::vector<RankEvents>& events, std::vector<int>& culprits,
                std::string& text) {
@@ -251,10 +259,13 @@ Diagnosis diagnose(const Scenario& s, const std::vector<RankExit>& exits,
     d.culprits = local;
     cause = fmt::format("{} failed on {} own (a local error, not a distributed one)",
                         rankList(local), local.size() == 1 ? "its" : "their");
-  } else if (!desync(events, alive, errorUs, d.culprits, cause) && !checksumSplit(results, d.culprits, cause)) {
+  } else if (!desync(events, alive, errorUs, d.culprits, cause) &&
+             !nonFiniteCulprit(results, d.culprits) &&
+             !checksumSplit(results, d.culprits, cause)) {
     straggler(events, d.culprits, cause);
   }
   if (!cause.empty()) notes.push_back(cause);
+  if (auto nonFinite = firstNonFinite(results)) notes.push_back(nonFinite->second);
   if (!firstErrorText.empty()) notes.push_back("first error " + firstErrorText);
   if (hang) notes.push_back(fmt::format("no rank reported an error within run_timeout {} s: "
                                         "ranks killed", s.runTimeoutS));

@@ -13,7 +13,10 @@
 //      different operation than the majority (op, size, dtype, reduce op,
 //      root, tensor count); with a tie no majority exists and every
 //      disagreeing rank is named;
-//   3. ranks whose final parameter checksum differs from the majority;
+//   3. the rank whose loss or parameters went non-finite first ("rank 1 went
+//      non-finite first, at step 4 (loss = inf)", rank_result.hpp; the note
+//      is added whichever rule names the culprits);
+//   3b. ranks whose final parameter checksum differs from the majority;
 //   4. a straggler: the rank that issued a collective last, when it did so
 //      more than 50 ms after the others.
 #include <optional>

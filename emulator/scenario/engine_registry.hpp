@@ -10,6 +10,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace distlab::emulator {
@@ -23,6 +24,8 @@ struct EngineContext;       // training_engine.hpp
 struct EngineInfo {
   std::string name;
   std::map<std::string, OptionType> options;  // accepted engine options
+  // Allowed [lo, hi] of numeric options; any numeric option must be finite.
+  std::map<std::string, std::pair<double, double>> optionRanges;
   std::vector<std::string> commHooks;         // accepted comm_hook values ({"none"} if none)
   bool distributed = true;                    // needs a process group
   std::function<std::unique_ptr<TrainingEngine>(const EngineContext&)> factory;

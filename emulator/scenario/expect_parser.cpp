@@ -20,16 +20,7 @@ const std::vector<std::string> kErrorTypes = {
 void parseRankExpect(const TomlReader& r, const toml::table& ranks, const Scenario& s,
                      Expectation& e) {
   for (const auto& [key, value] : ranks) {
-    int line = static_cast<int>(key.source().begin.line);
-    int rank = -1;
-    try {
-      rank = std::stoi(std::string(key.str()));
-    } catch (const std::exception&) {
-    }
-    if (rank < 0 || rank >= s.worldSize) {
-      r.fail(line, fmt::format("[expect.rank.{}]: no such rank (world_size is {})", key.str(),
-                               s.worldSize));
-    }
+    const int rank = r.rankKey(key, s.worldSize, "[expect.rank.N] key");
     if (!value.is_table()) r.fail(value, "[expect.rank.N] entries must be tables");
     const auto& t = *value.as_table();
     r.checkKeys(t, fmt::format("[expect.rank.{}]", rank),
@@ -67,8 +58,7 @@ void parseExpect(const TomlReader& r, const toml::table& root, Scenario& s) {
   if (auto v = r.ranks(*t, "error_ranks", s.worldSize)) e.errorRanks = *v;
   if (auto v = r.ranks(*t, "culprits", s.worldSize)) e.culprits = *v;
   if (auto v = r.strList(*t, "diagnosis")) e.diagnosis = *v;
-  if (auto v = r.number(*t, "detect_within")) {
-    if (*v <= 0) r.fail(r.lineOfKey(*t, "detect_within"), "'detect_within' must be > 0 s");
+  if (auto v = r.number(*t, "detect_within", NumRange{0, 600, true, " s"})) {
     if (s.faults.empty()) {
       r.fail(r.lineOfKey(*t, "detect_within"), "'detect_within' needs a fault to time from");
     }

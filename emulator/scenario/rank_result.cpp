@@ -1,8 +1,13 @@
 #include "emulator/scenario/rank_result.hpp"
 
+#include <fmt/format.h>
+
+#include <cmath>
 #include <fstream>
+#include <limits>
 #include <nlohmann/json.hpp>
 
+#include "runtime/core/clock.hpp"
 #include "runtime/core/errors.hpp"
 
 namespace distlab::emulator {
@@ -33,16 +38,64 @@ std::string errorTypeName(const std::exception_ptr& error) {
   }
 }
 
+nlohmann::json jsonNumber(double value) {
+  if (std::isnan(value)) return "NaN";
+  if (std::isinf(value)) return value > 0 ? "Infinity" : "-Infinity";
+  return value;
+}
+
+nlohmann::json jsonNumbers(const std::vector<double>& values) {
+  nlohmann::json out = nlohmann::json::array();
+  for (double v : values) out.push_back(jsonNumber(v));
+  return out;
+}
+
+double numberFromJson(const nlohmann::json& j) {
+  if (j.is_number()) return j.get<double>();
+  if (j == "NaN") return std::numeric_limits<double>::quiet_NaN();
+  if (j == "Infinity") return std::numeric_limits<double>::infinity();
+  if (j == "-Infinity") return -std::numeric_limits<double>::infinity();
+  throw Error("expected a number (or \"NaN\", \"Infinity\", \"-Infinity\"), found " + j.dump());
+}
+
+void noteNonFinite(RankResult& result, int step, std::string what) {
+  if (result.nonFiniteStep >= 0) return;
+  result.nonFiniteStep = step;
+  result.nonFiniteUs = wallClockNowUs();
+  result.nonFiniteWhat = std::move(what);
+}
+
+std::optional<std::pair<int, std::string>> firstNonFinite(
+    const std::vector<std::optional<RankResult>>& results) {
+  const RankResult* first = nullptr;
+  int rank = -1;
+  for (size_t r = 0; r < results.size(); ++r) {
+    const auto& res = results[r];
+    if (!res || res->nonFiniteStep < 0) continue;
+    if (!first || res->nonFiniteStep < first->nonFiniteStep ||
+        (res->nonFiniteStep == first->nonFiniteStep && res->nonFiniteUs < first->nonFiniteUs)) {
+      first = &*res;
+      rank = static_cast<int>(r);
+    }
+  }
+  if (!first) return std::nullopt;
+  return std::pair{rank, fmt::format("rank {} went non-finite first, at step {} ({})", rank,
+                                     first->nonFiniteStep, first->nonFiniteWhat)};
+}
+
 void writeRankResult(const std::string& path, const RankResult& r) {
   nlohmann::json j = {{"rank", r.rank},         {"status", r.status},
                       {"error_type", r.errorType}, {"message", r.message},
                       {"start_us", r.startUs},  {"end_us", r.endUs},
-                      {"error_us", r.errorUs},  {"losses", r.losses},
+                      {"error_us", r.errorUs},  {"losses", jsonNumbers(r.losses)},
                       {"param_checksum", r.paramChecksum},
                       {"reference_checked", r.referenceChecked},
-                      {"reference_max_diff", r.referenceMaxDiff},
+                      {"reference_max_diff", jsonNumber(r.referenceMaxDiff)},
                       {"reference_tolerance", r.referenceTolerance},
-                      {"steps_run", r.stepsRun}};
+                      {"steps_run", r.stepsRun},
+                      {"non_finite_step", r.nonFiniteStep},
+                      {"non_finite_us", r.nonFiniteUs},
+                      {"non_finite_what", r.nonFiniteWhat}};
   std::string tmp = path + ".tmp";
   {
     std::ofstream out(tmp);
@@ -65,14 +118,17 @@ RankResult readRankResult(const std::string& path) {
     r.startUs = j.at("start_us");
     r.endUs = j.at("end_us");
     r.errorUs = j.at("error_us");
-    r.losses = j.at("losses").get<std::vector<double>>();
+    for (const auto& loss : j.at("losses")) r.losses.push_back(numberFromJson(loss));
     r.paramChecksum = j.at("param_checksum");
     r.referenceChecked = j.at("reference_checked");
-    r.referenceMaxDiff = j.at("reference_max_diff");
+    r.referenceMaxDiff = numberFromJson(j.at("reference_max_diff"));
     r.referenceTolerance = j.at("reference_tolerance");
     r.stepsRun = j.at("steps_run");
+    r.nonFiniteStep = j.at("non_finite_step");
+    r.nonFiniteUs = j.at("non_finite_us");
+    r.nonFiniteWhat = j.at("non_finite_what");
     return r;
-  } catch (const nlohmann::json::exception& e) {
+  } catch (const std::exception& e) {  // nlohmann's errors and numberFromJson's
     throw Error("malformed rank result " + path + ": " + e.what());
   }
 }

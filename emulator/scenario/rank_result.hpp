@@ -5,8 +5,12 @@
 // event log.
 #include <cstdint>
 #include <exception>
+#include <optional>
 #include <string>
+#include <utility>
 #include <vector>
+
+#include <nlohmann/json_fwd.hpp>
 
 namespace distlab::emulator {
 
@@ -22,7 +26,30 @@ struct RankResult {
   double referenceMaxDiff = 0;    // max |param - reference param|
   double referenceTolerance = 0;
   int stepsRun = 0;
+  // Training: the first step whose loss or parameters were not finite (-1:
+  // none), when (wall clock) and what ("loss = nan", "parameter 0 holds inf").
+  int nonFiniteStep = -1;
+  int64_t nonFiniteUs = 0;
+  std::string nonFiniteWhat;
 };
+
+// Note [Non-finite numbers in result files]
+// JSON has no NaN or infinity. Rank results and scenario reports write such a
+// number as the string "NaN", "Infinity" or "-Infinity" (nlohmann would write
+// null, which loses which one it was and fails to read back as a number), and
+// read those strings back as the number.
+nlohmann::json jsonNumber(double value);
+nlohmann::json jsonNumbers(const std::vector<double>& values);
+// Throws Error for anything but a number or one of the three strings.
+double numberFromJson(const nlohmann::json& j);
+
+// Records the first non-finite value of a run (later calls are ignored).
+void noteNonFinite(RankResult& result, int step, std::string what);
+
+// "rank R went non-finite first, at step S (what)": the rank with the lowest
+// such step, the earliest at that step; nullopt when every rank stayed finite.
+std::optional<std::pair<int, std::string>> firstNonFinite(
+    const std::vector<std::optional<RankResult>>& results);
 
 // "DistTimeoutError", "DistPeerFailureError", ... for the most derived distlab
 // error type of `error` ("std::exception" / "unknown" otherwise).

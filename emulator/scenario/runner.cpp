@@ -61,7 +61,11 @@ nlohmann::json reportJson(const Scenario& s, const ScenarioReport& rep,
       j["status"] = results[r]->status;
       j["error_type"] = results[r]->errorType;
       j["message"] = results[r]->message;
-      j["losses"] = results[r]->losses;
+      j["losses"] = jsonNumbers(results[r]->losses);  // Note [Non-finite numbers in result files]
+      if (results[r]->nonFiniteStep >= 0) {
+        j["non_finite"] = {{"step", results[r]->nonFiniteStep},
+                           {"what", results[r]->nonFiniteWhat}};
+      }
       j["param_checksum"] = results[r]->paramChecksum;
     } else {
       j["status"] = "no report";
@@ -188,7 +192,7 @@ ScenarioReport runScenario(const std::string& path, const RunOptions& o) {
   Scenario s;
   try {
     s = parseScenarioFile(path);
-  } catch (const ValueError& e) {
+  } catch (const std::exception& e) {  // never stops the other files (a ValueError normally)
     rep.failures.push_back(e.what());
     return rep;
   }

@@ -55,20 +55,10 @@ void parseCluster(const TomlReader& r, const toml::table& root, Scenario& s) {
   if (!ws) r.fail(*c, "missing required key 'world_size' in [cluster]");
   s.worldSize = static_cast<int>(*ws);
   if (auto b = r.choice(*c, "backend", {"shm", "gloo"})) s.backend = *b;
-  if (auto t = r.number(*c, "timeout")) {
-    if (*t <= 0 || *t > 600) r.fail(r.lineOfKey(*c, "timeout"), "'timeout' must be in (0, 600] s");
-    s.collectiveTimeoutS = *t;
-  }
-  if (auto t = r.number(*c, "run_timeout")) {
-    if (*t <= 0 || *t > 600) {
-      r.fail(r.lineOfKey(*c, "run_timeout"), "'run_timeout' must be in (0, 600] s");
-    }
-    s.runTimeoutS = *t;
-  }
-  if (auto t = r.number(*c, "teardown_grace")) {
-    if (*t < 0 || *t > 60) {
-      r.fail(r.lineOfKey(*c, "teardown_grace"), "'teardown_grace' must be in [0, 60] s");
-    }
+  using detail::NumRange;
+  if (auto t = r.number(*c, "timeout", NumRange{0, 600, true, " s"})) s.collectiveTimeoutS = *t;
+  if (auto t = r.number(*c, "run_timeout", NumRange{0, 600, true, " s"})) s.runTimeoutS = *t;
+  if (auto t = r.number(*c, "teardown_grace", NumRange{0, 60, false, " s"})) {
     s.teardownGraceS = *t;
   }
   if (const toml::node* link = c->get("link")) {
@@ -81,10 +71,13 @@ void parseCluster(const TomlReader& r, const toml::table& root, Scenario& s) {
     } else if (link->is_table()) {
       const auto& lt = *link->as_table();
       r.checkKeys(lt, "[cluster.link]", {"latency_us", "bandwidth_gbs"});
-      s.link.latencyUs = r.number(lt, "latency_us").value_or(0);
-      s.link.bandwidthGBs = r.number(lt, "bandwidth_gbs").value_or(0);
-      if (s.link.latencyUs < 0 || s.link.bandwidthGBs < 0 || !s.link.enabled()) {
-        r.fail(*link, "link needs latency_us >= 0 and bandwidth_gbs > 0 (or a preset name)");
+      // Bounds: up to 1 s of latency and 10 TB/s, far past any real link, so
+      // the delays the link model computes stay small finite durations.
+      s.link.latencyUs = r.number(lt, "latency_us", NumRange{0, 1e6, false, " us"}).value_or(0);
+      s.link.bandwidthGBs =
+          r.number(lt, "bandwidth_gbs", NumRange{0, 1e4, false, " GB/s"}).value_or(0);
+      if (!s.link.enabled()) {
+        r.fail(*link, "link needs latency_us > 0 or bandwidth_gbs > 0 (or a preset name)");
       }
     } else {
       r.fail(*link, "'link' must be a preset name or a table {latency_us, bandwidth_gbs}");

@@ -9,7 +9,4 @@ void parseTrainingWorkload(const TomlReader& r, const toml::table& w, Scenario& 
 void parseFaults(const TomlReader& r, const toml::table& root, Scenario& s);
 void parseExpect(const TomlReader& r, const toml::table& root, Scenario& s);
 
-// "1MiB", "512KiB", "64B", "4096" -> bytes; throws ValueError on junk.
-int64_t parseByteSize(const std::string& text);
-
 }  // namespace distlab::emulator::detail

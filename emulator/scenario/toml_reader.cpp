@@ -4,6 +4,9 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <limits>
 
 #include "runtime/core/errors.hpp"
 
@@ -64,14 +67,27 @@ std::optional<int64_t> TomlReader::integer(const toml::table& t, const std::stri
   return n->as_integer()->get();
 }
 
-std::optional<double> TomlReader::number(const toml::table& t, const std::string& key) const {
+std::string NumRange::text() const {
+  return fmt::format("{}{}, {}]{}", loOpen ? "(" : "[", lo, hi, unit);
+}
+
+std::optional<double> TomlReader::number(const toml::table& t, const std::string& key,
+                                         const NumRange& range) const {
   const toml::node* n = t.get(key);
   if (!n) return std::nullopt;
-  if (n->is_integer()) return static_cast<double>(n->as_integer()->get());
-  if (!n->is_floating_point()) {
+  if (!n->is_integer() && !n->is_floating_point()) {
     fail(*n, fmt::format("'{}' must be a number, found {}", key, typeName(*n)));
   }
-  return n->as_floating_point()->get();
+  const double v = n->is_integer() ? static_cast<double>(n->as_integer()->get())
+                                   : n->as_floating_point()->get();
+  if (!std::isfinite(v)) {
+    fail(*n, fmt::format("'{}' = {} is not a finite number; allowed: {}", key, v, range.text()));
+  }
+  const bool belowLo = range.loOpen ? v <= range.lo : v < range.lo;
+  if (belowLo || v > range.hi) {
+    fail(*n, fmt::format("'{}' = {} is out of range; allowed: {}", key, v, range.text()));
+  }
+  return v;
 }
 
 std::optional<bool> TomlReader::boolean(const toml::table& t, const std::string& key) const {
@@ -155,6 +171,76 @@ std::optional<std::vector<int>> TomlReader::ranks(const toml::table& t, const st
     out.push_back(static_cast<int>(r));
   }
   return out;
+}
+
+namespace {
+
+// "4KiB" -> 4096: digits, then an optional unit. Throws ValueError naming the
+// problem; never wraps (checked multiplication).
+int64_t parseByteCount(const std::string& text) {
+  size_t i = 0;
+  while (i < text.size() && text[i] == ' ') ++i;
+  if (i < text.size() && text[i] == '-') throw ValueError("sizes cannot be negative");
+  const size_t first = i;
+  int64_t value = 0;
+  for (; i < text.size() && std::isdigit(static_cast<unsigned char>(text[i])); ++i) {
+    if (__builtin_mul_overflow(value, 10, &value) ||
+        __builtin_add_overflow(value, text[i] - '0', &value)) {
+      throw ValueError("the number overflows a 64-bit byte count");
+    }
+  }
+  if (i == first) throw ValueError("a size starts with a number (e.g. \"4KiB\", \"1MiB\", \"64B\")");
+  std::string unit = text.substr(i);
+  unit.erase(std::remove(unit.begin(), unit.end(), ' '), unit.end());
+  int shift = 0;
+  if (unit == "KiB") shift = 10;
+  else if (unit == "MiB") shift = 20;
+  else if (unit == "GiB") shift = 30;
+  else if (!unit.empty() && unit != "B") {
+    throw ValueError(fmt::format("unknown size unit '{}' (use B, KiB, MiB or GiB)", unit));
+  }
+  if (value > (std::numeric_limits<int64_t>::max() >> shift)) {
+    throw ValueError("the size overflows a 64-bit byte count");
+  }
+  return value << shift;
+}
+
+}  // namespace
+
+std::optional<int64_t> TomlReader::byteSize(const toml::table& t, const std::string& key,
+                                            DType dtype) const {
+  auto text = str(t, key);
+  if (!text) return std::nullopt;
+  const int64_t es = static_cast<int64_t>(elementSize(dtype));
+  try {
+    const int64_t bytes = parseByteCount(*text);
+    if (bytes % es != 0) {
+      throw ValueError(fmt::format("{} bytes is not a whole number of {} elements", bytes,
+                                   dtypeName(dtype)));
+    }
+    if (bytes / es > kMaxScenarioElements) {
+      throw ValueError(fmt::format("{} elements of {} is past the limit of {} elements per "
+                                   "tensor", bytes / es, dtypeName(dtype), kMaxScenarioElements));
+    }
+    return bytes / es;
+  } catch (const ValueError& e) {
+    fail(lineOfKey(t, key), fmt::format("'{}' = \"{}\": {}; allowed: 0 to {} elements", key,
+                                        *text, e.what(), kMaxScenarioElements));
+  }
+}
+
+int TomlReader::rankKey(const toml::key& key, int worldSize, const std::string& what) const {
+  const std::string text(key.str());
+  const int line = static_cast<int>(key.source().begin.line);
+  const bool digits = !text.empty() && text.size() <= 6 &&
+                      std::all_of(text.begin(), text.end(),
+                                  [](unsigned char c) { return std::isdigit(c); });
+  const int rank = digits ? std::stoi(text) : -1;
+  if (rank < 0 || rank >= worldSize) {
+    fail(line, fmt::format("{} '{}' is not a rank of this world: use a number in 0..{}", what,
+                           text, worldSize - 1));
+  }
+  return rank;
 }
 
 std::optional<std::string> TomlReader::choice(const toml::table& t, const std::string& key,

@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <optional>
 
 #include "emulator/scenario/engine_registry.hpp"
 #include "emulator/scenario/training_engine.hpp"
@@ -81,6 +82,16 @@ std::vector<Tensor> referenceParameters(const Scenario& s) {
   return params;
 }
 
+// "parameter 2 holds nan" for the first parameter with a non-finite element.
+std::optional<std::string> nonFiniteParameter(const std::vector<Tensor>& params) {
+  for (size_t i = 0; i < params.size(); ++i) {
+    for (double v : params[i].to(DType::kFloat64).contiguous().toVector<double>()) {
+      if (!std::isfinite(v)) return fmt::format("parameter {} holds {}", i, v);
+    }
+  }
+  return std::nullopt;
+}
+
 double toleranceFor(const TrainingWorkload& tr) {
   // float32 sums in a different order: a few ulps per step; compressed
   // gradients (fp16 / bf16 hooks) round each gradient to 11 / 8 mantissa bits.
@@ -123,6 +134,9 @@ void runTrainingWorkload(const Scenario& s, int rank, const comm::ProcessGroupPt
     auto [x, y] = scenarioBatch(tr, rank, step);
     Tensor loss = scenarioLoss(engine->forward(x), y, !auxUnused);
     result.losses.push_back(loss.item<double>());
+    if (!std::isfinite(result.losses.back())) {
+      noteNonFinite(result, step, fmt::format("loss = {}", result.losses.back()));
+    }
     if (const FaultSpec* f = plan.engineFault("skip_backward", step)) {
       plan.recordFired(*f, 0, "backward skipped");
     } else {
@@ -136,6 +150,9 @@ void runTrainingWorkload(const Scenario& s, int rank, const comm::ProcessGroupPt
     if (syncStep(tr, step)) {
       opt->step();
       opt->zeroGrad();
+    }
+    if (result.nonFiniteStep < 0) {  // Note [Non-finite numbers in result files]
+      if (auto what = nonFiniteParameter(params)) noteNonFinite(result, step, *what);
     }
     result.stepsRun = step + 1;
   }

@@ -3,27 +3,13 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
-#include <cctype>
+#include <limits>
 
 #include "emulator/scenario/engine_registry.hpp"
 #include "emulator/scenario/scenario_parts.hpp"
 #include "runtime/core/errors.hpp"
 
 namespace distlab::emulator::detail {
-
-int64_t parseByteSize(const std::string& text) {
-  size_t i = 0;
-  while (i < text.size() && std::isdigit(static_cast<unsigned char>(text[i]))) ++i;
-  if (i == 0) throw ValueError("size must start with a number (e.g. \"4KiB\", \"1MiB\", \"64B\")");
-  int64_t value = std::stoll(text.substr(0, i));
-  std::string unit = text.substr(i);
-  unit.erase(std::remove(unit.begin(), unit.end(), ' '), unit.end());
-  if (unit.empty() || unit == "B") return value;
-  if (unit == "KiB") return value << 10;
-  if (unit == "MiB") return value << 20;
-  if (unit == "GiB") return value << 30;
-  throw ValueError(fmt::format("unknown size unit '{}' (use B, KiB, MiB or GiB)", unit));
-}
 
 namespace {
 
@@ -42,18 +28,8 @@ void readStepFields(const TomlReader& r, const toml::table& t, const Scenario& s
       r.fail(r.lineOfKey(t, "dtype"), e.what());
     }
   }
-  if (auto n = r.intInRange(t, "numel", 0, int64_t{1} << 30)) step.numel = *n;
-  if (auto sz = r.str(t, "size")) {
-    try {
-      int64_t bytes = parseByteSize(*sz);
-      int64_t es = static_cast<int64_t>(elementSize(step.dtype));
-      if (bytes % es != 0) throw ValueError(fmt::format("{} bytes is not a whole number of {} "
-                                                        "elements", bytes, dtypeName(step.dtype)));
-      step.numel = bytes / es;
-    } catch (const ValueError& e) {
-      r.fail(r.lineOfKey(t, "size"), fmt::format("'size' = \"{}\": {}", *sz, e.what()));
-    }
-  }
+  if (auto n = r.intInRange(t, "numel", 0, kMaxScenarioElements)) step.numel = *n;
+  if (auto n = r.byteSize(t, "size", step.dtype)) step.numel = *n;
   if (auto op = r.str(t, "reduce_op")) {
     static const std::vector<std::string> ops = {"sum", "avg", "product", "min", "max",
                                                  "band", "bor", "bxor"};
@@ -66,10 +42,7 @@ void readStepFields(const TomlReader& r, const toml::table& t, const Scenario& s
   if (auto v = r.ranks(t, "group", s.worldSize)) step.group = *v;
   if (auto v = r.ranks(t, "ranks", s.worldSize)) step.ranks = *v;
   if (auto v = r.intInRange(t, "repeat", 1, 100000)) step.repeat = static_cast<int>(*v);
-  if (auto v = r.number(t, "compute_ms")) {
-    if (*v < 0 || *v > 60000) r.fail(r.lineOfKey(t, "compute_ms"), "'compute_ms' out of range");
-    step.computeMs = *v;
-  }
+  if (auto v = r.number(t, "compute_ms", NumRange{0, 60000, false, " ms"})) step.computeMs = *v;
 }
 
 void checkStep(const TomlReader& r, const CollectiveStep& step, int line, int worldSize) {
@@ -91,6 +64,17 @@ void checkStep(const TomlReader& r, const CollectiveStep& step, int line, int wo
   }
 }
 
+// A numeric engine option: finite, and inside the range the engine declares.
+void checkEngineNumber(const TomlReader& r, const EngineInfo& engine, const toml::table& opts,
+                       const std::string& key) {
+  auto it = engine.optionRanges.find(key);
+  const auto [lo, hi] = it == engine.optionRanges.end()
+                            ? std::pair{-std::numeric_limits<double>::max(),
+                                        std::numeric_limits<double>::max()}
+                            : it->second;
+  r.number(opts, key, NumRange{lo, hi});
+}
+
 }  // namespace
 
 void parseCollectiveWorkload(const TomlReader& r, const toml::table& w, Scenario& s) {
@@ -110,16 +94,7 @@ void parseCollectiveWorkload(const TomlReader& r, const toml::table& w, Scenario
     checkStep(r, step, step.pos.line, s.worldSize);
     if (const toml::table* pr = r.table(t, "per_rank")) {
       for (const auto& [key, value] : *pr) {
-        int line = static_cast<int>(key.source().begin.line);
-        int rank = -1;
-        try {
-          rank = std::stoi(std::string(key.str()));
-        } catch (const std::exception&) {
-        }
-        if (rank < 0 || rank >= s.worldSize) {
-          r.fail(line, fmt::format("per_rank key '{}' is not a rank of this world (0..{})",
-                                   key.str(), s.worldSize - 1));
-        }
+        const int rank = r.rankKey(key, s.worldSize, "per_rank key");
         if (!value.is_table()) r.fail(value, "per_rank entries must be tables");
         r.checkKeys(*value.as_table(), "per_rank", {"op", "size", "numel", "dtype", "reduce_op",
                                                     "root", "peer", "tensors", "compute_ms"});
@@ -164,6 +139,7 @@ void parseTrainingWorkload(const TomlReader& r, const toml::table& w, Scenario& 
                 (type == OptionType::kFloat && value.is_number()) ||
                 (type == OptionType::kString && value.is_string());
       if (!ok) r.fail(value, fmt::format("engine option '{}' must be {}", k, optionTypeName(type)));
+      if (value.is_number()) checkEngineNumber(r, *engine, *opts, k);
       if (value.is_boolean()) tr.engineOptions[k] = value.as_boolean()->get() ? "true" : "false";
       if (value.is_integer()) tr.engineOptions[k] = std::to_string(value.as_integer()->get());
       if (value.is_floating_point()) {
@@ -183,30 +159,19 @@ void parseTrainingWorkload(const TomlReader& r, const toml::table& w, Scenario& 
                                                     fmt::join(engine->commHooks, ", "))));
   }
   if (auto o = r.choice(w, "optimizer", {"sgd", "adam", "adamw"})) tr.optimizer = *o;
-  if (auto lr = r.number(w, "lr")) {
-    if (*lr <= 0 || *lr > 10) r.fail(r.lineOfKey(w, "lr"), "'lr' must be in (0, 10]");
-    tr.lr = *lr;
-  }
+  if (auto lr = r.number(w, "lr", NumRange{0, 10, true})) tr.lr = *lr;
   if (auto v = r.intInRange(w, "steps", 1, 10000)) tr.steps = static_cast<int>(*v);
   if (auto v = r.intInRange(w, "batch_size", 1, 4096)) tr.batchSize = static_cast<int>(*v);
   if (auto v = r.intInRange(w, "no_sync_every", 0, 1000)) tr.noSyncEvery = static_cast<int>(*v);
   if (auto v = r.intInRange(w, "seed", 0, int64_t{1} << 40)) tr.seed = static_cast<uint64_t>(*v);
   if (const toml::table* b = r.table(w, "batches")) {
     for (const auto& [key, value] : *b) {
-      int line = static_cast<int>(key.source().begin.line);
-      int rank = -1;
-      try {
-        rank = std::stoi(std::string(key.str()));
-      } catch (const std::exception&) {
+      const int rank = r.rankKey(key, s.worldSize, "batches key");
+      const int64_t n = value.is_integer() ? value.as_integer()->get() : -1;
+      if (n < 0 || n > 10000) {
+        r.fail(value, fmt::format("batches of rank {} must be an integer in [0, 10000]", rank));
       }
-      if (rank < 0 || rank >= s.worldSize) {
-        r.fail(line, fmt::format("batches key '{}' is not a rank of this world (0..{})",
-                                 key.str(), s.worldSize - 1));
-      }
-      if (!value.is_integer() || value.as_integer()->get() < 0) {
-        r.fail(value, "batches per rank must be non-negative integers");
-      }
-      tr.batchesPerRank[rank] = static_cast<int>(value.as_integer()->get());
+      tr.batchesPerRank[rank] = static_cast<int>(n);
     }
   }
 }

@@ -9,6 +9,8 @@
 #include <fstream>
 #include <string>
 
+#include <nlohmann/json.hpp>
+
 #include "tests/support/temp_dir.hpp"
 
 namespace {
@@ -76,6 +78,64 @@ TEST(RunCommand, FailedExpectationExitsOne) {
   EXPECT_NE(r.output.find("FAIL  test/ok"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("wrong.toml:11: expected outcome timeout, observed success"),
             std::string::npos) << r.output;
+}
+
+TEST(RunCommand, OneMalformedFileNeverStopsTheOthers) {
+  distlab::testing::TempDir dir;
+  const std::string ok = kOk;
+  std::string hugeSize = ok, nanTimeout = ok, badRankKey = ok;
+  hugeSize.replace(hugeSize.find("numel = 64"), 10, "size = \"99999999999999999999B\"");
+  nanTimeout.replace(nanTimeout.find("world_size = 2"), 14, "world_size = 2\ntimeout = nan");
+  badRankKey.replace(badRankKey.find("numel = 64"), 10,
+                     "numel = 64\n[workload.steps.per_rank.1abc]\nnumel = 8");
+  write(dir.file("a_ok.toml"), ok);
+  write(dir.file("b_size.toml"), hugeSize);
+  write(dir.file("c_timeout.toml"), nanTimeout);
+  write(dir.file("d_rank.toml"), badRankKey);
+  write(dir.file("e_ok.toml"), ok);
+  RunResult r = runDistlab("run " + dir.path());
+  EXPECT_EQ(r.exitCode, 2) << r.output;
+  EXPECT_NE(r.output.find(dir.file("b_size.toml") + ":10: 'size' = \"99999999999999999999B\": "
+                          "the number overflows a 64-bit byte count"),
+            std::string::npos) << r.output;
+  EXPECT_NE(r.output.find(dir.file("c_timeout.toml") + ":6: 'timeout' = nan is not a finite "
+                          "number; allowed: (0, 600] s"),
+            std::string::npos) << r.output;
+  EXPECT_NE(r.output.find(dir.file("d_rank.toml") + ":11: per_rank key '1abc' is not a rank"),
+            std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("5 scenarios: 2 passed, 0 failed, 3 malformed"), std::string::npos)
+      << r.output;
+}
+
+// A rank whose loss overflows: the run completes, every result file is strict
+// JSON (nlohmann rejects a bare NaN), the non-finite losses read back as
+// strings, and the diagnosis names the rank and the step.
+TEST(RunCommand, NonFiniteLossKeepsResultFilesValidAndIsDiagnosed) {
+  distlab::testing::TempDir dir;
+  const std::string scenario =
+      std::string(DISTLAB_SOURCE_DIR) + "/scenarios/training/non_finite_after_bit_flip.toml";
+  RunResult r = runDistlab("run " + scenario + " --out " + dir.file("out"));
+  EXPECT_EQ(r.exitCode, 0) << r.output;
+  EXPECT_NE(r.output.find("culprits [1]"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("rank 1 went non-finite first, at step 3"), std::string::npos)
+      << r.output;
+  const std::string stem = dir.file("out/training__non_finite_after_bit_flip");
+  std::ifstream reportIn(stem + ".json");
+  const nlohmann::json report = nlohmann::json::parse(reportIn);  // throws on a bare nan
+  const auto& rank1 = report.at("ranks").at(1);
+  EXPECT_EQ(rank1.at("non_finite").at("step"), 3);
+  // Which non-finite value the overflow gives (inf, or NaN from inf - inf) is
+  // not the point; that it is written as a string and never as a bare token is.
+  for (int step = 3; step < 8; ++step) {
+    const auto& loss = rank1.at("losses").at(step);
+    EXPECT_TRUE(loss == "Infinity" || loss == "-Infinity" || loss == "NaN") << rank1;
+  }
+  EXPECT_TRUE(rank1.at("losses").at(2).is_number()) << rank1;
+  EXPECT_FALSE(report.at("ranks").at(0).contains("non_finite"));
+  std::ifstream rankIn(stem + "/rank1.json");
+  const nlohmann::json rank = nlohmann::json::parse(rankIn);
+  EXPECT_EQ(rank.at("non_finite_step"), 3);
+  EXPECT_EQ(rank.at("non_finite_what").get<std::string>().rfind("loss = ", 0), 0u) << rank;
 }
 
 TEST(RunCommand, MissingPathIsAnError) {

@@ -66,6 +66,14 @@ TEST(LaunchCliTest, PrefixesEveryLineWithItsRank) {
   }
 }
 
+TEST(LaunchCliTest, ProgramAfterDoubleDashGetsItsArguments) {
+  Ran r = runLaunch({"--nproc-per-node", "2", "--master-port", "0", "--", DISTLAB_LAUNCH_HELPER,
+                     "--print", "1"});
+  ASSERT_EQ(exitCode(r), 0) << r.err;
+  EXPECT_NE(r.out.find("[rank 0]:line 0 from rank 0\n"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("[rank 1]:line 0 from rank 1\n"), std::string::npos) << r.out;
+}
+
 TEST(LaunchCliTest, UnderscoreSpellingsAndTheSummaryTable) {
   Ran r = runLaunch({"--nproc_per_node=2", "--master_port=0", "--stop-grace", "2",
                      DISTLAB_LAUNCH_HELPER, "--exit-code-on-rank", "1:3"});
@@ -91,10 +99,13 @@ TEST(LaunchCliTest, BadFlagsAreNamed) {
       {{"--timeout", "-5", "prog"}, "--timeout"},
       {{"--run-id", "a/b", "prog"}, "--run-id"},
       {{"--master-port", "0"}, "program"},
+      {{"--nproc-per-nod", "2", "prog"}, "launch: unknown flag '--nproc-per-nod'"},
+      {{"--master-port", "0", "prog", "--"}, "launch: unexpected 'prog' before '--'"},
+      {{"--master-port", "0", "--"}, "launch: no program after '--'"},
   };
   for (const auto& c : cases) {
     Ran r = runLaunch(c.args);
-    EXPECT_NE(exitCode(r), 0) << c.expected;
+    EXPECT_EQ(exitCode(r), 2) << c.expected << ": " << r.err;  // every usage error
     EXPECT_NE(r.err.find(c.expected), std::string::npos) << c.expected << ": " << r.err;
   }
   Ran missing = runLaunch({"--master-port", "0", "/nonexistent/prog"});

@@ -1,0 +1,150 @@
+// Usage errors of the real `distlab` binary: every one exits 2 with a message
+// naming the flag or the input, --help exits 0 and runs nothing, and
+// `distlab analyze` rejects dumps with out-of-range ranks or sequence numbers,
+// naming the file.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include "tests/support/temp_dir.hpp"
+
+namespace {
+
+struct Ran {
+  int exitCode = -1;
+  std::string output;  // stdout and stderr
+};
+
+// Runs `distlab ARGS` through the shell, bounded by coreutils' timeout.
+Ran distlab(const std::string& args) {
+  const std::string cmd = "timeout -s KILL 60 " + std::string(DISTLAB_CLI_PATH) + " " + args +
+                          " 2>&1";
+  Ran r;
+  FILE* p = popen(cmd.c_str(), "r");
+  char buf[4096];
+  for (size_t n; (n = fread(buf, 1, sizeof buf, p)) > 0;) r.output.append(buf, n);
+  const int status = pclose(p);
+  r.exitCode = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  return r;
+}
+
+void expectUsageError(const std::string& args, const std::string& message) {
+  const Ran r = distlab(args);
+  EXPECT_EQ(r.exitCode, 2) << "distlab " << args << "\n" << r.output;
+  EXPECT_NE(r.output.find(message), std::string::npos) << "distlab " << args << "\n" << r.output;
+}
+
+TEST(CliUsage, UnknownFlagsAndMalformedValuesExitTwo) {
+  expectUsageError("--no-such-flag", "--no-such-flag");
+  expectUsageError("frobnicate", "frobnicate");
+  expectUsageError("run --no-such-flag x.toml", "--no-such-flag");
+  expectUsageError("demo --steps many", "--steps");
+  expectUsageError("demo --lr 1e9", "--lr");
+  expectUsageError("analyze --json", "dumps");  // missing required argument
+  expectUsageError("bench collectives --iters x", "--iters");
+  expectUsageError("bench collectives --world-size 2 --bogus 1", "--bogus");
+  expectUsageError("launch --nproc-per-node x prog", "--nproc-per-node");
+}
+
+TEST(CliUsage, HelpExitsZeroWithoutRunning) {
+  for (const std::string sub : {"", "run", "launch", "bench collectives", "analyze", "demo"}) {
+    const Ran r = distlab(sub + " --help");
+    EXPECT_EQ(r.exitCode, 0) << sub << "\n" << r.output;
+    EXPECT_NE(r.output.find("Usage:"), std::string::npos) << sub << "\n" << r.output;
+  }
+  const Ran demo = distlab("demo --help");
+  EXPECT_EQ(demo.output.find("step    1"), std::string::npos) << demo.output;  // did not train
+}
+
+TEST(CliUsage, BenchRejectsEmptyOpsUnknownOptionsAndUnwritableJson) {
+  expectUsageError("bench collectives --ops ''", "--ops: give at least one value");
+  expectUsageError("bench collectives --ops allreduce,,broadcast", "--ops 'allreduce,,broadcast'");
+  expectUsageError("bench collectives --ops allreduse", "--ops: unknown collective 'allreduse'");
+  expectUsageError("bench collectives --option shm.slot_byte=4096",
+                   "--option: unknown key 'shm.slot_byte'");
+  expectUsageError("bench collectives --option noequals", "--option 'noequals' is not key=value");
+  expectUsageError("bench collectives --json /nonexistent-dir/out.json",
+                   "--json /nonexistent-dir/out.json: cannot write this file");
+  expectUsageError("bench collectives --max-bytes 99999999999999999999",
+                   "--max-bytes '99999999999999999999' is not a byte count");
+  expectUsageError("bench collectives --max-bytes 17179869184G",
+                   "--max-bytes '17179869184G' is past the largest size");
+  expectUsageError("bench collectives --min-bytes -8", "--min-bytes '-8' is not a byte count");
+}
+
+TEST(CliUsage, RunRejectsEmptyFoldersAndUnwritableOut) {
+  distlab::testing::TempDir dir;
+  std::filesystem::create_directories(dir.file("empty/sub"));
+  expectUsageError("run " + dir.file("empty"),
+                   dir.file("empty") + ": no scenario files (*.toml) in this folder");
+  std::ofstream(dir.file("ok.toml")) << "name = \"x\"\n";
+  std::ofstream(dir.file("plain")) << "a file, not a folder\n";
+  expectUsageError("run " + dir.file("ok.toml") + " --out " + dir.file("plain/out"),
+                   "--out " + dir.file("plain/out") + ": cannot create this folder");
+}
+
+TEST(CliUsage, LaunchTakesTheProgramAfterDashesAndRejectsUnknownFlags) {
+  distlab::testing::TempDir dir;
+  const std::string flags = "--nproc-per-node 2 --master-port 0 ";
+  Ran r = distlab("launch " + flags + "-- /bin/sh -c 'echo rank=$RANK args=$0' -x");
+  EXPECT_EQ(r.exitCode, 0) << r.output;
+  EXPECT_NE(r.output.find("rank=0 args=-x"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("rank=1 args=-x"), std::string::npos) << r.output;
+  // Without "--" the program's own flags still pass through untouched.
+  r = distlab("launch " + flags + "/bin/sh -c 'echo rank=$RANK' --flag-of-the-program");
+  EXPECT_EQ(r.exitCode, 0) << r.output;
+  EXPECT_NE(r.output.find("rank=1"), std::string::npos) << r.output;
+  expectUsageError("launch --nproc-per-nod 2 /bin/true", "launch: unknown flag '--nproc-per-nod'");
+  expectUsageError("launch " + flags + "--", "launch: no program after '--'");
+  expectUsageError("launch " + flags + "/bin/true --", "launch: unexpected '/bin/true' before '--'");
+  expectUsageError("launch " + flags, "launch: no program given");
+}
+
+// A minimal valid flight-recorder dump of `rank` in a 2-rank group.
+std::string dumpText(const std::string& rank, const std::string& seq, const std::string& ranks) {
+  return R"({"version": "2.4-distlab", "rank": )" + rank +
+         R"(, "pg_config": {"0": {"name": "0", "desc": "default_pg", "ranks": )" + ranks +
+         R"(}}, "pg_status": {}, "entries": [{"pg_id": "0", "collective_seq_id": )" + seq +
+         R"(, "p2p_seq_id": 0, "is_p2p": false, "profiling_name": "shm:all_reduce",
+         "input_sizes": [[4]], "output_sizes": [[4]], "input_dtypes": ["float32"],
+         "output_dtypes": ["float32"], "state": "completed"}]})";
+}
+
+TEST(CliUsage, AnalyzeRejectsOutOfRangeRanksAndSequenceNumbersNamingTheFile) {
+  distlab::testing::TempDir dir;
+  struct Case {
+    std::string rank, seq, ranks, message;
+  };
+  const std::vector<Case> cases = {
+      {"-1", "1", "[0, 1]", "top level: 'rank' = -1 is out of range; expected an integer in [0, "
+                            "1048575]"},
+      {"4294967296", "1", "[0, 1]", "top level: 'rank' = 4294967296 is out of range"},
+      {"1.5", "1", "[0, 1]", "top level: 'rank' = 1.5 is out of range"},
+      {"0", "-1", "[0, 1]", "entry 0: 'collective_seq_id' = -1 is out of range; expected an "
+                            "integer in [0, 9007199254740992]"},
+      {"0", "0", "[0, 1]", "entry 0: 'collective_seq_id' = 0 is out of range; expected an "
+                           "integer in [1, 9007199254740992]"},
+      {"0", "18446744073709551615", "[0, 1]",
+       "entry 0: 'collective_seq_id' = 18446744073709551615 is out of range"},
+      {"0", "1", "[0, -3]", "pg_config '0' (item 1): 'ranks' = -3 is out of range"},
+      {"0", "1", "[0, 0]", "pg_config '0': rank 0 appears twice in 'ranks'"},
+      {"2", "1", "[0, 1]", "pg_config '0': 'ranks' [0,1] does not hold the dump's own rank 2"},
+  };
+  const std::string good = dir.file("fr_rank_1.json");
+  std::ofstream(good) << dumpText("1", "1", "[0, 1]");
+  for (size_t i = 0; i < cases.size(); ++i) {
+    const Case& c = cases[i];
+    const std::string bad = dir.file("fr_bad_" + std::to_string(i) + ".json");
+    std::ofstream(bad) << dumpText(c.rank, c.seq, c.ranks);
+    expectUsageError("analyze " + good + " " + bad, "distlab analyze: " + bad + ": " + c.message);
+  }
+  std::ofstream(dir.file("fr_rank_0.json")) << dumpText("0", "1", "[0, 1]");
+  const Ran ok = distlab("analyze " + dir.file("fr_rank_0.json") + " " + good);
+  EXPECT_EQ(ok.exitCode, 0) << ok.output;  // the same dumps with valid numbers agree
+}
+
+}  // namespace
