@@ -40,8 +40,9 @@ void writeRankResult(const std::string& path, const RankResult& r) {
                       {"error_us", r.errorUs},  {"losses", r.losses},
                       {"param_checksum", r.paramChecksum},
                       {"reference_checked", r.referenceChecked},
-                      {"reference_max_diff", r.referenceMaxDiff},
-                      {"reference_tolerance", r.referenceTolerance},
+                      {"reference_within_bound", r.referenceWithinBound},
+                      {"reference_worst_ratio", r.referenceWorstRatio},
+                      {"reference_detail", r.referenceDetail},
                       {"steps_run", r.stepsRun}};
   std::string tmp = path + ".tmp";
   {
@@ -68,8 +69,9 @@ RankResult readRankResult(const std::string& path) {
     r.losses = j.at("losses").get<std::vector<double>>();
     r.paramChecksum = j.at("param_checksum");
     r.referenceChecked = j.at("reference_checked");
-    r.referenceMaxDiff = j.at("reference_max_diff");
-    r.referenceTolerance = j.at("reference_tolerance");
+    r.referenceWithinBound = j.at("reference_within_bound");
+    r.referenceWorstRatio = j.at("reference_worst_ratio");
+    r.referenceDetail = j.at("reference_detail");
     r.stepsRun = j.at("steps_run");
     return r;
   } catch (const nlohmann::json::exception& e) {
