@@ -7,6 +7,7 @@ if(TARGET distlab_comm)
     launcher/output_pump.cpp
     launcher/stack_dump.cpp
     launcher/launch_attempt.cpp
-    launcher/launcher.cpp)
+    launcher/launcher.cpp
+    launcher/rank_spawner.cpp)
   list(APPEND DISTLAB_EMULATOR_DEPS distlab::comm)
 endif()

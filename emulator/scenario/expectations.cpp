@@ -90,10 +90,10 @@ void checkTraining(const Scenario& s, const Expectation& x,
     const auto& r0 = results.empty() ? std::nullopt : results[0];
     if (!r0 || !r0->referenceChecked) {
       out.push_back(fmt::format("{}: rank 0 did not compare against the reference", where));
-    } else if (r0->referenceMaxDiff > r0->referenceTolerance) {
-      out.push_back(fmt::format("{}: parameters differ from the single-process reference by {:g} "
-                                "(tolerance {:g})", where, r0->referenceMaxDiff,
-                                r0->referenceTolerance));
+    } else if (!r0->referenceWithinBound) {
+      out.push_back(fmt::format("{}: training differs from the single-process reference "
+                                "({:.3g} x the rounding bound): {}", where,
+                                r0->referenceWorstRatio, r0->referenceDetail));
     }
   }
   if (x.lossDecreased) {

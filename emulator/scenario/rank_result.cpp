@@ -90,8 +90,9 @@ void writeRankResult(const std::string& path, const RankResult& r) {
                       {"error_us", r.errorUs},  {"losses", jsonNumbers(r.losses)},
                       {"param_checksum", r.paramChecksum},
                       {"reference_checked", r.referenceChecked},
-                      {"reference_max_diff", jsonNumber(r.referenceMaxDiff)},
-                      {"reference_tolerance", r.referenceTolerance},
+                      {"reference_within_bound", r.referenceWithinBound},
+                      {"reference_worst_ratio", jsonNumber(r.referenceWorstRatio)},
+                      {"reference_detail", r.referenceDetail},
                       {"steps_run", r.stepsRun},
                       {"non_finite_step", r.nonFiniteStep},
                       {"non_finite_us", r.nonFiniteUs},
@@ -121,8 +122,9 @@ RankResult readRankResult(const std::string& path) {
     for (const auto& loss : j.at("losses")) r.losses.push_back(numberFromJson(loss));
     r.paramChecksum = j.at("param_checksum");
     r.referenceChecked = j.at("reference_checked");
-    r.referenceMaxDiff = numberFromJson(j.at("reference_max_diff"));
-    r.referenceTolerance = j.at("reference_tolerance");
+    r.referenceWithinBound = j.at("reference_within_bound");
+    r.referenceWorstRatio = numberFromJson(j.at("reference_worst_ratio"));
+    r.referenceDetail = j.at("reference_detail");
     r.stepsRun = j.at("steps_run");
     r.nonFiniteStep = j.at("non_finite_step");
     r.nonFiniteUs = j.at("non_finite_us");

@@ -22,9 +22,12 @@ struct RankResult {
   int64_t startUs = 0, endUs = 0, errorUs = 0;  // wall clock
   std::vector<double> losses;     // training: per step
   std::string paramChecksum;      // training: FNV-1a over parameter bytes (hex)
+  // params_match_reference (rank 0; Note [Checking an engine against the
+  // single-process reference]): worst |gradient deviation| / rounding bound.
   bool referenceChecked = false;
-  double referenceMaxDiff = 0;    // max |param - reference param|
-  double referenceTolerance = 0;
+  bool referenceWithinBound = true;
+  double referenceWorstRatio = 0;
+  std::string referenceDetail;    // where the worst deviation was
   int stepsRun = 0;
   // Training: the first step whose loss or parameters were not finite (-1:
   // none), when (wall clock) and what ("loss = nan", "parameter 0 holds inf").

@@ -13,6 +13,7 @@ if(TARGET distlab_comm AND TARGET distlab_nn AND TARGET distlab_optim
     scenario/local_engine.cpp
     scenario/rank_result.cpp
     scenario/training_model.cpp
+    scenario/reference_check.cpp
     scenario/training_workload.cpp
     scenario/collective_workload.cpp
     scenario/worker.cpp

@@ -8,6 +8,7 @@
 #include <optional>
 
 #include "emulator/scenario/engine_registry.hpp"
+#include "emulator/scenario/reference_check.hpp"
 #include "emulator/scenario/training_engine.hpp"
 #include "emulator/scenario/training_model.hpp"
 #include "emulator/scenario/workloads.hpp"
@@ -56,32 +57,6 @@ void flipGradientBit(const std::vector<Tensor>& params, int bit) {
   }
 }
 
-// The single-process reference: one model trained on every rank's batches,
-// the loss averaged over ranks (what DDP's averaged gradients compute). Only
-// meaningful when all ranks run the same number of steps.
-std::vector<Tensor> referenceParameters(const Scenario& s) {
-  const auto& tr = s.training;
-  auto model = buildScenarioModel(tr);
-  auto params = model->parameters();
-  auto opt = makeOptimizer(tr, params);
-  const bool distributedEngine = findEngine(tr.engine)->distributed;
-  const int ranks = distributedEngine ? s.worldSize : 1;
-  for (int step = 0; step < tr.steps; ++step) {
-    Tensor total;
-    for (int q = 0; q < ranks; ++q) {
-      auto [x, y] = scenarioBatch(tr, distributedEngine ? q : 0, step);
-      Tensor loss = scenarioLoss(model->call({x}), y, true);
-      total = total.defined() ? ops::add(total, loss) : loss;
-    }
-    autograd::backward(ops::div(total, Scalar(static_cast<double>(ranks))));
-    if (syncStep(tr, step)) {
-      opt->step();
-      opt->zeroGrad();
-    }
-  }
-  return params;
-}
-
 // "parameter 2 holds nan" for the first parameter with a non-finite element.
 std::optional<std::string> nonFiniteParameter(const std::vector<Tensor>& params) {
   for (size_t i = 0; i < params.size(); ++i) {
@@ -90,14 +65,6 @@ std::optional<std::string> nonFiniteParameter(const std::vector<Tensor>& params)
     }
   }
   return std::nullopt;
-}
-
-double toleranceFor(const TrainingWorkload& tr) {
-  // float32 sums in a different order: a few ulps per step; compressed
-  // gradients (fp16 / bf16 hooks) round each gradient to 11 / 8 mantissa bits.
-  if (tr.commHook == "fp16_compress") return 2e-3;
-  if (tr.commHook == "bf16_compress") return 2e-2;
-  return 1e-5;
 }
 
 }  // namespace
@@ -119,6 +86,11 @@ void runTrainingWorkload(const Scenario& s, int rank, const comm::ProcessGroupPt
   if (auxUnused) {
     setAuxUsed(*ctx.module, false);
     plan.log().write("fault unused_param seq=0 step=-1 aux head not run");
+  }
+  // Note [Checking an engine against the single-process reference].
+  std::unique_ptr<ReferenceChecker> reference;
+  if (s.expect.paramsMatchReference && rank == 0) {
+    reference = std::make_unique<ReferenceChecker>(s, info->distributed ? s.worldSize : 1);
   }
   const int batches = tr.batchesOf(rank);
   for (int step = 0; step < batches; ++step) {
@@ -147,9 +119,11 @@ void runTrainingWorkload(const Scenario& s, int rank, const comm::ProcessGroupPt
       plan.recordFired(*f, 0, fmt::format("bit {}", f->bit));
       flipGradientBit(params, f->bit);
     }
+    if (reference) reference->afterBackward(step, syncStep(tr, step), params);
     if (syncStep(tr, step)) {
       opt->step();
       opt->zeroGrad();
+      if (reference) reference->afterOptimizerStep(params);
     }
     if (result.nonFiniteStep < 0) {  // Note [Non-finite numbers in result files]
       if (auto what = nonFiniteParameter(params)) noteNonFinite(result, step, *what);
@@ -157,16 +131,12 @@ void runTrainingWorkload(const Scenario& s, int rank, const comm::ProcessGroupPt
     result.stepsRun = step + 1;
   }
   result.paramChecksum = tensorsChecksum(params);
-  if (s.expect.paramsMatchReference && rank == 0) {
-    auto ref = referenceParameters(s);
-    double maxDiff = 0;
-    for (size_t i = 0; i < params.size(); ++i) {
-      Tensor d = params[i].to(DType::kFloat64).sub(ref[i].to(DType::kFloat64)).abs();
-      for (double v : d.contiguous().toVector<double>()) maxDiff = std::max(maxDiff, v);
-    }
-    result.referenceChecked = true;
-    result.referenceMaxDiff = maxDiff;
-    result.referenceTolerance = toleranceFor(tr);
+  if (reference) {
+    const ReferenceVerdict& v = reference->verdict();
+    result.referenceChecked = v.checked;
+    result.referenceWithinBound = v.withinBound;
+    result.referenceWorstRatio = v.worstRatio;
+    result.referenceDetail = v.detail;
   }
 }
 

@@ -1,314 +1,47 @@
 #include "tests/support/spawn.hpp"
 
-#include <fcntl.h>
-#include <poll.h>
-#include <signal.h>
-#include <sys/prctl.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
-#include <condition_variable>
-#include <cstdio>
-#include <cstring>
-#include <iostream>
-#include <mutex>
-#include <thread>
-
-#include <fmt/format.h>
-#include <fmt/ranges.h>
 #include <gtest/gtest.h>
-
-#include "runtime/comm/store/file_store.hpp"
-#include "runtime/comm/store/hash_store.hpp"
-#include "runtime/core/clock.hpp"
-#include "tests/support/temp_dir.hpp"
 
 namespace distlab::testing {
 namespace {
 
-constexpr size_t kMaxMessage = 32 * 1024;
+// Whether the test had failed already when this rank's fn started. rankCheck
+// runs on the rank's own thread (see rank_spawner.hpp), so a thread_local is
+// each rank's own.
+thread_local bool tFailedBeforeRank = false;
 
-struct Collected {
-  std::vector<RankOutcome> outcomes;
-  int firstFailure = -1;  // rank of the first unexpected failure, in arrival order
-};
-
-bool isFailure(const RankOutcome& o, const SpawnOptions& options) {
-  if (o.ok) return false;
-  return !(o.killed && options.mayDie.count(o.rank) != 0);
-}
-
-void noteOutcome(Collected& c, const RankOutcome& o, const SpawnOptions& options) {
-  c.outcomes[static_cast<size_t>(o.rank)] = o;
-  if (c.firstFailure < 0 && isFailure(o, options)) c.firstFailure = o.rank;
-}
-
-// Runs fn and describes how it ended: "" on success, "K" when killed, else
-// "F<message>".
-std::string runRank(const RankFn& fn, RankContext& ctx) {
-  bool hadFailure = ::testing::Test::HasFailure();
-  try {
+// Wraps fn so that a GoogleTest failure recorded while it ran (in this rank's
+// thread or process) fails the rank. HasFailure() is per test, not per thread:
+// a rank reports only failures that appeared while it ran.
+SpawnOptions withGtestCheck(const SpawnOptions& options, RankFn& wrapped, const RankFn& fn) {
+  SpawnOptions o = options;
+  auto userCheck = options.rankCheck;
+  wrapped = [fn](RankContext& ctx) {
+    tFailedBeforeRank = ::testing::Test::HasFailure();
     fn(ctx);
-  } catch (const RankKilled&) {
-    return "K";
-  } catch (const std::exception& e) {
-    return std::string("F") + e.what();
-  } catch (...) {
-    return "Fnon-standard exception";
-  }
-  if (!hadFailure && ::testing::Test::HasFailure()) {
-    return "FGoogleTest assertion(s) failed in this rank (see the output above)";
-  }
-  return "";
-}
-
-RankOutcome toOutcome(int rank, const std::string& code) {
-  RankOutcome o;
-  o.rank = rank;
-  o.ok = code.empty();
-  o.killed = code == "K";
-  if (o.killed) o.error = "killed (killSelf)";
-  if (!code.empty() && code[0] == 'F') o.error = code.substr(1);
+  };
+  o.rankCheck = [userCheck]() -> std::string {
+    if (!tFailedBeforeRank && ::testing::Test::HasFailure()) {
+      return "GoogleTest assertion(s) failed in this rank (see the output above)";
+    }
+    return userCheck ? userCheck() : std::string();
+  };
   return o;
-}
-
-Collected runThreads(int worldSize, const RankFn& fn, const SpawnOptions& options) {
-  TempDir dir;
-  auto store = std::make_shared<comm::HashStore>(options.storeTimeout);
-  Collected c;
-  c.outcomes.resize(static_cast<size_t>(worldSize));
-  std::mutex mutex;
-  std::condition_variable finished;
-  std::vector<bool> done(static_cast<size_t>(worldSize), false);
-  int remaining = worldSize;
-  std::vector<std::thread> threads;
-  for (int rank = 0; rank < worldSize; ++rank) {
-    threads.emplace_back([&, rank] {
-      RankContext ctx{rank, worldSize, SpawnMode::kThreads, store, dir.path()};
-      RankOutcome o = toOutcome(rank, runRank(fn, ctx));
-      std::lock_guard<std::mutex> lock(mutex);
-      noteOutcome(c, o, options);
-      done[static_cast<size_t>(rank)] = true;
-      --remaining;
-      finished.notify_all();
-    });
-  }
-  std::unique_lock<std::mutex> lock(mutex);
-  if (!finished.wait_until(lock, Deadline::after(options.timeout).at(),
-                           [&] { return remaining == 0; })) {
-    std::vector<int> running;
-    for (int r = 0; r < worldSize; ++r) {
-      if (!done[static_cast<size_t>(r)]) running.push_back(r);
-    }
-    std::fprintf(stderr,
-                 "spawn(threads): deadline of %lld ms passed; ranks still running: [%s]. Threads "
-                 "cannot be killed, so the test process exits now.\n",
-                 static_cast<long long>(options.timeout.count()),
-                 fmt::format("{}", fmt::join(running, ", ")).c_str());
-    std::fflush(stderr);
-    std::_Exit(1);
-  }
-  lock.unlock();
-  for (auto& t : threads) t.join();
-  return c;
-}
-
-[[noreturn]] void childMain(int rank, int worldSize, const RankFn& fn,
-                            const SpawnOptions& options, const std::string& dir, int fd,
-                            pid_t parent) {
-  ::prctl(PR_SET_PDEATHSIG, SIGKILL);
-  if (::getppid() != parent) ::_exit(1);
-  std::string code;
-  {
-    try {
-      auto store = std::make_shared<comm::FileStore>(dir + "/store", worldSize,
-                                                     options.storeTimeout);
-      RankContext ctx{rank, worldSize, SpawnMode::kProcesses, store, dir};
-      code = runRank(fn, ctx);
-    } catch (const std::exception& e) {
-      code = std::string("Fcould not open the shared FileStore: ") + e.what();
-    }
-  }
-  if (code.empty()) code = "O";
-  if (code.size() > kMaxMessage) code.resize(kMaxMessage);
-  std::cout.flush();
-  std::cerr.flush();
-  std::fflush(nullptr);
-  ssize_t ignored = ::write(fd, code.data(), code.size());
-  (void)ignored;
-  ::_exit(code == "O" ? 0 : 1);
-}
-
-struct Child {
-  pid_t pid = -1;
-  int fd = -1;
-  std::string message;
-  bool reaped = false;
-};
-
-void drain(Child& child) {
-  char buf[4096];
-  while (true) {
-    ssize_t n = ::read(child.fd, buf, sizeof(buf));
-    if (n > 0) {
-      child.message.append(buf, static_cast<size_t>(n));
-      continue;
-    }
-    if (n < 0 && errno == EINTR) continue;
-    return;
-  }
-}
-
-RankOutcome childOutcome(int rank, Child& child, int status) {
-  drain(child);
-  if (!child.message.empty() && child.message != "O") return toOutcome(rank, child.message);
-  RankOutcome o;
-  o.rank = rank;
-  if (WIFSIGNALED(status)) {
-    o.killed = true;
-    o.error = fmt::format("killed by signal {} ({})", WTERMSIG(status), strsignal(WTERMSIG(status)));
-  } else if (WIFEXITED(status) && WEXITSTATUS(status) == 0 && child.message == "O") {
-    o.ok = true;
-  } else {
-    o.error = fmt::format("exited with code {} without reporting a result",
-                          WIFEXITED(status) ? WEXITSTATUS(status) : -1);
-  }
-  return o;
-}
-
-std::vector<int> runningRanks(const std::vector<Child>& children) {
-  std::vector<int> running;
-  for (size_t r = 0; r < children.size(); ++r) {
-    if (!children[r].reaped) running.push_back(static_cast<int>(r));
-  }
-  return running;
-}
-
-void killAndReap(std::vector<Child>& children) {
-  for (auto& child : children) {
-    if (!child.reaped) ::kill(child.pid, SIGKILL);
-  }
-  for (auto& child : children) {
-    if (!child.reaped) ::waitpid(child.pid, nullptr, 0);
-    child.reaped = true;
-    ::close(child.fd);
-  }
-}
-
-Collected runProcesses(int worldSize, const RankFn& fn, const SpawnOptions& options,
-                       bool failFast) {
-  TempDir dir;
-  std::cout.flush();
-  std::fflush(nullptr);
-  std::vector<Child> children(static_cast<size_t>(worldSize));
-  pid_t parent = ::getpid();
-  for (int rank = 0; rank < worldSize; ++rank) {
-    int fds[2];
-    if (::pipe2(fds, O_CLOEXEC) != 0) throw std::runtime_error("spawn: pipe failed");
-    pid_t pid = ::fork();
-    if (pid == 0) {
-      ::close(fds[0]);
-      for (int r = 0; r < rank; ++r) ::close(children[static_cast<size_t>(r)].fd);
-      childMain(rank, worldSize, fn, options, dir.path(), fds[1], parent);
-    }
-    ::close(fds[1]);
-    if (pid < 0) throw std::runtime_error("spawn: fork failed");
-    ::fcntl(fds[0], F_SETFL, O_NONBLOCK);
-    children[static_cast<size_t>(rank)] = Child{pid, fds[0], {}, false};
-  }
-  Collected c;
-  c.outcomes.resize(static_cast<size_t>(worldSize));
-  Deadline deadline = Deadline::after(options.timeout);
-  Deadline graceEnd = deadline;
-  int left = worldSize;
-  while (left > 0) {
-    std::vector<pollfd> fds;
-    for (auto& child : children) {
-      if (!child.reaped) fds.push_back(pollfd{child.fd, POLLIN, 0});
-    }
-    int waitMs = static_cast<int>(std::min<int64_t>(graceEnd.remaining().count(), 20));
-    ::poll(fds.data(), fds.size(), waitMs);
-    for (int rank = 0; rank < worldSize; ++rank) {
-      Child& child = children[static_cast<size_t>(rank)];
-      if (child.reaped) continue;
-      drain(child);
-      int status = 0;
-      if (::waitpid(child.pid, &status, WNOHANG) != child.pid) continue;
-      child.reaped = true;
-      --left;
-      bool hadFailure = c.firstFailure >= 0;
-      noteOutcome(c, childOutcome(rank, child, status), options);
-      if (failFast && !hadFailure && c.firstFailure >= 0) {
-        graceEnd = Deadline(std::min(deadline.at(), Deadline::after(options.failFastGrace).at()));
-      }
-    }
-    if (left > 0 && graceEnd.expired()) {
-      std::vector<int> running = runningRanks(children);
-      killAndReap(children);
-      if (c.firstFailure >= 0 && !deadline.expired()) {
-        for (int r : running) {
-          RankOutcome& o = c.outcomes[static_cast<size_t>(r)];
-          o.rank = r;
-          o.killed = true;
-          o.error = "killed by the spawner after another rank failed";
-        }
-        return c;
-      }
-      throw SpawnError(-1, fmt::format("spawn(processes): deadline of {} ms passed; ranks still "
-                                       "running (now killed): [{}]{}",
-                                       options.timeout.count(), fmt::join(running, ", "),
-                                       c.firstFailure >= 0
-                                           ? fmt::format("; first failure: rank {}: {}",
-                                                         c.firstFailure,
-                                                         c.outcomes[c.firstFailure].error)
-                                           : ""));
-    }
-  }
-  for (auto& child : children) ::close(child.fd);
-  return c;
-}
-
-Collected run(SpawnMode mode, int worldSize, const RankFn& fn, const SpawnOptions& options,
-              bool failFast) {
-  if (worldSize < 1) throw std::invalid_argument("spawn: worldSize must be >= 1");
-  return mode == SpawnMode::kThreads ? runThreads(worldSize, fn, options)
-                                     : runProcesses(worldSize, fn, options, failFast);
 }
 
 }  // namespace
 
-std::string spawnModeName(SpawnMode mode) {
-  return mode == SpawnMode::kThreads ? "Threads" : "Processes";
-}
-
-void RankContext::killSelf() const {
-  if (mode == SpawnMode::kThreads) throw RankKilled{};
-  std::cout.flush();
-  std::fflush(nullptr);
-  ::kill(::getpid(), SIGKILL);
-  ::_exit(137);  // unreachable: SIGKILL cannot be caught
-}
-
 void spawn(SpawnMode mode, int worldSize, const RankFn& fn, const SpawnOptions& options) {
-  Collected c = run(mode, worldSize, fn, options, /*failFast=*/true);
-  if (c.firstFailure < 0) return;
-  const RankOutcome& first = c.outcomes[static_cast<size_t>(c.firstFailure)];
-  std::vector<std::string> others;
-  for (const auto& o : c.outcomes) {
-    if (o.rank != first.rank && isFailure(o, options)) {
-      others.push_back(fmt::format("rank {}: {}", o.rank, o.error));
-    }
-  }
-  throw SpawnError(first.rank,
-                   fmt::format("spawn({}): rank {} failed: {}{}", spawnModeName(mode), first.rank,
-                               first.error,
-                               others.empty() ? "" : fmt::format(" (then: {})",
-                                                                 fmt::join(others, "; "))));
+  RankFn wrapped;
+  SpawnOptions o = withGtestCheck(options, wrapped, fn);
+  ranks::spawnRanks(mode, worldSize, wrapped, o);
 }
 
 std::vector<RankOutcome> spawnCollect(SpawnMode mode, int worldSize, const RankFn& fn,
                                       const SpawnOptions& options) {
-  return run(mode, worldSize, fn, options, /*failFast=*/false).outcomes;
+  RankFn wrapped;
+  SpawnOptions o = withGtestCheck(options, wrapped, fn);
+  return ranks::spawnRanksCollect(mode, worldSize, wrapped, o);
 }
 
 }  // namespace distlab::testing

@@ -1,93 +1,30 @@
 #pragma once
-// Rank spawners for multi-rank tests (DESIGN.md house style 7).
+// Rank spawners for multi-rank tests (DESIGN.md house style 7): the public
+// ranks::spawnRanks (emulator/launcher/rank_spawner.hpp, where the contract is
+// written) with GoogleTest glue — an EXPECT_* that failed inside a rank marks
+// that rank failed, as an exception would.
 //
 //   spawn(SpawnMode::kProcesses, 4, [](RankContext& ctx) {
 //     ctx.store->add("counter", 1);
 //     ...
 //   }, SpawnOptions{.timeout = std::chrono::seconds(20)});
-//
-// kThreads runs every rank as a thread of this process sharing one HashStore;
-// kProcesses forks one child per rank sharing a FileStore in a fresh temporary
-// directory (children get PR_SET_PDEATHSIG, so none outlives the test).
-//
-// spawn() throws SpawnError for the first rank that failed (an exception, a
-// GoogleTest assertion failure inside the rank, an unexpected exit or signal),
-// naming the rank and the failure; children report their exception text back
-// through a pipe. After the first failure the other ranks get
-// `failFastGrace` to finish, then are killed (processes) so a test never hangs
-// on peers of a failed rank. spawnCollect() returns every rank's outcome
-// instead and waits for all ranks.
-//
-// Deadline: `timeout` bounds the whole run. In process mode ranks still running
-// past it are SIGKILLed and SpawnError names them. Threads cannot be killed: in
-// thread mode an overrun prints the ranks still running and ends the test
-// process with exit code 1 (the ranks' closures may reference the test's
-// stack), so give every blocking call inside a rank its own timeout.
-//
-// Killing a chosen rank: call ctx.killSelf() in that rank (SIGKILL in process
-// mode — sockets close, the peers see a dead process; in thread mode the rank's
-// thread unwinds with RankKilled). List the rank in SpawnOptions::mayDie so
-// its death is not a failure.
-#include <chrono>
-#include <functional>
-#include <memory>
-#include <set>
-#include <stdexcept>
-#include <string>
-#include <vector>
-
-#include "runtime/comm/store/store.hpp"
+#include "emulator/launcher/rank_spawner.hpp"
 
 namespace distlab::testing {
 
-enum class SpawnMode { kThreads, kProcesses };
-// "Threads" / "Processes" (for parameterised test names).
-std::string spawnModeName(SpawnMode mode);
+using ranks::RankContext;
+using ranks::RankFn;
+using ranks::RankKilled;
+using ranks::RankOutcome;
+using ranks::SpawnError;
+using ranks::SpawnMode;
+using ranks::SpawnOptions;
+using ranks::spawnModeName;
 
-// Thrown (thread mode) by RankContext::killSelf; the spawner treats it as the
-// rank being killed.
-struct RankKilled {};
-
-struct RankContext {
-  int rank = 0;
-  int worldSize = 0;
-  SpawnMode mode = SpawnMode::kThreads;
-  std::shared_ptr<comm::Store> store;  // shared by all ranks of this spawn
-  std::string tempDir;                 // scratch directory shared by all ranks
-  // Ends this rank abruptly (see the header comment).
-  [[noreturn]] void killSelf() const;
-};
-
-struct SpawnOptions {
-  std::chrono::milliseconds timeout{60000};       // whole-run deadline
-  std::chrono::milliseconds storeTimeout{30000};  // the shared store's default timeout
-  std::chrono::milliseconds failFastGrace{5000};  // spawn(): peers' time after a failure
-  std::set<int> mayDie;                           // ranks allowed to be killed
-};
-
-struct RankOutcome {
-  int rank = 0;
-  bool ok = false;      // fn returned normally (no gtest failure)
-  bool killed = false;  // killSelf() or a signal ended it
-  std::string error;    // what failed, empty when ok
-};
-
-class SpawnError : public std::runtime_error {
- public:
-  SpawnError(int rank, const std::string& what) : std::runtime_error(what), rank_(rank) {}
-  // The failed rank, or -1 for a deadline overrun.
-  int rank() const { return rank_; }
-
- private:
-  int rank_;
-};
-
-using RankFn = std::function<void(RankContext&)>;
-
+// ranks::spawnRanks / ranks::spawnRanksCollect with a rankCheck that reports GoogleTest
+// assertion failures raised inside the rank (options.rankCheck, if set, runs
+// as well).
 void spawn(SpawnMode mode, int worldSize, const RankFn& fn, const SpawnOptions& options = {});
-
-// Waits for every rank (or the deadline, which still throws SpawnError) and
-// returns the outcomes in rank order; a rank's failure is reported, not thrown.
 std::vector<RankOutcome> spawnCollect(SpawnMode mode, int worldSize, const RankFn& fn,
                                       const SpawnOptions& options = {});
 
