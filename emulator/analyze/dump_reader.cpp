@@ -52,12 +52,11 @@ int64_t integerField(const json& obj, const char* name, const std::string& path,
                      const std::string& where, int64_t lo, int64_t hi) {
   auto it = obj.find(name);
   if (it == obj.end()) fail(path, fmt::format("{}: missing field '{}'", where, name));
+  // An unsigned value past int64 would wrap in get<int64_t>(): compare it unsigned.
   const bool integral = it->is_number_integer();
-  const int64_t v = integral && it->is_number_unsigned() &&
-                            it->get<uint64_t>() > static_cast<uint64_t>(hi)
-                        ? hi + 1
-                        : (integral ? it->get<int64_t>() : 0);
-  if (!integral || v < lo || v > hi) {
+  const bool tooBig = it->is_number_unsigned() && it->get<uint64_t>() > static_cast<uint64_t>(hi);
+  const int64_t v = integral && !tooBig ? it->get<int64_t>() : 0;
+  if (!integral || tooBig || v < lo || v > hi) {
     fail(path, fmt::format("{}: '{}' = {} is out of range; expected an integer in [{}, {}]",
                            where, name, it->dump(), lo, hi));
   }
