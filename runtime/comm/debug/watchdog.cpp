@@ -214,7 +214,7 @@ void WatchdogThread::handleTimeout(const Entry& e) {
   if (mode == ErrorHandlingMode::kNoHandling) return;
   if (mode != ErrorHandlingMode::kSkipCleanUp) {
     e.w.work->finish(std::make_exception_ptr(DistTimeoutError(msg)));
-    if (auto b = e.w.backend.lock()) b->abort(msg);
+    if (auto b = e.w.backend.lock()) b->abortAfterTimeout(msg);
   }
   if (mode == ErrorHandlingMode::kTearDown || mode == ErrorHandlingMode::kSkipCleanUp) {
     std::fprintf(stderr, "%s\nTearing down the process (exit code %d).\n", msg.c_str(),
