@@ -108,8 +108,12 @@ int TCPStoreServer::Loop::pollTimeoutMs() const {
     if (!next || t < *next) next = t;
   };
   if (acceptPausedUntil_) consider(*acceptPausedUntil_);
+  // Only partial frames time out; a parked client's complete buffered
+  // requests must not make the loop spin once their age passes the timeout.
   for (const auto& [id, c] : clients_) {
-    if (!c->in().empty()) consider(c->lastInput + options_.partialFrameTimeout);
+    if (!c->in().empty() && c->partialFrame()) {
+      consider(c->lastInput + options_.partialFrameTimeout);
+    }
   }
   if (!next) return -1;
   auto left = std::chrono::ceil<std::chrono::milliseconds>(*next - Clock::now()).count();

@@ -41,8 +41,9 @@ void TCPStoreServer::Loop::readFrom(ServerClient& c) {
     // Orderly close or error: mid-request if a partial frame or a parked
     // request was pending.
     if (!c.in().empty()) {
-      drop(c, fmt::format("disconnected mid-request ({} bytes of an unfinished frame)",
-                          c.in().size()), true);
+      drop(c, fmt::format("disconnected mid-request ({} bytes of requests unhandled{})",
+                          c.in().size(), c.partialFrame() ? ", the last unfinished" : ""),
+           true);
     } else if (c.parked) {
       drop(c, "disconnected while waiting for keys", false);
     } else {
