@@ -339,6 +339,17 @@ std::optional<Divergence> GroupAnalysis::pointToPoint() {
   return std::nullopt;
 }
 
+// Rank numbers in a report are global ranks (Note [Naming ranks]); a group
+// whose group ranks differ says how they map.
+std::string subgroupNote(const DumpGroup& cfg) {
+  bool identity = true;
+  for (size_t i = 0; i < cfg.ranks.size(); ++i) identity &= cfg.ranks[i] == static_cast<int>(i);
+  if (identity) return "";
+  return fmt::format(" (Ranks are global ranks; group {} holds global ranks {} as group ranks 0 "
+                     "to {}.)",
+                     cfg.name, ranksText(cfg.ranks), cfg.ranks.size() - 1);
+}
+
 }  // namespace
 
 AnalysisResult analyzeRankDumps(const std::vector<RankDump>& dumps) {
@@ -357,11 +368,11 @@ AnalysisResult analyzeRankDumps(const std::vector<RankDump>& dumps) {
   std::sort(result.ranks.begin(), result.ranks.end());
   for (const auto& [name, cfg] : groups) {
     GroupAnalysis a(cfg, byRank);
-    if (auto d = a.collectives()) {
-      result.divergences.push_back(*d);
-    } else if (auto p = a.pointToPoint()) {
-      result.divergences.push_back(*p);
-    }
+    std::optional<Divergence> d = a.collectives();
+    if (!d) d = a.pointToPoint();
+    if (!d) continue;
+    d->text += subgroupNote(cfg);
+    result.divergences.push_back(*d);
   }
   result.text = fmt::format("Analyzed {} dump(s) (ranks {}), {} group(s).\n", dumps.size(),
                             ranksText(result.ranks), groups.size());

@@ -23,7 +23,10 @@
 // Point-to-point operations are matched per (sender, receiver) by p2p_seq_id:
 // UNMATCHED_P2P (one side never posted; culprit: that side) and P2P_MISMATCH
 // (element count or dtype differ; culprits: both).
-// Culprits and rank lists are global ranks.
+// Culprits and rank lists are global ranks; the text of a divergence in a
+// group whose group ranks differ from its global ranks ends with the mapping
+// ("(Ranks are global ranks; group w1_g1 holds global ranks {1, 3} as group
+// ranks 0 to 1.)").
 #include <string>
 #include <vector>
 

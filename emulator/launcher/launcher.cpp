@@ -69,7 +69,10 @@ LaunchResult Launcher::run() {
   try {
     int port = options_.masterPort;
     if (options_.nodeRank == 0) {
-      server = std::make_unique<comm::TCPStoreServer>(options_.masterPort);
+      // Loopback unless other nodes must reach it (Note [Store bind address]).
+      server = std::make_unique<comm::TCPStoreServer>(comm::TCPStoreServerOptions{
+          .port = options_.masterPort,
+          .bindAddress = comm::storeBindAddress(options_.masterAddr)});
       port = server->port();
     }
     result.masterPort = port;

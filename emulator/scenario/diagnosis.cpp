@@ -9,6 +9,8 @@
 #include <set>
 #include <sstream>
 
+#include "runtime/comm/debug/rank_names.hpp"
+
 namespace distlab::emulator {
 
 RankEvents readRankEvents(const std::string& path) {
@@ -234,18 +236,14 @@ Diagnosis diagnose(const Scenario& s, const std::vector<RankExit>& exits,
     if (res && res->status == "error" && res->errorType.rfind("Dist", 0) != 0) local.push_back(r);
   }
   // The debug layer (TORCH_DISTRIBUTED_DEBUG=DETAIL) names culprits itself:
-  // "... Culprit rank(s): 1 (the other ranks ... agree)".
+  // "... Culprit rank(s): 1 (the other ranks ... agree)", in a subgroup
+  // "Culprit rank(s): 1 of group 'g1' (global rank 3) ..." (Note [Naming
+  // ranks]); the runner reports global ranks.
   std::vector<int> named;
   for (const auto& res : results) {
     if (!res || res->status != "error") continue;
-    auto at = res->message.find("Culprit rank(s): ");
-    if (at == std::string::npos) continue;
-    std::istringstream in(res->message.substr(at + 17));
-    int q;
-    char sep;
-    while (in >> q) {
+    for (int q : comm::parseCulpritRanks(res->message)) {
       if (std::find(named.begin(), named.end(), q) == named.end()) named.push_back(q);
-      if (!(in >> sep) || sep != ',') break;
     }
   }
   std::sort(named.begin(), named.end());

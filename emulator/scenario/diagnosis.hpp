@@ -4,6 +4,8 @@
 // the observed outcome, the culprit ranks and a one-line diagnosis, and how
 // long the system took to detect the injected fault.
 //
+// Ranks are global ranks throughout (a culprit the DETAIL layer names in a
+// subgroup is translated, Note [Naming ranks] in rank_names.hpp).
 // Culprit rules, first match wins:
 //   1. ranks that died on their own (exit != 0 or a signal, no error report)
 //      -- "rank 1 killed by SIGKILL at seq 3";

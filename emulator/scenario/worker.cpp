@@ -12,6 +12,7 @@
 #include "emulator/scenario/engine_registry.hpp"
 #include "emulator/scenario/scenario_parser.hpp"
 #include "emulator/scenario/workloads.hpp"
+#include "runtime/comm/debug/flight_recorder.hpp"
 #include "runtime/comm/group_management.hpp"
 #include "runtime/comm/store/rendezvous.hpp"
 #include "runtime/core/clock.hpp"
@@ -108,6 +109,11 @@ int runScenarioRank(const std::string& file, const std::string& resultDir) {
     }
     result.errorUs = result.endUs = wallClockNowUs();
     log->write("error " + result.errorType);
+    // Dump this rank's flight recorder now, whatever failed: the runner's
+    // analysis needs every rank's dump, and a rank that failed on a peer's
+    // report rather than its own watchdog would otherwise exit before the
+    // watchdog thread services the peers' dump request.
+    comm::dumpFlightRecorders("error", result.message);
     writeRankResult(resultPath, result);
     std::fprintf(stderr, "[rank %d] %s: %s\n", rank, result.errorType.c_str(),
                  result.message.c_str());

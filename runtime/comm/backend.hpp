@@ -115,6 +115,21 @@ class Backend : public std::enable_shared_from_this<Backend> {
   // Fails queued and running work with DistBackendError(reason), refuses new work,
   // and tells peers (where the transport can). Returns promptly. Idempotent.
   virtual void abort(const std::string& reason);
+  // Note [A peer's timeout is a timeout]
+  // When rank A's watchdog times out a collective and aborts the group, the
+  // peers waiting in the same collective may learn it from A (gloo's failure
+  // record at once; shm's control block once A has exited) before their own
+  // deadline, which is only the start skew away. Reporting that as a peer failure made the outcome depend on
+  // scheduling (which rank's deadline came first). The abort therefore says
+  // it was a timeout, and peers raise DistTimeoutError naming A and quoting
+  // its watchdog message: the same class of error they would have raised
+  // themselves a moment later. A peer that died or failed otherwise is still
+  // a DistPeerFailureError / DistNetworkError / DistBackendError.
+  //
+  // abort() because this rank's operation passed its timeout (the watchdog
+  // calls it); peers then fail with DistTimeoutError (the Note above).
+  // Default: abort().
+  virtual void abortAfterTimeout(const std::string& reason);
   // Finishes queued work (bounded by `timeout`), then releases resources; new
   // work is refused afterwards. Idempotent.
   virtual void shutdown(Milliseconds timeout);

@@ -72,6 +72,9 @@ WorkPtr ForwardingBackend::recvAnysource(const Tensor& t, const RecvOptions& o) 
   return inner_->recvAnysource(t, o);
 }
 void ForwardingBackend::abort(const std::string& reason) { inner_->abort(reason); }
+void ForwardingBackend::abortAfterTimeout(const std::string& reason) {
+  inner_->abortAfterTimeout(reason);
+}
 void ForwardingBackend::shutdown(Milliseconds timeout) { inner_->shutdown(timeout); }
 std::optional<std::string> ForwardingBackend::errorReason() const { return inner_->errorReason(); }
 

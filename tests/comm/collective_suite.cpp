@@ -259,21 +259,24 @@ TEST_P(CollectiveSuite, ObjectCollectives) {
     auto bytes = [](const std::string& s) { return comm::Bytes(s.begin(), s.end()); };
     comm::Bytes obj = r == 1 ? bytes("foo-12-{1: 2}") : bytes("x");
     comm::broadcastObject(g, obj, 1);
-    if (obj != bytes("foo-12-{1: 2}")) throw std::runtime_error("broadcastObject");
+    EXPECT_EQ(obj, bytes("foo-12-{1: 2}")) << "broadcastObject on rank " << r;
     auto all = comm::allGatherObject(g, bytes(std::string(r + 1, 'a' + r)));
+    ASSERT_EQ(all.size(), 3u);
     for (int q = 0; q < 3; ++q) {
-      if (all[q] != bytes(std::string(q + 1, 'a' + q))) throw std::runtime_error("allGatherObject");
+      EXPECT_EQ(all[q], bytes(std::string(q + 1, 'a' + q))) << "allGatherObject entry " << q;
     }
     auto gathered = comm::gatherObject(g, bytes(std::to_string(r * 100)), 2);
-    if (r == 2 && (gathered.size() != 3 || gathered[1] != bytes("100"))) {
-      throw std::runtime_error("gatherObject");
+    if (r == 2) {
+      ASSERT_EQ(gathered.size(), 3u);
+      for (int q = 0; q < 3; ++q) EXPECT_EQ(gathered[q], bytes(std::to_string(q * 100)));
+    } else {
+      EXPECT_TRUE(gathered.empty()) << "gatherObject returned entries on a non-dst rank";
     }
-    if (r != 2 && !gathered.empty()) throw std::runtime_error("gatherObject on non-dst");
     std::vector<comm::Bytes> inputs;
     if (r == 0) inputs = {bytes(""), bytes("one"), bytes("{1: 2}")};
     auto mine = comm::scatterObject(g, inputs, 0);
     const std::vector<comm::Bytes> want = {bytes(""), bytes("one"), bytes("{1: 2}")};
-    if (mine != want[r]) throw std::runtime_error("scatterObject");
+    EXPECT_EQ(mine, want[r]) << "scatterObject on rank " << r;
   });
 }
 

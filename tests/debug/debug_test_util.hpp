@@ -4,6 +4,7 @@
 #include <chrono>
 #include <filesystem>
 #include <functional>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -85,6 +86,35 @@ inline bool waitForDump(const RankContext& ctx, std::chrono::milliseconds limit)
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
   return true;
+}
+
+// Events between ranks through the spawn's store (not a collective, so the
+// flight recorders never see them): a rank marks `name` once it has reached
+// that point, others wait (bounded) for the marks they need. This replaces
+// sleeping "long enough" for another rank to do something.
+inline constexpr std::chrono::seconds kEventTimeout{20};
+
+inline void markEvent(RankContext& ctx, const std::string& name) {
+  ctx.store->setString("test-event/" + name + "/" + std::to_string(ctx.rank), "1");
+}
+
+// Throws (DistStoreError) when a mark does not come within `limit`.
+inline void waitForEvent(RankContext& ctx, const std::string& name, const std::vector<int>& ranks,
+                         std::chrono::milliseconds limit = kEventTimeout) {
+  std::vector<std::string> keys;
+  for (int r : ranks) keys.push_back("test-event/" + name + "/" + std::to_string(r));
+  if (!keys.empty()) ctx.store->wait(keys, limit);
+}
+
+// Every rank not in `absent` (killed ranks) marks `name` and waits for the others.
+inline void storeBarrier(RankContext& ctx, const std::string& name, const std::set<int>& absent = {},
+                         std::chrono::milliseconds limit = kEventTimeout) {
+  markEvent(ctx, name);
+  std::vector<int> ranks;
+  for (int r = 0; r < ctx.worldSize; ++r) {
+    if (r != ctx.rank && !absent.count(r)) ranks.push_back(r);
+  }
+  waitForEvent(ctx, name, ranks, limit);
 }
 
 inline std::vector<std::string> dumpFiles(const std::string& dir) {

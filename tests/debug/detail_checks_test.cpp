@@ -29,7 +29,7 @@ SpawnOptions spawnOptions(std::set<int> mayDie = {}) {
 }
 
 // Runs `fault` on every rank after the warm-up allreduce; each rank passes
-// its Caught to `check`.
+// its Caught to `check`, then marks the event "caught".
 void runCase(const std::function<void(RankContext&, ProcessGroupPtr&)>& fault,
              const std::function<void(int rank, const Caught&)>& check,
              std::set<int> mayDie = {}) {
@@ -40,6 +40,7 @@ void runCase(const std::function<void(RankContext&, ProcessGroupPtr&)>& fault,
     pg->allreduce(ones({4}))->wait();  // collective 1: correct
     Caught c = catchFailure([&] { fault(ctx, pg); });
     check(ctx.rank, c);
+    markEvent(ctx, "caught");  // ranks that stay out of the fault wait for this
   }, spawnOptions(std::move(mayDie)));
 }
 
@@ -118,8 +119,8 @@ TEST(DetailChecks, DifferentTensorCountsInACoalescedCall) {
 TEST(DetailChecks, RankThatNeverArrivesIsReportedAliveWithItsLastCollective) {
   runCase(
       [](RankContext& ctx, ProcessGroupPtr& pg) {
-        if (ctx.rank == kFaulty) {  // stuck in "user code", never issues collective 2
-          std::this_thread::sleep_for(kTimeout + std::chrono::milliseconds(1500));
+        if (ctx.rank == kFaulty) {  // stuck in "user code" until the others have failed
+          waitForEvent(ctx, "caught", {0, 1});
           throw Error("rank 2 skipped the collective");
         }
         pg->allreduce(ones({10}))->wait();
@@ -194,8 +195,8 @@ TEST(DetailChecks, UnmatchedRecvIsExplainedInTheWatchdogReport) {
   runCase(
       [](RankContext& ctx, ProcessGroupPtr& pg) {
         if (ctx.rank == 1) pg->irecv(zeros({10}), 0)->wait();
-        if (ctx.rank != 1) {  // rank 0 never sends
-          std::this_thread::sleep_for(kTimeout + std::chrono::milliseconds(500));
+        if (ctx.rank != 1) {  // rank 0 never sends; stays alive until rank 1 has failed
+          waitForEvent(ctx, "caught", {1});
           throw Error("not involved");
         }
       },

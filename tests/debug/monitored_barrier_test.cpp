@@ -4,6 +4,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <fmt/format.h>
+
 #include <thread>
 
 #include "runtime/comm/debug/monitored_barrier.hpp"
@@ -16,7 +18,6 @@ namespace {
 using ::testing::HasSubstr;
 
 constexpr int kWorld = 3;
-constexpr auto kLate = kTimeout + std::chrono::milliseconds(1500);
 
 void runRanks(const std::function<void(RankContext&, comm::ProcessGroupPtr&)>& body,
               std::set<int> mayDie = {}) {
@@ -28,20 +29,36 @@ void runRanks(const std::function<void(RankContext&, comm::ProcessGroupPtr&)>& b
   spawn(SpawnMode::kProcesses, kWorld, [&](RankContext& ctx) {
     auto pg = initDebugRank(ctx, DebugLevel::kOff, dir);
     body(ctx, pg);
+    markEvent(ctx, "caught");  // a late rank waits for this instead of sleeping
   }, so);
 }
 
 TEST(MonitoredBarrier, PassesWhenEveryRankArrivesRepeatedly) {
-  runRanks([](RankContext&, comm::ProcessGroupPtr& pg) {
-    for (int i = 0; i < 5; ++i) comm::monitoredBarrier(pg, kTimeout);
-    comm::monitoredBarrier(nullptr, kTimeout, /*waitAllRanks=*/true);  // default group
+  runRanks([](RankContext& ctx, comm::ProcessGroupPtr& pg) {
+    // Each rank marks its arrival at barrier i before entering it; a barrier
+    // that lets a rank through early would show a missing mark.
+    auto arrivedAll = [&](int i) {
+      std::vector<std::string> keys;
+      for (int r = 0; r < kWorld; ++r) keys.push_back(fmt::format("arrived/{}/{}", i, r));
+      return ctx.store->check(keys);
+    };
+    for (int i = 0; i < 6; ++i) {
+      ctx.store->setString(fmt::format("arrived/{}/{}", i, ctx.rank), "1");
+      if (i < 5) {
+        EXPECT_NO_THROW(comm::monitoredBarrier(pg, kTimeout)) << "barrier " << i;
+      } else {  // the default group, waiting for all ranks
+        EXPECT_NO_THROW(comm::monitoredBarrier(nullptr, kTimeout, /*waitAllRanks=*/true));
+      }
+      EXPECT_TRUE(arrivedAll(i)) << "rank " << ctx.rank << " passed barrier " << i
+                                 << " before every rank arrived";
+    }
   });
 }
 
 TEST(MonitoredBarrier, LateRankIsNamedAliveOnRankZeroAndReportedToTheOthers) {
   runRanks([](RankContext& ctx, comm::ProcessGroupPtr& pg) {
-    if (ctx.rank == 1) {  // does not call into the barrier
-      std::this_thread::sleep_for(kLate);
+    if (ctx.rank == 1) {  // does not call into the barrier; alive until the others failed
+      waitForEvent(ctx, "caught", {0, 2});
       return;
     }
     Caught c = catchFailure([&] { comm::monitoredBarrier(pg, kTimeout); });
@@ -62,8 +79,8 @@ TEST(MonitoredBarrier, LateRankIsNamedAliveOnRankZeroAndReportedToTheOthers) {
 
 TEST(MonitoredBarrier, WaitAllRanksListsEveryMissingRank) {
   runRanks([](RankContext& ctx, comm::ProcessGroupPtr& pg) {
-    if (ctx.rank != 0) {
-      std::this_thread::sleep_for(kLate);
+    if (ctx.rank != 0) {  // late: alive until rank 0 has failed
+      waitForEvent(ctx, "caught", {0});
       return;
     }
     Caught c = catchFailure([&] { comm::monitoredBarrier(pg, kTimeout, true); });

@@ -24,16 +24,18 @@ using ::testing::HasSubstr;
 
 constexpr int kWorld = 3;
 constexpr int kFaulty = 2;
-// Long enough for a peer's dump request (polled every 200 ms) to be served.
-constexpr auto kStayAlive = kTimeout + std::chrono::milliseconds(1500);
 
 struct Outcome {
   emulator::AnalysisResult analysis;
   std::vector<std::string> files;
 };
 
-// Runs the fault with DETAIL off; every rank that saw an error waits for its
-// own dump, healthy ranks stay alive for kStayAlive so they can dump on request.
+// Runs the fault with DETAIL off. Events, not sleeps: every rank marks
+// "caught" after its check, waits for its own dump (written on its error, or
+// when a peer's watchdog asks through the store) and then meets the others at
+// a store barrier, so a healthy rank stays alive exactly as long as a peer may
+// still ask it to dump. A `fault` that must stay out of a collective waits for
+// the others' "caught" mark (waitForOthersCaught).
 Outcome runFault(const std::function<void(RankContext&, ProcessGroupPtr&)>& fault,
                  const std::function<void(int, const Caught&)>& check = {},
                  std::set<int> mayDie = {}) {
@@ -41,20 +43,31 @@ Outcome runFault(const std::function<void(RankContext&, ProcessGroupPtr&)>& faul
   const std::string dir = dumps.path();
   SpawnOptions so;
   so.timeout = std::chrono::seconds(30);
-  so.mayDie = std::move(mayDie);
+  so.mayDie = mayDie;
   spawn(SpawnMode::kProcesses, kWorld, [&](RankContext& ctx) {
     auto pg = initDebugRank(ctx, DebugLevel::kOff, dir);
     pg->allreduce(ones({4}))->wait();
     Caught c = catchFailure([&] { fault(ctx, pg); });
     if (check) check(ctx.rank, c);
-    if (!c.thrown) std::this_thread::sleep_for(kStayAlive);  // serve a peer's dump request
+    markEvent(ctx, "caught");
     EXPECT_TRUE(waitForDump(ctx, std::chrono::seconds(5))) << "rank " << ctx.rank << " no dump";
+    storeBarrier(ctx, "end", mayDie);
   }, so);
   Outcome out;
   out.files = dumpFiles(dir);
   out.analysis = emulator::analyzeDumps(out.files);
   std::printf("%s", out.analysis.text.c_str());
   return out;
+}
+
+// A rank that stays out of the faulty collective: it returns once every other
+// rank has seen its error.
+void waitForOthersCaught(RankContext& ctx) {
+  std::vector<int> others;
+  for (int r = 0; r < ctx.worldSize; ++r) {
+    if (r != ctx.rank) others.push_back(r);
+  }
+  waitForEvent(ctx, "caught", others);
 }
 
 const emulator::Divergence& only(const Outcome& o) {
@@ -66,10 +79,7 @@ const emulator::Divergence& only(const Outcome& o) {
 TEST(WatchdogTimeout, StuckRankTimesOutWithTheReferenceMessageAndIsNamedByAnalyze) {
   auto out = runFault(
       [](RankContext& ctx, ProcessGroupPtr& pg) {
-        if (ctx.rank == kFaulty) {
-          std::this_thread::sleep_for(kStayAlive);
-          return;
-        }
+        if (ctx.rank == kFaulty) return waitForOthersCaught(ctx);  // never joins collective 2
         pg->allreduce(ones({10}))->wait();
       },
       [](int rank, const Caught& c) {
@@ -180,7 +190,6 @@ TEST(WatchdogTimeout, ExtraCollectiveOfTheSameKindIsAttributedToTheRankThatIssue
       [](RankContext& ctx, ProcessGroupPtr& pg) {
         if (ctx.rank == kFaulty) pg->allreduce(ones({10}))->wait();  // the extra one
         pg->allreduce(ones({10}))->wait();
-        if (ctx.rank != kFaulty) std::this_thread::sleep_for(kStayAlive);
       },
       [](int rank, const Caught& c) {
         if (rank != kFaulty) return;
@@ -199,7 +208,6 @@ TEST(WatchdogTimeout, MismatchedPointToPointNamesBothSides) {
       [](RankContext& ctx, ProcessGroupPtr& pg) {
         if (ctx.rank == 1) pg->irecv(zeros({20}), 0)->wait();  // fails: size mismatch
         if (ctx.rank == 0) pg->isend(ones({10}), 1)->wait();   // may succeed (eager)
-        std::this_thread::sleep_for(kStayAlive);  // dump when rank 1's error asks for it
       });
   const auto& d = only(out);
   EXPECT_EQ(d.kind, "P2P_MISMATCH");
@@ -271,25 +279,107 @@ TEST(FlightRecorder, DumpsOnSignal) {
   });
 }
 
-TEST(WatchdogTimeout, TearDownModeEndsTheProcessWithItsExitCode) {
+// Error-handling modes (Note [Watchdog]). Three ranks: rank 0 runs in `mode`
+// with the 1 s timeout and issues an allreduce that rank 2 never joins; rank 1
+// joins it when `rank1Joins` (mode 2, with a per-call timeout of
+// `rank1Timeout`, so an earlier error there comes from rank 0). Ranks outside the allreduce wait for the
+// "caught" marks of `waitFor` (events, not sleeps).
+struct ModeRun {
+  std::vector<RankOutcome> outcomes;
+  std::vector<std::string> dumps;
+};
+
+ModeRun runMode(comm::ErrorHandlingMode mode, bool rank1Joins, std::vector<int> waitFor,
+                const std::function<void(RankContext&, const Caught&)>& check,
+                std::chrono::milliseconds rank1Timeout = std::chrono::seconds(15)) {
   TempDir dumps;
   const std::string dir = dumps.path();
   SpawnOptions so;
-  so.timeout = std::chrono::seconds(20);
-  auto outcomes = spawnCollect(SpawnMode::kProcesses, 2, [&](RankContext& ctx) {
+  so.timeout = std::chrono::seconds(30);
+  ModeRun run;
+  run.outcomes = spawnCollect(SpawnMode::kProcesses, kWorld, [&](RankContext& ctx) {
     auto pg = initDebugRank(ctx, DebugLevel::kOff, dir);
-    comm::setErrorHandlingMode(comm::ErrorHandlingMode::kSkipCleanUp);
-    if (ctx.rank == 1) {
-      std::this_thread::sleep_for(kStayAlive);
+    if (ctx.rank == 0) comm::setErrorHandlingMode(mode);
+    if (ctx.rank == kFaulty || (ctx.rank == 1 && !rank1Joins)) {
+      waitForEvent(ctx, "caught", waitFor);
       return;
     }
-    pg->allreduce(ones({4}))->wait();
+    comm::AllreduceOptions o;
+    if (ctx.rank == 1) o.timeout = rank1Timeout;
+    Caught c = catchFailure([&] { pg->allreduce(ones({4}), o)->wait(); });
+    check(ctx, c);
+    markEvent(ctx, "caught");
   }, so);
-  EXPECT_TRUE(outcomes[1].ok) << outcomes[1].error;
-  EXPECT_FALSE(outcomes[0].ok);
-  EXPECT_THAT(outcomes[0].error,
-              HasSubstr("exited with code " + std::to_string(comm::kWatchdogExitCode)));
-  EXPECT_EQ(dumpFiles(dir).size(), 2u);  // dumped before tearing down, and asked rank 1
+  run.dumps = dumpFiles(dir);
+  return run;
+}
+
+std::string exitedWith(int code) { return "exited with code " + std::to_string(code); }
+
+TEST(WatchdogModes, TearDownAbortsTheGroupThenEndsTheProcess) {
+  auto run = runMode(comm::ErrorHandlingMode::kTearDown, true, {1},
+                     [](RankContext& ctx, const Caught& c) {
+    EXPECT_TRUE(c.thrown) << "rank " << ctx.rank;
+    if (ctx.rank == 0) {
+      // The watchdog failed the Work with its report before tearing down; the
+      // process must end while this rank waits for an event nobody sends.
+      EXPECT_THAT(c.what, HasSubstr("Watchdog caught collective operation timeout"));
+      waitForEvent(ctx, "never", {0}, std::chrono::seconds(10));
+      ADD_FAILURE() << "mode 1 did not end the process";
+      return;
+    }
+    // Rank 1 gets rank 0's report through the aborted group, long before its
+    // own 15 s timeout: mode 1 aborts before it exits.
+    expectDetectedInTime(c, "mode 1 peer");
+    EXPECT_FALSE(c.peerFailure) << c.what;
+    EXPECT_THAT(c.what, HasSubstr("aborted: [Rank 0] Watchdog caught collective operation "
+                                  "timeout: Work(SeqNum=1, OpType=ALLREDUCE"));
+  });
+  EXPECT_FALSE(run.outcomes[0].ok);
+  EXPECT_THAT(run.outcomes[0].error, HasSubstr(exitedWith(comm::kWatchdogExitCode)));
+  EXPECT_TRUE(run.outcomes[1].ok) << run.outcomes[1].error;
+  EXPECT_TRUE(run.outcomes[2].ok) << run.outcomes[2].error;
+  EXPECT_GE(run.dumps.size(), 1u);  // rank 0 dumped before tearing down
+}
+
+TEST(WatchdogModes, SkipCleanUpEndsTheProcessWithoutAborting) {
+  constexpr auto kRank1Timeout = 3 * kTimeout;
+  auto run = runMode(
+      comm::ErrorHandlingMode::kSkipCleanUp, true, {1},
+      [&](RankContext& ctx, const Caught& c) {
+        ASSERT_EQ(ctx.rank, 1) << "rank 0 returned in mode 3: " << c.what;
+        // No abort reached rank 1 (it still waits for rank 2, which is alive):
+        // its own watchdog reports at its own timeout.
+        EXPECT_TRUE(c.timeout) << c.what;
+        EXPECT_GE(c.seconds, kRank1Timeout.count() / 1000.0 - 0.05);
+        EXPECT_THAT(c.what, HasSubstr("[Rank 1] Watchdog caught collective operation timeout"));
+        EXPECT_THAT(c.what, ::testing::Not(HasSubstr("[Rank 0]")));
+      },
+      kRank1Timeout);
+  EXPECT_FALSE(run.outcomes[0].ok);
+  EXPECT_THAT(run.outcomes[0].error, HasSubstr(exitedWith(comm::kWatchdogExitCode)));
+  EXPECT_TRUE(run.outcomes[1].ok) << run.outcomes[1].error;
+  EXPECT_TRUE(run.outcomes[2].ok) << run.outcomes[2].error;
+}
+
+TEST(WatchdogModes, NoHandlingReportsAndDumpsThenTheBackendFailsTheWorkLater) {
+  auto run = runMode(comm::ErrorHandlingMode::kNoHandling, false, {0},
+                     [](RankContext&, const Caught& c) {
+    // The watchdog only reported and dumped; the backend's own timeout
+    // (timeout + grace) failed the Work, and the process lives on.
+    EXPECT_TRUE(c.timeout) << c.what;
+    EXPECT_THAT(c.what, ::testing::Not(HasSubstr("Watchdog caught")));
+    const double grace = comm::watchdogGrace(kTimeout).count() / 1000.0;
+    EXPECT_GE(c.seconds, kTimeout.count() / 1000.0 + grace - 0.05);
+    std::ifstream in(comm::flightRecorderDumpPath(0));
+    ASSERT_TRUE(in) << "rank 0 wrote no dump";
+    const auto dump = nlohmann::json::parse(in);
+    EXPECT_EQ(dump["trigger"], "timeout");
+    EXPECT_THAT(dump["reason"].get<std::string>(),
+                HasSubstr("[Rank 0] Watchdog caught collective operation timeout: "
+                          "Work(SeqNum=1, OpType=ALLREDUCE"));
+  });
+  for (const auto& o : run.outcomes) EXPECT_TRUE(o.ok) << "rank " << o.rank << ": " << o.error;
 }
 
 TEST(FlightRecorder, RingBufferKeepsTheLastEntries) {

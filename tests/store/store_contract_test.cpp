@@ -2,6 +2,7 @@
 // implementation with exact values.
 #include <gtest/gtest.h>
 
+#include <cstdint>
 #include <thread>
 
 #include "runtime/core/clock.hpp"
@@ -52,6 +53,29 @@ TEST_P(StoreContractTest, AddOnNonIntegerValueThrowsNamingKey) {
   }
   store->set("num", b("5"));
   EXPECT_EQ(store->add("num", 1), 6);
+}
+
+TEST_P(StoreContractTest, AddThatWouldOverflowThrowsAndKeepsTheValue) {
+  auto store = make();
+  const std::string max = std::to_string(INT64_MAX);
+  const std::string min = std::to_string(INT64_MIN);
+  store->set("big", b(max));
+  store->set("small", b(min));
+  for (auto [key, delta] : {std::pair<std::string, int64_t>{"big", 1}, {"big", INT64_MAX},
+                            {"small", -1}, {"small", INT64_MIN}}) {
+    try {
+      store->add(key, delta);
+      FAIL() << "add(" << key << ", " << delta << ") must not wrap";
+    } catch (const DistStoreError& e) {
+      std::string what = e.what();
+      EXPECT_NE(what.find(key + "'"), std::string::npos) << what;
+      EXPECT_NE(what.find("overflow"), std::string::npos) << what;
+    }
+  }
+  EXPECT_EQ(s(store->get("big")), max);
+  EXPECT_EQ(s(store->get("small")), min);
+  EXPECT_EQ(store->add("big", -1), INT64_MAX - 1) << "the store goes on";
+  EXPECT_EQ(store->add("small", 0), INT64_MIN);
 }
 
 TEST_P(StoreContractTest, CompareSetFollowsC10dContract) {

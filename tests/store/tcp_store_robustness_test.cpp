@@ -2,16 +2,14 @@
 // oversized frames and mid-request disconnects drop only that client, and the
 // server keeps serving everyone else.
 #include <gtest/gtest.h>
-#include <poll.h>
 #include <rapidcheck.h>
 #include <rapidcheck/gtest.h>
-#include <sys/socket.h>
 
-#include "runtime/comm/store/socket.hpp"
 #include "runtime/comm/store/tcp_store.hpp"
 #include "runtime/comm/store/tcp_store_protocol.hpp"
 #include "runtime/comm/store/tcp_store_server.hpp"
 #include "runtime/core/errors.hpp"
+#include "tests/store/tcp_store_raw_client.hpp"
 
 namespace distlab::comm {
 namespace {
@@ -19,64 +17,9 @@ namespace {
 using detail::Encoder;
 using detail::Op;
 using std::chrono::milliseconds;
-
-// A raw connection that speaks whatever bytes a test gives it.
-class RawClient {
- public:
-  explicit RawClient(int port)
-      : sock_(detail::connectTcp("127.0.0.1", port, Deadline::after(milliseconds(5000)))) {}
-  void send(const std::string& bytes) {
-    ASSERT_TRUE(detail::sendAll(sock_.fd(), bytes.data(), bytes.size(),
-                                Deadline::after(milliseconds(5000))));
-  }
-  bool trySend(const std::string& bytes) {
-    try {
-      return detail::sendAll(sock_.fd(), bytes.data(), bytes.size(),
-                             Deadline::after(milliseconds(5000)));
-    } catch (const DistNetworkError&) {
-      return false;
-    }
-  }
-  void hello() {
-    Encoder e;
-    e.u8(static_cast<uint8_t>(Op::kHello)).u32(detail::kMagic).u32(detail::kVersion).u8(0);
-    send(e.frame());
-    char reply[5];
-    ASSERT_TRUE(detail::recvExact(sock_.fd(), reply, 5, Deadline::after(milliseconds(5000))));
-    EXPECT_EQ(reply[4], 0) << "hello must be answered ok";
-  }
-  // True when the server closed this connection within the deadline.
-  bool closedByServer(milliseconds within = milliseconds(5000)) {
-    Deadline deadline = Deadline::after(within);
-    char buf[256];
-    while (!deadline.expired()) {
-      pollfd p{sock_.fd(), POLLIN, 0};
-      if (::poll(&p, 1, static_cast<int>(deadline.remaining().count())) <= 0) return false;
-      ssize_t n = ::recv(sock_.fd(), buf, sizeof(buf), 0);
-      if (n <= 0) return true;
-    }
-    return false;
-  }
-  void close() { sock_.reset(); }
-
- private:
-  detail::Socket sock_;
-};
-
-std::string frameOf(const std::string& payload) {
-  Encoder head;
-  head.u32(static_cast<uint32_t>(payload.size()));
-  return head.frame().substr(4) + payload;
-}
-
-// The server still answers a well-behaved client correctly.
-void expectServing(int port) {
-  TCPStore store(TCPStoreOptions{.host = "127.0.0.1", .port = port, .timeout = milliseconds(5000)});
-  int64_t before = store.add("alive", 1);
-  EXPECT_EQ(store.add("alive", 1), before + 1);
-  store.setString("k", "v");
-  EXPECT_EQ(store.getString("k"), "v");
-}
+using testing::expectServing;
+using testing::frameOf;
+using testing::RawClient;
 
 TEST(TCPStoreRobustnessTest, BadFramesDropOnlyTheirClient) {
   TCPStoreServer server(0);

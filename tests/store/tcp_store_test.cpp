@@ -4,9 +4,13 @@
 
 #include <gtest/gtest.h>
 
+#include <fstream>
 #include <future>
+#include <sstream>
 #include <thread>
 
+#include "runtime/comm/store/socket.hpp"
+#include "runtime/comm/store/tcp_store_server.hpp"
 #include "runtime/core/clock.hpp"
 #include "runtime/core/errors.hpp"
 
@@ -62,11 +66,18 @@ TEST(TCPStoreTest, WaitForWorkersTimesOutNamingTheCount) {
 TEST(TCPStoreTest, ClientRetriesUntilTheServerStarts) {
   int port = 0;
   { TCPStore probe(master()); port = probe.port(); }
+  int64_t retriesBefore = detail::connectRetries();
   auto late = std::async(std::launch::async, [port] {
     TCPStore c(client(port, -1, milliseconds(10000)));
     return c.getString("hello");
   });
-  std::this_thread::sleep_for(milliseconds(200));  // the client must retry, not fail
+  // The server starts only once the client has been refused and is retrying.
+  Deadline deadline = Deadline::after(milliseconds(5000));
+  while (detail::connectRetries() == retriesBefore) {
+    ASSERT_FALSE(deadline.expired()) << "the client never retried";
+    ASSERT_NE(late.wait_for(milliseconds(1)), std::future_status::ready)
+        << "the client gave up instead of retrying";
+  }
   TCPStore server(TCPStoreOptions{.host = "127.0.0.1", .port = port, .isMaster = true});
   server.setString("hello", "world");
   EXPECT_EQ(late.get(), "world");
@@ -132,6 +143,44 @@ TEST(TCPStoreTest, BindingABusyPortNamesIt) {
   } catch (const DistNetworkError& e) {
     EXPECT_NE(std::string(e.what()).find(std::to_string(first.port())), std::string::npos);
   }
+}
+
+// The local address the kernel lists for a listening TCP socket on `port`
+// (from /proc/net/tcp: "0100007F" is 127.0.0.1, "00000000" is 0.0.0.0).
+std::string listeningAddress(int port) {
+  std::ifstream in("/proc/net/tcp");
+  std::string line;
+  std::getline(in, line);  // header
+  char portHex[8];
+  std::snprintf(portHex, sizeof(portHex), "%04X", port);
+  while (std::getline(in, line)) {
+    std::istringstream fields(line);
+    std::string slot, local, remote, state;
+    fields >> slot >> local >> remote >> state;
+    if (state == "0A" && local.substr(local.find(':') + 1) == portHex) {
+      return local.substr(0, local.find(':'));
+    }
+  }
+  return "not listening";
+}
+
+TEST(TCPStoreTest, BindAddressIsLoopbackForLoopbackHostsOnly) {
+  EXPECT_EQ(storeBindAddress("127.0.0.1"), "127.0.0.1");
+  EXPECT_EQ(storeBindAddress("localhost"), "127.0.0.1");
+  EXPECT_EQ(storeBindAddress("::1"), "127.0.0.1");
+  EXPECT_EQ(storeBindAddress("10.231.7.1"), "0.0.0.0");
+  EXPECT_EQ(storeBindAddress("node0.example"), "0.0.0.0");
+  EXPECT_EQ(storeBindAddress("127.0.1.1"), "0.0.0.0") << "a host name's loopback alias";
+
+  TCPStore single(master());  // host 127.0.0.1: a single-node run
+  EXPECT_EQ(listeningAddress(single.port()), "0100007F");
+  TCPStoreServer byDefault(0);
+  EXPECT_EQ(listeningAddress(byDefault.port()), "0100007F");
+  TCPStoreServer everywhere(TCPStoreServerOptions{.bindAddress = "0.0.0.0"});
+  EXPECT_EQ(listeningAddress(everywhere.port()), "00000000");
+  TCPStore viaWildcard(client(everywhere.port()));  // reachable through loopback too
+  viaWildcard.setString("k", "v");
+  EXPECT_EQ(viaWildcard.getString("k"), "v");
 }
 
 }  // namespace

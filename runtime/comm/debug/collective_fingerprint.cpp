@@ -181,9 +181,12 @@ std::vector<std::string> fingerprintDifferences(const CollectiveFingerprint& a,
   return out;
 }
 
-std::string CountMismatch::describe() const {
-  return fmt::format("rank {} sends {} elements to rank {}, but rank {} expects {} from rank {}",
-                     sender, sent, receiver, receiver, expected, sender);
+std::string CountMismatch::describe(const RankNames* names) const {
+  const RankNames plain;
+  const RankNames& n = names ? *names : plain;
+  const std::string from = n.name(sender), to = n.name(receiver);
+  return fmt::format("{} sends {} elements to {}, but {} expects {} from {}", from, sent, to, to,
+                     expected, from);
 }
 
 std::vector<CountMismatch> peerCountMismatches(const std::vector<CollectiveFingerprint>& all) {

@@ -28,6 +28,8 @@
 #include <string_view>
 #include <vector>
 
+#include "runtime/comm/debug/rank_names.hpp"
+
 #include "runtime/comm/types.hpp"
 #include "runtime/tensor/tensor.hpp"
 
@@ -78,7 +80,8 @@ struct CountMismatch {
   int receiver = -1;
   int64_t sent = 0;
   int64_t expected = 0;
-  std::string describe() const;
+  // Ranks named through `names` (Note [Naming ranks]); plain "rank N" without.
+  std::string describe(const RankNames* names = nullptr) const;
 };
 std::vector<CountMismatch> peerCountMismatches(const std::vector<CollectiveFingerprint>& all);
 

@@ -285,6 +285,10 @@ std::vector<std::string> dumpFlightRecorders(const std::string& trigger,
     }
   }
   std::vector<std::string> written;
+  // One dump at a time per process: the watchdog thread and a failing caller
+  // may dump together, and both would write the same temporary file.
+  static std::mutex dumpMutex;
+  std::lock_guard<std::mutex> lock(dumpMutex);
   for (int g : ranks) {
     const std::string path = flightRecorderDumpPath(g);
     const std::string tmp = fmt::format("{}.tmp{}", path, getpid());

@@ -10,11 +10,12 @@ MonitorBackend::MonitorBackend(BackendPtr inner, const BackendContext& ctx)
       store_(ctx.store),
       groupDesc_(ctx.groupDesc),
       globalRank_(ctx.globalRanks.empty() ? ctx.rank : ctx.globalRanks.at(ctx.rank)),
-      extend_(watchdogEnabled() && errorHandlingMode() != ErrorHandlingMode::kNoHandling) {
+      extend_(watchdogEnabled()) {
   std::vector<int> ranks = ctx.globalRanks;
   if (ranks.empty()) {
     for (int r = 0; r < ctx.size; ++r) ranks.push_back(r);
   }
+  names_ = std::make_shared<const RankNames>(ctx.groupName, ranks);
   registerLiveness(store_, globalRank_);
   startWatchdog(store_);
   if (const size_t n = flightRecorderBufferSize(); n > 0) {
@@ -41,6 +42,7 @@ WorkPtr MonitorBackend::track(WorkPtr work, Milliseconds timeout,
   w.timeout = timeout;
   w.groupDesc = groupDesc_;
   w.globalRank = globalRank_;
+  w.names = names_;
   watchWork(std::move(w));
   return work;
 }

@@ -68,6 +68,7 @@ class MonitorBackend : public ForwardingBackend {
   int globalRank_;
   bool extend_;
   FlightRecorderPtr recorder_;
+  std::shared_ptr<const RankNames> names_;  // for the watchdog (Note [Naming ranks])
 };
 
 }  // namespace distlab::comm

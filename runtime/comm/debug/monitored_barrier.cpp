@@ -28,12 +28,16 @@ uint64_t nextBarrierIndex(const ProcessGroup& group) {
   throw DistTimeoutError(text);
 }
 
-std::string rootReport(const std::vector<MissingRank>& missing, Milliseconds timeout) {
+RankNames namesOf(const ProcessGroup& g) { return RankNames(g.name(), g.globalRanks()); }
+
+std::string rootReport(const ProcessGroup& g, const std::vector<MissingRank>& missing,
+                       Milliseconds timeout) {
+  const RankNames names = namesOf(g);
   std::vector<int> ranks;
   for (const auto& m : missing) ranks.push_back(m.rank);
-  return fmt::format("[Rank 0]: {} {} failed to pass monitoredBarrier in {} ms\n{}",
-                     ranks.size() == 1 ? "Rank" : "Ranks", fmt::join(ranks, ", "),
-                     timeout.count(), describeMissing(missing));
+  return fmt::format("[{}]: {} failed to pass monitoredBarrier in {} ms\n{}",
+                     names.name(0, true), names.names(ranks, true), timeout.count(),
+                     describeMissing(missing, names));
 }
 
 void runRoot(ProcessGroup& g, const std::string& prefix, Milliseconds timeout, bool waitAll) {
@@ -58,7 +62,7 @@ void runRoot(ProcessGroup& g, const std::string& prefix, Milliseconds timeout, b
     store.setString(prefix + "ack", "ok");
     return;
   }
-  const std::string text = rootReport(missing, timeout);
+  const std::string text = rootReport(g, missing, timeout);
   store.setString(prefix + "ack", "ERR:" + text);
   DL_LOG(ERROR, "{}", text);
   throwFor(missing, text);
@@ -67,21 +71,23 @@ void runRoot(ProcessGroup& g, const std::string& prefix, Milliseconds timeout, b
 void runPeer(ProcessGroup& g, const std::string& prefix, Milliseconds timeout) {
   Store& store = *g.store();
   store.setString(prefix + "a" + std::to_string(g.rank()), "1");
+  const RankNames names = namesOf(g);
   const std::string base = fmt::format(
-      "Rank {} successfully reached monitoredBarrier, but received errors while waiting for "
-      "send/recv from rank 0. Please check rank 0 logs for faulty rank.",
-      g.rank());
+      "{} successfully reached monitoredBarrier, but received errors while waiting for "
+      "send/recv from {}. Please check {} logs for faulty rank.",
+      names.name(g.rank(), true), names.name(0), names.name(0));
   auto missing = waitForRanks(store, {prefix + "ack"}, {0}, g.globalRanks(),
                               Deadline::after(timeout + kMonitoredBarrierGrace), true);
   if (!missing.empty()) {
-    throwFor(missing, fmt::format("{}\nRank 0 did not answer within {} ms:\n{}", base,
+    throwFor(missing, fmt::format("{}\n{} did not answer within {} ms:\n{}", base,
+                                  names.name(0, true),
                                   (timeout + kMonitoredBarrierGrace).count(),
-                                  describeMissing(missing)));
+                                  describeMissing(missing, names)));
   }
   const std::string ack = store.getString(prefix + "ack");
   if (ack == "ok") return;
   const std::string report = ack.substr(4);
-  const std::string text = fmt::format("{}\nRank 0 reported: {}", base, report);
+  const std::string text = fmt::format("{}\n{} reported: {}", base, names.name(0, true), report);
   if (report.find(": dead (") != std::string::npos) throw DistPeerFailureError(text);
   throw DistTimeoutError(text);
 }

@@ -16,6 +16,9 @@
 //            for faulty rank." followed by "Rank 0 reported: <rank 0's text>",
 //            so every rank names the same culprit (no circular blame,
 //            PyTorch #83289), or by rank 0's own liveness when rank 0 is gone.
+// Ranks are group ranks of `group`, named as in Note [Naming ranks]: in a
+// subgroup "[Rank 0 of group 'g1' (global rank 1)]: Rank 1 of group 'g1'
+// (global rank 3) failed to pass monitoredBarrier in 2000 ms".
 // Rank 0 fails fast when a missing rank is dead; with waitAllRanks it keeps
 // waiting for the live ones until the timeout. The others wait for rank 0's
 // answer up to timeout + kMonitoredBarrierGrace.

@@ -35,10 +35,9 @@ ProcessGroupWrapper::ProcessGroupWrapper(BackendPtr inner, const BackendContext&
       groupName_(ctx.groupName),
       keyBase_(fmt::format("dbg/{}/", ctx.groupName)),
       rank_(ctx.rank),
-      globalRanks_(ctx.globalRanks) {
-  if (globalRanks_.empty()) {
-    for (int r = 0; r < ctx.size; ++r) globalRanks_.push_back(r);
-  }
+      globalRanks_(ctx.globalRanks),
+      names_(ctx.groupName, ctx.globalRanks, ctx.size) {
+  globalRanks_ = names_.globalRanks();
   registerLiveness(store_, globalRanks_[rank_]);
   setTimeoutDiagnoser(groupName_, globalRanks_[rank_], [this] { return describeUnmatched(); });
 }
@@ -94,7 +93,7 @@ std::string ProcessGroupWrapper::historyLine(int rank, const CollectiveFingerpri
     }
   }
   parts.push_back(current.shortString() + " <- failed here");
-  return fmt::format("  rank {}: {}", rank, fmt::join(parts, "; "));
+  return fmt::format("  {}: {}", names_.name(rank), fmt::join(parts, "; "));
 }
 
 void ProcessGroupWrapper::throwBarrierFailure(const CollectiveFingerprint& fp,
@@ -104,7 +103,7 @@ void ProcessGroupWrapper::throwBarrierFailure(const CollectiveFingerprint& fp,
   std::string lines;
   for (const auto& m : result.missing) {
     ranks.push_back(m.rank);
-    lines += fmt::format("\n  rank {}: {}", m.rank, m.liveness.detail);
+    lines += fmt::format("\n  {}: {}", names_.name(m.rank), m.liveness.detail);
     std::string last = "it has issued no collective in this group";
     for (uint64_t s = fp.seq - 1; s >= 1 && s + kHistory >= fp.seq; --s) {
       const std::string key = collectiveKey(s, m.rank);
@@ -118,9 +117,10 @@ void ProcessGroupWrapper::throwBarrierFailure(const CollectiveFingerprint& fp,
   }
   const std::string text = fmt::format(
       "ProcessGroupWrapper: Monitored Barrier encountered error running collective: {}. "
-      "Error: \n[Rank {}]: {} {} failed to pass monitoredBarrier in {} ms (group '{}'){}",
-      fp.toString(), rank_, ranks.size() == 1 ? "Rank" : "Ranks", fmt::join(ranks, ", "),
-      timeout.count(), groupName_, lines);
+      "Error: \n[{}]: {} failed to pass monitoredBarrier in {} ms (group '{}'){}\nCulprit "
+      "rank(s): {} (did not reach collective {} in time)",
+      fp.toString(), names_.name(rank_, true), names_.names(ranks, true), timeout.count(),
+      groupName_, lines, names_.list(ranks), fp.seq);
   DL_LOG(ERROR, "{}", text);
   dumpFlightRecorders("mismatch", text, globalRanks_[rank_]);
   if (result.anyDead()) throw DistPeerFailureError(text);
@@ -145,7 +145,7 @@ void ProcessGroupWrapper::throwMismatch(const std::vector<CollectiveFingerprint>
   if (other < 0) {  // only the per-peer counts disagree
     const CountMismatch& c = counts.front();
     other = c.sender == rank_ ? c.receiver : c.sender;
-    aspects = "  Split sizes: " + c.describe();
+    aspects = "  Split sizes: " + c.describe(&names_);
     std::map<int, int> involvement;
     for (const auto& m : counts) {
       ++involvement[m.sender];
@@ -163,12 +163,13 @@ void ProcessGroupWrapper::throwMismatch(const std::vector<CollectiveFingerprint>
     if (ties == 0) culprits.push_back(best);
   }
   std::string text = fmt::format(
-      "Detected mismatch between collectives on ranks. Rank {} is running collective: {}, but "
-      "Rank {} is running collective: {}. Collectives differ in the following aspects: {}",
-      rank_, mine.toString(), other, all[other].toString(), aspects);
+      "Detected mismatch between collectives on ranks. {} is running collective: {}, but "
+      "{} is running collective: {}. Collectives differ in the following aspects: {}",
+      names_.name(rank_, true), mine.toString(), names_.name(other, true),
+      all[other].toString(), aspects);
   if (!culprits.empty()) {
     text += fmt::format("\nCulprit rank(s): {} (the other ranks of group '{}' agree)",
-                        fmt::join(culprits, ", "), groupName_);
+                        names_.list(culprits), groupName_);
   }
   std::vector<int> involved{rank_, other};
   for (int c : culprits) involved.push_back(c);

@@ -13,7 +13,8 @@
 //     "ProcessGroupWrapper: Monitored Barrier encountered error running
 //     collective: <fingerprint>. Error: \n[Rank 0]: Rank 1 failed to pass
 //     monitoredBarrier in 1000 ms\n  rank 1: alive (pid ...) ..."
-//   with the missing rank's last collective in the group;
+//   with the missing rank's last collective in the group, and "Culprit
+//   rank(s): 1 (did not reach collective <seq> in time)";
 // - fingerprints that differ (Note [Fingerprint checks]) fail the call on
 //   every rank with DistBackendError:
 //     "Detected mismatch between collectives on ranks. Rank 0 is running
@@ -22,6 +23,8 @@
 //       Tensor Tensor shapes: [10]vs [20]"
 //   followed by "Culprit rank(s): ..." when a strict majority agrees, and the
 //   last kHistory collectives of each involved rank.
+// Ranks are named as in Note [Naming ranks]: in a subgroup "Rank 1 of group
+// 'g1' (global rank 3)", and the culprit line carries the global ranks.
 // The inner backend is not called when a check fails, so the group stays
 // usable. The flight recorder is dumped (trigger "mismatch").
 //
@@ -48,6 +51,7 @@
 #include <vector>
 
 #include "runtime/comm/debug/collective_fingerprint.hpp"
+#include "runtime/comm/debug/rank_names.hpp"
 #include "runtime/comm/debug/store_exchange.hpp"
 #include "runtime/comm/forwarding_backend.hpp"
 #include "runtime/core/clock.hpp"
@@ -127,6 +131,7 @@ class ProcessGroupWrapper : public ForwardingBackend {
   std::string keyBase_;
   int rank_;
   std::vector<int> globalRanks_;
+  RankNames names_;  // every message names ranks through it (Note [Naming ranks])
   bool canDelete_ = true;
 
   std::mutex p2pMutex_;

@@ -31,9 +31,9 @@ int64_t numelOf(const CollectiveFingerprint& fp) {
   return n;
 }
 
-std::string sideName(const CollectiveFingerprint& fp, bool isSend) {
-  return fmt::format("{} #{} {} rank {} (tag {})", isSend ? "send" : "recv", fp.seq,
-                     isSend ? "to" : "from", fp.peer, fp.tag);
+std::string sideName(const CollectiveFingerprint& fp, bool isSend, const RankNames& names) {
+  return fmt::format("{} #{} {} {} (tag {})", isSend ? "send" : "recv", fp.seq,
+                     isSend ? "to" : "from", names.name(fp.peer), fp.tag);
 }
 
 }  // namespace
@@ -55,11 +55,12 @@ std::string ProcessGroupWrapper::p2pMismatch(const CollectiveFingerprint& mine, 
   }
   if (aspects.empty()) return "";
   return fmt::format(
-      "Detected mismatch between point-to-point operations in group '{}'. Rank {} is running {}: "
-      "{}, but Rank {} is running {}: {}. Point-to-point operations differ in the following "
+      "Detected mismatch between point-to-point operations in group '{}'. {} is running {}: "
+      "{}, but {} is running {}: {}. Point-to-point operations differ in the following "
       "aspects: {}",
-      groupName_, rank_, sideName(mine, isSend), mine.toString(), mine.peer,
-      sideName(theirs, !isSend), theirs.toString(), aspects);
+      groupName_, names_.name(rank_, true), sideName(mine, isSend, names_), mine.toString(),
+      names_.name(mine.peer, true), sideName(theirs, !isSend, names_), theirs.toString(),
+      aspects);
 }
 
 WorkPtr ProcessGroupWrapper::checkedP2P(bool isSend, const Tensor& tensor, int peer, int tag,
@@ -128,9 +129,9 @@ bool ProcessGroupWrapper::checkPending(PendingP2P& p) {
     if (Clock::now() < p.deadline) return false;
     const std::string text = describeOne(p);
     p.outer->finish(std::make_exception_ptr(DistTimeoutError(fmt::format(
-        "[Rank {}] {} completed in the backend, but its peer never posted the matching "
+        "[{}] {} completed in the backend, but its peer never posted the matching "
         "operation in time: {}",
-        rank_, sideName(p.mine, p.isSend), text))));
+        names_.name(rank_, true), sideName(p.mine, p.isSend, names_), text))));
     return true;
   }
   p.outer->setSourceRank(p.inner->sourceRank());
@@ -176,11 +177,12 @@ std::string ProcessGroupWrapper::describeOne(const PendingP2P& p) {
     posted = fmt::format("has posted fewer than {}", k - 1);
   }
   return fmt::format(
-      "Unmatched point-to-point operation (DETAIL) on rank {} in group '{}': {} {} has no "
-      "matching {}: rank {} {} {} with tag {} {} rank {}; rank {} is {}",
-      rank_, groupName_, sideName(p.mine, p.isSend), shapeToString(p.mine.tensors[0].shape),
-      p.isSend ? "recv" : "send", peer, posted, p.isSend ? "recv(s)" : "send(s)", p.mine.tag,
-      p.isSend ? "from" : "to", rank_, peer, probeRank(*store_, globalRanks_.at(peer)).detail);
+      "Unmatched point-to-point operation (DETAIL) on {} in group '{}': {} {} has no "
+      "matching {}: {} {} {} with tag {} {} {}; {} is {}",
+      names_.name(rank_), groupName_, sideName(p.mine, p.isSend, names_),
+      shapeToString(p.mine.tensors[0].shape), p.isSend ? "recv" : "send", names_.name(peer),
+      posted, p.isSend ? "recv(s)" : "send(s)", p.mine.tag, p.isSend ? "from" : "to",
+      names_.name(rank_), names_.name(peer), probeRank(*store_, globalRanks_.at(peer)).detail);
 }
 
 std::string ProcessGroupWrapper::describeUnmatched() {

@@ -3,6 +3,7 @@
 if(TARGET distlab_tensor)
   list(APPEND DISTLAB_COMM_SOURCES
     debug/collective_fingerprint.cpp
+    debug/rank_names.cpp
     debug/liveness.cpp
     debug/store_exchange.cpp
     debug/monitored_barrier.cpp

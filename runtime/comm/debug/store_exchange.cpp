@@ -79,11 +79,11 @@ ExchangeResult exchangeValues(Store& store, const ExchangeSpec& spec, const std:
   return result;
 }
 
-std::string describeMissing(const std::vector<MissingRank>& missing) {
+std::string describeMissing(const std::vector<MissingRank>& missing, const RankNames& names) {
   std::string out;
   for (const auto& m : missing) {
     if (!out.empty()) out += "\n";
-    out += fmt::format("  rank {}: {}", m.rank, m.liveness.detail);
+    out += fmt::format("  {}: {}", names.name(m.rank), m.liveness.detail);
   }
   return out;
 }

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "runtime/comm/debug/liveness.hpp"
+#include "runtime/comm/debug/rank_names.hpp"
 #include "runtime/comm/store/store.hpp"
 #include "runtime/core/clock.hpp"
 
@@ -51,7 +52,8 @@ std::vector<MissingRank> waitForRanks(Store& store, const std::vector<std::strin
                                       const std::vector<int>& globalRanks, Deadline deadline,
                                       bool failFastOnDeath);
 
-// "rank 1: alive (pid ...)\n  rank 2: dead (...)" lines, one per missing rank.
-std::string describeMissing(const std::vector<MissingRank>& missing);
+// "  rank 1: alive (pid ...)\n  rank 2: dead (...)" lines, one per missing rank,
+// named through `names` (Note [Naming ranks]).
+std::string describeMissing(const std::vector<MissingRank>& missing, const RankNames& names);
 
 }  // namespace distlab::comm

@@ -191,13 +191,15 @@ std::string WatchdogThread::diagnosis(const std::string& g, int r) {
 void WatchdogThread::handleTimeout(const Entry& e) {
   const WorkInfo& info = e.w.work->info();
   const int64_t ranMs = (monotonicNowNs() - e.w.work->scheduledNs()) / 1000000;
-  std::string msg = fmt::format("[Rank {}] {}", info.rank,
-                                watchdogTimeoutMessage(info, e.w.timeout, ranMs));
+  const std::string me =
+      e.w.names ? e.w.names->name(info.rank, true) : fmt::format("Rank {}", info.rank);
+  std::string msg =
+      fmt::format("[{}] {}", me, watchdogTimeoutMessage(info, e.w.timeout, ranMs));
   const GroupStatus st = e.w.recorder ? e.w.recorder->status() : GroupStatus{};
   msg += fmt::format(
-      "\n[PG {} ({}) Rank {}] failure detected by watchdog at work sequence id: {} PG status: "
+      "\n[PG {} ({}) {}] failure detected by watchdog at work sequence id: {} PG status: "
       "last enqueued work: {}, last started work: {}, last completed work: {}",
-      info.groupName, e.w.groupDesc, info.rank, info.seq, st.lastEnqueued, st.lastStarted,
+      info.groupName, e.w.groupDesc, me, info.seq, st.lastEnqueued, st.lastStarted,
       st.lastCompleted);
   const std::string diag = diagnosis(info.groupName, e.w.globalRank);
   if (!diag.empty()) msg += "\n" + diag;
@@ -214,7 +216,7 @@ void WatchdogThread::handleTimeout(const Entry& e) {
   if (mode == ErrorHandlingMode::kNoHandling) return;
   if (mode != ErrorHandlingMode::kSkipCleanUp) {
     e.w.work->finish(std::make_exception_ptr(DistTimeoutError(msg)));
-    if (auto b = e.w.backend.lock()) b->abort(msg);
+    if (auto b = e.w.backend.lock()) b->abortAfterTimeout(msg);
   }
   if (mode == ErrorHandlingMode::kTearDown || mode == ErrorHandlingMode::kSkipCleanUp) {
     std::fprintf(stderr, "%s\nTearing down the process (exit code %d).\n", msg.c_str(),

@@ -10,7 +10,8 @@
 //    milliseconds before timing out."
 // followed by "[PG <name> (<desc>) Rank 1] failure detected by watchdog at work
 // sequence id: 3 PG status: last enqueued work: 3, last started work: 3, last
-// completed work: 2" and any diagnosis a DETAIL wrapper registered (unmatched
+// completed work: 2" (in a subgroup "[Rank 1 of group 'g1' (global rank 3)]",
+// Note [Naming ranks]) and any diagnosis a DETAIL wrapper registered (unmatched
 // point-to-point). Then the flight recorder is dumped on this rank, the other
 // ranks are asked to dump through the store (key "dbg/fr/dump_request"), and
 // the error-handling mode decides the rest (TORCH_NCCL_ASYNC_ERROR_HANDLING,
@@ -24,7 +25,8 @@
 //                    distlab: the caller decides);
 //   3 kSkipCleanUp   end the process without aborting (PyTorch's default for NCCL).
 // To win the race with the backend's own timeout, the monitor decorator gives
-// the inner backend the timeout plus watchdogGrace(timeout) (not in mode 0).
+// the inner backend the timeout plus watchdogGrace(timeout), in every mode (so
+// in mode 0 the report always comes first and the backend's own error later).
 // A Work that fails for another reason triggers an "error" dump here and a
 // dump request to the other ranks.
 // The thread also dumps on a signal (DISTLAB_FR_DUMP_SIGNAL: USR1, USR2
@@ -37,6 +39,7 @@
 
 #include "runtime/comm/backend.hpp"
 #include "runtime/comm/debug/flight_recorder.hpp"
+#include "runtime/comm/debug/rank_names.hpp"
 #include "runtime/comm/store/store.hpp"
 #include "runtime/comm/work.hpp"
 
@@ -64,6 +67,8 @@ struct WatchedWork {
   Milliseconds timeout{0};         // the caller's timeout
   std::string groupDesc;
   int globalRank = -1;
+  // The group's rank names (Note [Naming ranks]); null: "Rank <group rank>".
+  std::shared_ptr<const RankNames> names;
 };
 
 // Starts the thread (and its signal handler) if needed and listens for dump

@@ -169,7 +169,7 @@ int64_t FileStore::add(const std::string& key, int64_t delta) {
   FileLock lock(*this);
   int64_t current = 0;
   if (const Bytes* v = state_.find(key)) current = detail::parseCounter(key, *v);
-  int64_t value = current + delta;
+  int64_t value = detail::addCounter(key, current, delta);
   appendRecordLocked(kSet, key, detail::encodeCounter(value));
   return value;
 }

@@ -31,8 +31,7 @@ std::vector<std::string> KvState::missing(const std::vector<std::string>& keys) 
 
 int64_t KvState::add(const std::string& key, int64_t delta) {
   auto it = map_.find(key);
-  int64_t value = delta;
-  if (it != map_.end()) value = parseCounter(key, it->second) + delta;
+  int64_t value = addCounter(key, it == map_.end() ? 0 : parseCounter(key, it->second), delta);
   map_[key] = encodeCounter(value);
   return value;
 }
@@ -64,6 +63,16 @@ int64_t parseCounter(const std::string& key, const Bytes& value) {
         key, shown, value.size() > 32 ? "..." : ""));
   }
   return out;
+}
+
+int64_t addCounter(const std::string& key, int64_t current, int64_t delta) {
+  int64_t value = 0;
+  if (__builtin_add_overflow(current, delta, &value)) {
+    throw DistStoreError(fmt::format(
+        "store add: adding {} to key '{}' (value {}) would overflow a 64-bit signed counter; "
+        "the value is left unchanged", delta, key, current));
+  }
+  return value;
 }
 
 Bytes encodeCounter(int64_t value) {

@@ -26,7 +26,8 @@ class KvState {
   const Bytes* find(const std::string& key) const;
   bool contains(const std::string& key) const { return map_.count(key) != 0; }
   bool containsAll(const std::vector<std::string>& keys) const;
-  // Throws DistStoreError naming the key when its value is not an integer.
+  // Throws DistStoreError naming the key when its value is not an integer or
+  // the sum would overflow int64 (the value is then unchanged).
   int64_t add(const std::string& key, int64_t delta);
   // c10d compare_set: sets `desired` when the current value equals `expected`,
   // or when the key is absent and `expected` is empty; returns `desired` then.
@@ -44,6 +45,8 @@ class KvState {
 
 // Parses a counter value (Note [Counter encoding]); throws DistStoreError.
 int64_t parseCounter(const std::string& key, const Bytes& value);
+// current + delta; throws DistStoreError naming the key when it overflows.
+int64_t addCounter(const std::string& key, int64_t current, int64_t delta);
 Bytes encodeCounter(int64_t value);
 
 // "store get timed out after 300000 ms waiting for key(s) [a, b]" — the one

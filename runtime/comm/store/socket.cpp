@@ -9,6 +9,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <cstring>
 #include <thread>
@@ -19,6 +20,8 @@
 
 namespace distlab::comm::detail {
 namespace {
+
+std::atomic<int64_t> gConnectRetries{0};
 
 std::string errnoText(int err) { return std::strerror(err); }
 
@@ -77,22 +80,27 @@ void setNonBlocking(int fd) {
   ::fcntl(fd, F_SETFL, flags | O_NONBLOCK);
 }
 
-Socket listenTcp(int port, int* boundPort) {
+Socket listenTcp(int port, const std::string& address, int* boundPort) {
   if (port < 0 || port > 65535) {
     throw ValueError(fmt::format("TCP port {} is out of range; use 0..65535 (0 = pick a free "
                                  "port)", port));
+  }
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  if (::inet_pton(AF_INET, address.c_str(), &addr.sin_addr) != 1) {
+    throw ValueError(fmt::format("bind address '{}' is not an IPv4 address; use e.g. 127.0.0.1 "
+                                 "or 0.0.0.0", address));
   }
   Socket s(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
   if (!s.valid()) throw DistNetworkError("socket() failed: " + errnoText(errno));
   int one = 1;
   ::setsockopt(s.fd(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_ANY);
   addr.sin_port = htons(static_cast<uint16_t>(port));
   if (::bind(s.fd(), reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
-    throw DistNetworkError(fmt::format("cannot bind TCP port {}: {}{}", port, errnoText(errno),
-                                       errno == EADDRINUSE ? " (pick another port, or 0)" : ""));
+    int err = errno;
+    throw DistNetworkError(fmt::format("cannot bind TCP {}:{}: {}{}", address, port,
+                                       errnoText(err),
+                                       err == EADDRINUSE ? " (pick another port, or 0)" : ""));
   }
   if (::listen(s.fd(), 1024) != 0) throw DistNetworkError("listen failed: " + errnoText(errno));
   socklen_t len = sizeof(addr);
@@ -123,10 +131,13 @@ Socket connectTcp(const std::string& host, int port, const Deadline& deadline) {
       throw DistNetworkError(fmt::format("cannot connect to {}:{} before the timeout: {}", host,
                                          port, errnoText(lastErr)));
     }
+    gConnectRetries.fetch_add(1);
     std::this_thread::sleep_for(std::min(backoff, deadline.remaining()));
     backoff = std::min(backoff * 2, std::chrono::milliseconds(500));
   }
 }
+
+int64_t connectRetries() { return gConnectRetries.load(); }
 
 bool sendAll(int fd, const void* data, size_t size, const Deadline& deadline) {
   const char* p = static_cast<const char*>(data);

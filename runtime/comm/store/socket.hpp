@@ -42,14 +42,19 @@ class Socket {
   int fd_ = -1;
 };
 
-// Binds 0.0.0.0:`port` (SO_REUSEADDR), listens, and reports the bound port
-// (the ephemeral one when `port` is 0). The socket is non-blocking.
-Socket listenTcp(int port, int* boundPort);
+// Binds `address`:`port` (an IPv4 literal such as "127.0.0.1" or "0.0.0.0";
+// SO_REUSEADDR), listens, and reports the bound port (the ephemeral one when
+// `port` is 0). The socket is non-blocking. Throws ValueError for a bad
+// address or port, DistNetworkError when binding fails.
+Socket listenTcp(int port, const std::string& address, int* boundPort);
 
 // Connects to host:port, retrying refused/unreachable attempts with backoff
 // until `deadline`; every resolved address is tried. TCP_NODELAY is set.
 // Throws DistNetworkError naming host:port and the last error on expiry.
 Socket connectTcp(const std::string& host, int port, const Deadline& deadline);
+// Connect rounds that failed and were retried, in this process (for tests and
+// stats: a test waits on it to know a client is retrying).
+int64_t connectRetries();
 
 // Sends all of [data, data+size); false when the deadline passed. Throws
 // DistNetworkError when the peer is gone.

@@ -9,7 +9,9 @@ if(TARGET distlab_tensor)
     store/socket.cpp
     store/tcp_store_protocol.cpp
     store/tcp_store_server_state.cpp
+    store/tcp_store_server_client.cpp
     store/tcp_store_server.cpp
+    store/tcp_store_server_io.cpp
     store/tcp_store_client.cpp
     store/tcp_store.cpp
     store/rendezvous.cpp)

@@ -51,7 +51,8 @@ TCPStore::TCPStore(TCPStoreOptions options)
     : Store(options.timeout), options_(std::move(options)), port_(options_.port) {
   validate(options_);
   if (options_.isMaster) {
-    server_ = std::make_unique<TCPStoreServer>(options_.port);
+    server_ = std::make_unique<TCPStoreServer>(TCPStoreServerOptions{
+        .port = options_.port, .bindAddress = storeBindAddress(options_.host)});
     port_ = server_->port();
   }
   try {

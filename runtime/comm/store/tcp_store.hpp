@@ -8,7 +8,8 @@
 //   int port = store.port();
 //
 // Construction: the master binds `port` (0 = ephemeral, reported by port())
-// and starts the server thread. Every object then connects, retrying until
+// on 127.0.0.1 when `host` is a loopback name, on every interface otherwise
+// (Note [Store bind address]), and starts the server thread. Every object then connects, retrying until
 // `timeout` (a client may start before the server). With worldSize > 0 and
 // waitForWorkers, the master's constructor blocks until worldSize TCPStore
 // objects (itself included) have connected, or throws DistStoreError naming

@@ -24,9 +24,28 @@ Encoder error(const std::string& message) {
 // Ten years: long enough to mean "no timeout", short enough not to overflow.
 constexpr int64_t kMaxTimeoutMs = int64_t{10} * 365 * 24 * 3600 * 1000;
 
+std::string tooLargeMessage(const char* what, size_t bytes) {
+  return fmt::format("{} of {} bytes exceeds the TCP store's message limit of {} bytes; request "
+                     "fewer or smaller values per call", what, bytes, kMaxFrameBytes);
+}
+
+// The payload size of a multiGet reply: status, count, then each value with
+// its length.
+size_t multiGetReplyBytes(const KvState& kv, const std::vector<std::string>& keys) {
+  size_t total = 1 + 4;
+  for (const auto& key : keys) total += 4 + kv.find(key)->size();
+  return total;
+}
+
 }  // namespace
 
-void appendReply(ServerClient& client, const Encoder& reply) { client.out += reply.frame(); }
+void appendReply(ServerClient& client, const Encoder& reply) {
+  if (reply.payload().size() > kMaxFrameBytes) {
+    client.appendOut(error(tooLargeMessage("the reply", reply.payload().size())).frame());
+    return;
+  }
+  client.appendOut(reply.frame());
+}
 
 void ServerState::handle(ServerClient& client, const char* data, size_t size) {
   Decoder d(data, size);
@@ -181,6 +200,15 @@ void ServerState::answer(ServerClient& client, const Waiter& w, bool isOk) {
   }
   Encoder e = ok();
   if (w.op == Op::kMultiGet) {
+    // Checked before the reply is built: never hold a copy of values that
+    // cannot be sent.
+    size_t bytes = multiGetReplyBytes(kv_, w.keys);
+    if (bytes > kMaxFrameBytes) {
+      std::string what = fmt::format("the reply to get of {} key(s) [{}{}]", w.keys.size(),
+                                     w.keys.front(), w.keys.size() > 1 ? ", ..." : "");
+      appendReply(client, error(tooLargeMessage(what.c_str(), bytes)));
+      return;
+    }
     std::vector<Bytes> values;
     values.reserve(w.keys.size());
     for (const auto& key : w.keys) values.push_back(*kv_.find(key));

@@ -10,6 +10,7 @@
 // worker count is reached) and answers kTimeout to every waiter past its
 // deadline, then unparks those clients so their buffered requests run.
 #include <cstdint>
+#include <exception>
 #include <list>
 #include <optional>
 #include <string>
@@ -17,25 +18,17 @@
 
 #include "runtime/comm/store/kv_state.hpp"
 #include "runtime/comm/store/tcp_store_protocol.hpp"
+#include "runtime/comm/store/tcp_store_server_client.hpp"
 #include "runtime/core/clock.hpp"
 
 namespace distlab::comm::detail {
 
-struct ServerClient {
-  uint64_t id = 0;
-  int fd = -1;
-  std::string peer;      // "ip:port" for log lines
-  std::string in;        // bytes received, not yet handled
-  std::string out;       // bytes to send
-  bool hello = false;    // the handshake succeeded
-  bool parked = false;   // a blocking request is pending (Note [Parked waiters])
-  bool dead = false;     // to be closed at the end of this loop round
-};
 
 class ServerState {
  public:
   // Handles one request payload from `client`: appends the reply frame to
-  // client.out, or parks the client. Throws ProtocolError on malformed input.
+  // its output, or parks the client. Throws ProtocolError on malformed input.
+  // A refused append (a cap, see ServerClient) leaves client.dropReason() set.
   void handle(ServerClient& client, const char* data, size_t size);
   // Answers satisfied and expired waiters (Note [Parked waiters]). `lookup`
   // maps a client id to its (live) record. Returns the unparked clients.
@@ -46,6 +39,7 @@ class ServerState {
   // The earliest waiter deadline, if any.
   std::optional<Clock::time_point> nextDeadline() const;
   int64_t numKeys() const { return kv_.size(); }
+  int64_t numWaiters() const { return static_cast<int64_t>(waiters_.size()); }
 
  private:
   struct Waiter {
@@ -80,7 +74,11 @@ std::vector<ServerClient*> ServerState::serviceWaiters(Lookup lookup) {
     }
     ServerClient* client = lookup(it->client);
     if (client != nullptr && !client->dead) {
-      answer(*client, *it, ok);
+      try {
+        answer(*client, *it, ok);
+      } catch (const std::exception& e) {  // e.g. out of memory: this client only
+        client->fail(std::string("answering its parked request failed: ") + e.what());
+      }
       client->parked = false;
       unparked.push_back(client);
     }
@@ -89,6 +87,9 @@ std::vector<ServerClient*> ServerState::serviceWaiters(Lookup lookup) {
   return unparked;
 }
 
+// Appends `reply` as a frame to the client's output. A reply larger than
+// kMaxFrameBytes is replaced by an error reply saying so (the request fails,
+// the client and the server go on).
 void appendReply(ServerClient& client, const Encoder& reply);
 
 }  // namespace distlab::comm::detail

@@ -42,6 +42,7 @@ std::string messageOf(std::exception_ptr e) {
 std::exception_ptr peerError(const WorkInfo& info, const PeerVerdict& v) {
   std::string msg = fmt::format("{}: rank {}: {}", info.describe(), info.rank, v.text);
   if (v.state == PeerState::kDied) return std::make_exception_ptr(DistPeerFailureError(msg));
+  if (v.timedOut) return std::make_exception_ptr(DistTimeoutError(msg));
   return std::make_exception_ptr(DistNetworkError(msg));
 }
 
@@ -214,10 +215,18 @@ WorkPtr GlooBackend::submit(WorkInfo workInfo, std::vector<Tensor> outputs, bool
   return work;
 }
 
-void GlooBackend::abort(const std::string& reason) {
-  markFailed("aborted: " + reason);
+void GlooBackend::abort(const std::string& reason) { abortWith("aborted: " + reason); }
+
+// Note [A peer's timeout is a timeout]: the failure record starts with
+// kTimedOutPrefix, so peers raise DistTimeoutError (peerError).
+void GlooBackend::abortAfterTimeout(const std::string& reason) {
+  abortWith(std::string(kTimedOutPrefix) + reason);
+}
+
+void GlooBackend::abortWith(const std::string& why) {
+  markFailed(why);
   if (progress_) progress_->dropQueued([](ProgressThread::Task& task) { task(); });
-  if (p2p_) p2p_->stop("aborted: " + reason);
+  if (p2p_) p2p_->stop(why);
 }
 
 void GlooBackend::shutdown(Milliseconds timeout) {

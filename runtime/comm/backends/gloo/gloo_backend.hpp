@@ -117,6 +117,7 @@ class GlooBackend : public Backend {
   WorkPtr recvAnysource(const Tensor& tensor, const RecvOptions& opts) override;
 
   void abort(const std::string& reason) override;
+  void abortAfterTimeout(const std::string& reason) override;
   void shutdown(Milliseconds timeout) override;
   std::optional<std::string> errorReason() const override;
 
@@ -130,6 +131,8 @@ class GlooBackend : public Backend {
   // Records the failure (first one wins), publishes it to peers and breaks
   // the connections so peers blocked on this rank fail too.
   void markFailed(const std::string& reason);
+  // markFailed(why), then fails queued work and stops point-to-point traffic.
+  void abortWith(const std::string& why);
 
  private:
   using Body = std::function<void(const GlooCall&)>;

@@ -155,6 +155,7 @@ PeerVerdict PeerMonitor::judge(int peer, Milliseconds grace) const {
         bool graceful = record.rfind(kShutdownTag, 0) == 0;
         std::string why = record.substr(record.find(':') + 1);
         v.state = graceful ? PeerState::kShutdown : PeerState::kFailed;
+        v.timedOut = !graceful && why.find(kTimedOutPrefix) != std::string::npos;
         v.text = graceful ? fmt::format("{} shut down its process group ({})", peerName(peer), why)
                           : fmt::format("{} failed: {}", peerName(peer), why);
         return v;

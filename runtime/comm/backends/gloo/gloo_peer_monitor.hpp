@@ -56,7 +56,14 @@ struct PeerVerdict {
   int peer = -1;  // group rank
   PeerState state = PeerState::kAlive;
   std::string text;  // "peer rank 2 (global rank 2) died: ..." etc.
+  // kFailed because an operation timed out there (its record carries
+  // kTimedOutPrefix, directly or through a cascade): Note [A peer's timeout is
+  // a timeout] in runtime/comm/backend.hpp.
+  bool timedOut = false;
 };
+
+// Starts the reason of a failure record written by abortAfterTimeout().
+inline constexpr const char* kTimedOutPrefix = "timed out: ";
 
 // Store record texts (Note [Gloo peer failure]).
 std::string shutdownRecord(const std::string& why);

@@ -159,9 +159,20 @@ WorkPtr ShmBackend::submit(WorkInfo workInfo, std::vector<Tensor> outputs, bool 
 }
 
 void ShmBackend::abort(const std::string& reason) {
+  abortWith(std::make_exception_ptr(DistBackendError("aborted: " + reason)),
+            FailureKind::kAborted);
+}
+
+// Note [A peer's timeout is a timeout]: peers read kTimeout from this rank's
+// control block and throw DistTimeoutError (throwPeerFailure).
+void ShmBackend::abortAfterTimeout(const std::string& reason) {
+  abortWith(std::make_exception_ptr(DistTimeoutError("timed out: " + reason)),
+            FailureKind::kTimeout);
+}
+
+void ShmBackend::abortWith(std::exception_ptr error, FailureKind kind) {
   aborted_.store(true, std::memory_order_release);
-  markFailed(std::make_exception_ptr(DistBackendError("aborted: " + reason)),
-             FailureKind::kAborted);
+  markFailed(std::move(error), kind);
   progress_->dropQueued([](ProgressThread::Task& task) { task(); });
 }
 

@@ -81,6 +81,7 @@ class ShmBackend : public Backend {
   WorkPtr recvAnysource(const Tensor& tensor, const RecvOptions& opts) override;
 
   void abort(const std::string& reason) override;
+  void abortAfterTimeout(const std::string& reason) override;
   void shutdown(Milliseconds timeout) override;
   std::optional<std::string> errorReason() const override;
 
@@ -92,6 +93,8 @@ class ShmBackend : public Backend {
   OpDesc makeDesc(uint64_t seq, OpType type, DType dtype, ReduceOp op, int root,
                   uint64_t bytes) const;
   void markFailed(std::exception_ptr error, FailureKind kind);
+  // Fails the group with `error` (peers read `kind`), refuses queued work.
+  void abortWith(std::exception_ptr error, FailureKind kind);
   WorkInfo info(OpType type, uint64_t seq, const std::vector<Tensor>& in,
                 const std::vector<Tensor>& out, Milliseconds timeout, int peer = -1, int tag = 0,
                 std::string redop = "") const;

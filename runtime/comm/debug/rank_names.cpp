@@ -1,0 +1,84 @@
+#include "runtime/comm/debug/rank_names.hpp"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <cctype>
+
+namespace distlab::comm {
+namespace {
+
+constexpr std::string_view kCulpritTag = "Culprit rank(s): ";
+
+// Reads "1, 2, 3" from the front of `text`; advances `text` past it.
+std::vector<int> readIntList(std::string_view& text) {
+  std::vector<int> out;
+  while (!text.empty() && std::isdigit(static_cast<unsigned char>(text.front()))) {
+    int v = 0;
+    while (!text.empty() && std::isdigit(static_cast<unsigned char>(text.front()))) {
+      v = v * 10 + (text.front() - '0');
+      text.remove_prefix(1);
+    }
+    out.push_back(v);
+    if (text.rfind(", ", 0) != 0 || text.size() < 3 ||
+        !std::isdigit(static_cast<unsigned char>(text[2]))) {
+      break;
+    }
+    text.remove_prefix(2);
+  }
+  return out;
+}
+
+}  // namespace
+
+RankNames::RankNames(std::string groupName, std::vector<int> globalRanks, int size)
+    : groupName_(std::move(groupName)), globalRanks_(std::move(globalRanks)) {
+  if (globalRanks_.empty()) {
+    for (int r = 0; r < size; ++r) globalRanks_.push_back(r);
+  }
+}
+
+int RankNames::global(int groupRank) const {
+  if (groupRank < 0 || groupRank >= static_cast<int>(globalRanks_.size())) return groupRank;
+  return globalRanks_[groupRank];
+}
+
+std::string RankNames::name(int groupRank, bool capital) const {
+  return names({groupRank}, capital);
+}
+
+std::string RankNames::names(const std::vector<int>& groupRanks, bool capital) const {
+  const char* word = groupRanks.size() == 1 ? (capital ? "Rank" : "rank")
+                                            : (capital ? "Ranks" : "ranks");
+  return fmt::format("{} {}", word, list(groupRanks));
+}
+
+std::string RankNames::list(const std::vector<int>& groupRanks) const {
+  const bool annotate =
+      std::any_of(groupRanks.begin(), groupRanks.end(), [&](int r) { return differs(r); });
+  std::string out = fmt::format("{}", fmt::join(groupRanks, ", "));
+  if (!annotate) return out;
+  std::vector<int> globals;
+  for (int r : groupRanks) globals.push_back(global(r));
+  return fmt::format("{} of group '{}' (global {} {})", out, groupName_,
+                     globals.size() == 1 ? "rank" : "ranks", fmt::join(globals, ", "));
+}
+
+std::vector<int> parseCulpritRanks(std::string_view message) {
+  const auto at = message.find(kCulpritTag);
+  if (at == std::string_view::npos) return {};
+  std::string_view rest = message.substr(at + kCulpritTag.size());
+  std::vector<int> ranks = readIntList(rest);
+  if (ranks.empty() || rest.rfind(" of group '", 0) != 0) return ranks;
+  const auto open = rest.find("' (global rank");
+  if (open == std::string_view::npos) return ranks;
+  rest.remove_prefix(open + std::string_view("' (global rank").size());
+  if (rest.rfind("s", 0) == 0) rest.remove_prefix(1);
+  if (rest.rfind(" ", 0) != 0) return ranks;
+  rest.remove_prefix(1);
+  std::vector<int> globals = readIntList(rest);
+  return globals.size() == ranks.size() ? globals : ranks;
+}
+
+}  // namespace distlab::comm

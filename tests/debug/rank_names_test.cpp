@@ -1,0 +1,48 @@
+// RankNames and parseCulpritRanks (Note [Naming ranks]): plain names where a
+// group rank is its global rank, both numbers where they differ, and the
+// culprit line read back as global ranks.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "runtime/comm/debug/rank_names.hpp"
+
+namespace distlab::comm {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::IsEmpty;
+
+TEST(RankNames, IdentityMappingKeepsThePlainName) {
+  RankNames world("w1_default", {}, 4);
+  EXPECT_EQ(world.name(2), "rank 2");
+  EXPECT_EQ(world.name(2, true), "Rank 2");
+  EXPECT_EQ(world.names({1, 2}, true), "Ranks 1, 2");
+  EXPECT_EQ(world.list({1, 2}), "1, 2");
+  EXPECT_EQ(world.global(3), 3);
+}
+
+TEST(RankNames, SubgroupNamesBothWhereTheyDiffer) {
+  RankNames g("g1", {1, 3});
+  EXPECT_EQ(g.global(1), 3);
+  EXPECT_EQ(g.name(1), "rank 1 of group 'g1' (global rank 3)");
+  EXPECT_EQ(g.name(0, true), "Rank 0 of group 'g1' (global rank 1)");
+  EXPECT_EQ(g.names({0, 1}), "ranks 0, 1 of group 'g1' (global ranks 1, 3)");
+  RankNames h("g2", {0, 3});
+  EXPECT_EQ(h.name(0), "rank 0");  // group rank 0 is global rank 0
+  EXPECT_EQ(h.list({0, 1}), "0, 1 of group 'g2' (global ranks 0, 3)");
+}
+
+TEST(RankNames, CulpritLineParsesToGlobalRanks) {
+  RankNames g("g1", {1, 2, 3});
+  const std::string text = "...\nCulprit rank(s): " + g.list({2}) + " (the other ranks agree)";
+  EXPECT_THAT(parseCulpritRanks(text), ElementsAre(3));
+  EXPECT_THAT(parseCulpritRanks("x\nCulprit rank(s): " + g.list({0, 2}) + " (...)"),
+              ElementsAre(1, 3));
+  EXPECT_THAT(parseCulpritRanks("Culprit rank(s): 1, 2 (the other ranks of group 'w' agree)"),
+              ElementsAre(1, 2));
+  EXPECT_THAT(parseCulpritRanks("no culprit here"), IsEmpty());
+  EXPECT_THAT(parseCulpritRanks("Culprit rank(s): none"), IsEmpty());
+}
+
+}  // namespace
+}  // namespace distlab::comm
