@@ -53,6 +53,7 @@ WorkPtr Backend::recvAnysource(const Tensor&, const RecvOptions&) {
 }
 
 void Backend::abort(const std::string&) {}
+void Backend::announceTimeout(const std::string&) {}
 void Backend::abortAfterTimeout(const std::string& reason) { abort(reason); }
 void Backend::shutdown(Milliseconds) {}
 std::optional<std::string> Backend::errorReason() const { return std::nullopt; }

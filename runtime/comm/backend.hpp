@@ -126,9 +126,15 @@ class Backend : public std::enable_shared_from_this<Backend> {
   // themselves a moment later. A peer that died or failed otherwise is still
   // a DistPeerFailureError / DistNetworkError / DistBackendError.
   //
-  // abort() because this rank's operation passed its timeout (the watchdog
-  // calls it); peers then fail with DistTimeoutError (the Note above).
-  // Default: abort().
+  // The watchdog's three steps on a timeout, in this order:
+  //   announceTimeout(reason)  tell peers (failure record / control block)
+  //                            without touching the running operation;
+  //   Work::finish(DistTimeoutError)  the rank's own error;
+  //   abortAfterTimeout(reason)  abort(), with peers told it was a timeout.
+  // Announcing first matters: once the work is finished the caller may end
+  // the process before the abort runs, and peers would then see a silent
+  // death instead of the timeout. Defaults: nothing; abort().
+  virtual void announceTimeout(const std::string& reason);
   virtual void abortAfterTimeout(const std::string& reason);
   // Finishes queued work (bounded by `timeout`), then releases resources; new
   // work is refused afterwards. Idempotent.

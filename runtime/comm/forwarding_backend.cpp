@@ -72,6 +72,9 @@ WorkPtr ForwardingBackend::recvAnysource(const Tensor& t, const RecvOptions& o) 
   return inner_->recvAnysource(t, o);
 }
 void ForwardingBackend::abort(const std::string& reason) { inner_->abort(reason); }
+void ForwardingBackend::announceTimeout(const std::string& reason) {
+  inner_->announceTimeout(reason);
+}
 void ForwardingBackend::abortAfterTimeout(const std::string& reason) {
   inner_->abortAfterTimeout(reason);
 }

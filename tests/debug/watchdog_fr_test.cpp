@@ -329,10 +329,12 @@ TEST(WatchdogModes, TearDownAbortsTheGroupThenEndsTheProcess) {
       return;
     }
     // Rank 1 gets rank 0's report through the aborted group, long before its
-    // own 15 s timeout: mode 1 aborts before it exits.
+    // own 15 s timeout: mode 1 aborts before it exits, and the report is a
+    // timeout (Note [A peer's timeout is a timeout]).
     expectDetectedInTime(c, "mode 1 peer");
     EXPECT_FALSE(c.peerFailure) << c.what;
-    EXPECT_THAT(c.what, HasSubstr("aborted: [Rank 0] Watchdog caught collective operation "
+    EXPECT_TRUE(c.timeout) << c.what;
+    EXPECT_THAT(c.what, HasSubstr("timed out: [Rank 0] Watchdog caught collective operation "
                                   "timeout: Work(SeqNum=1, OpType=ALLREDUCE"));
   });
   EXPECT_FALSE(run.outcomes[0].ok);

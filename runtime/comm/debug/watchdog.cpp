@@ -215,8 +215,11 @@ void WatchdogThread::handleTimeout(const Entry& e) {
   const ErrorHandlingMode mode = errorHandlingMode();
   if (mode == ErrorHandlingMode::kNoHandling) return;
   if (mode != ErrorHandlingMode::kSkipCleanUp) {
+    // Backend::announceTimeout: peers are told before the caller can exit.
+    auto b = e.w.backend.lock();
+    if (b) b->announceTimeout(msg);
     e.w.work->finish(std::make_exception_ptr(DistTimeoutError(msg)));
-    if (auto b = e.w.backend.lock()) b->abortAfterTimeout(msg);
+    if (b) b->abortAfterTimeout(msg);
   }
   if (mode == ErrorHandlingMode::kTearDown || mode == ErrorHandlingMode::kSkipCleanUp) {
     std::fprintf(stderr, "%s\nTearing down the process (exit code %d).\n", msg.c_str(),

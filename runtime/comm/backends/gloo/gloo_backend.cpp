@@ -223,6 +223,13 @@ void GlooBackend::abortAfterTimeout(const std::string& reason) {
   abortWith(std::string(kTimedOutPrefix) + reason);
 }
 
+// The record alone: peers read it when a connection breaks (or they judge a
+// broken pair); the running operation is left to the watchdog.
+void GlooBackend::announceTimeout(const std::string& reason) {
+  monitor_->publish(
+      failedRecord(fmt::format("rank {}: {}{}", ctx_.rank, kTimedOutPrefix, reason)));
+}
+
 void GlooBackend::abortWith(const std::string& why) {
   markFailed(why);
   if (progress_) progress_->dropQueued([](ProgressThread::Task& task) { task(); });

@@ -117,6 +117,7 @@ class GlooBackend : public Backend {
   WorkPtr recvAnysource(const Tensor& tensor, const RecvOptions& opts) override;
 
   void abort(const std::string& reason) override;
+  void announceTimeout(const std::string& reason) override;
   void abortAfterTimeout(const std::string& reason) override;
   void shutdown(Milliseconds timeout) override;
   std::optional<std::string> errorReason() const override;

@@ -170,6 +170,18 @@ void ShmBackend::abortAfterTimeout(const std::string& reason) {
             FailureKind::kTimeout);
 }
 
+// Peers read this rank's control block in their waits; this rank's own wait
+// never looks at it, so the running operation is left to the watchdog.
+void ShmBackend::announceTimeout(const std::string& reason) {
+  const std::string why = "timed out: " + reason;
+  RankControl& me = segment_->control(ctx_.rank);
+  if (me.failed.load(std::memory_order_acquire) == 0) {
+    std::strncpy(me.reason, why.c_str(), sizeof(me.reason) - 1);
+    me.failed.store(static_cast<uint32_t>(FailureKind::kTimeout), std::memory_order_release);
+  }
+  ring(segment_->header().collBell, segment_->header().collSleepers);
+}
+
 void ShmBackend::abortWith(std::exception_ptr error, FailureKind kind) {
   aborted_.store(true, std::memory_order_release);
   markFailed(std::move(error), kind);
