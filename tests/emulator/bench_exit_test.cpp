@@ -43,9 +43,11 @@ Moment segment(bool unlinked) {
   return [unlinked](KilledRun& run) { return run.waitForSegment(unlinked); };
 }
 
+// Long enough (20,000 iterations per size) that forked ranks left running would
+// still be there when the test looks.
 const std::vector<std::string> kCollectives = {
     DISTLAB_CLI_PATH, "bench", "collectives", "--backend", "shm", "--world-size", "2",
-    "--min-bytes", "8", "--max-bytes", "64K", "--iters", "200", "--warmup", "2"};
+    "--min-bytes", "8", "--max-bytes", "64K", "--iters", "20000", "--warmup", "2"};
 
 TEST(BenchExit, CollectivesKilledOnceItsFolderExists) {
   killAt(kCollectives, "once distlab_bench_* exists", folderAppears("distlab_bench_"));
