@@ -118,21 +118,41 @@ GuardedTempDir::~GuardedTempDir() {
 
 pid_t forkGuardedRank(pid_t& group) {
   ExitGuard& guard = ExitGuard::instance();
+  int go[2];  // the child waits until it is registered; EOF: the parent died first
+  if (::pipe2(go, O_CLOEXEC) != 0) throw Error(fmt::format("pipe failed: {}", std::strerror(errno)));
   pid_t parent = ::getpid();
   pid_t pid = ::fork();
-  if (pid < 0) throw Error(fmt::format("fork failed: {}", std::strerror(errno)));
+  if (pid < 0) {
+    int e = errno;
+    ::close(go[0]);
+    ::close(go[1]);
+    throw Error(fmt::format("fork failed: {}", std::strerror(e)));
+  }
   if (pid == 0) {
     ::setpgid(0, group);
     ::prctl(PR_SET_PDEATHSIG, SIGKILL);
     if (::getppid() != parent) ::_exit(1);  // the parent died before the prctl
+    ::close(go[1]);
+    char b = 0;
+    ssize_t got;
+    do {
+      got = ::read(go[0], &b, 1);
+    } while (got < 0 && errno == EINTR);
+    if (got != 1) ::_exit(1);
+    ::close(go[0]);
     return 0;
   }
+  ::close(go[0]);
   ::setpgid(pid, group == 0 ? pid : group);  // also done by the child; no race
   if (group == 0) {
     group = pid;
     guard.killGroupOnExit(group);
   }
   guard.sweepSegmentsOnExit(pid);
+  char b = 1;
+  ssize_t sent = ::write(go[1], &b, 1);
+  (void)sent;
+  ::close(go[1]);
   return pid;
 }
 

@@ -90,7 +90,8 @@ class GuardedTempDir {
 // fork() for a rank of a program that forks its ranks (the benches): the
 // child joins process group `group` (0: it starts one, and `group` is set to
 // its pid), gets PR_SET_PDEATHSIG=SIGKILL, and the group and the child's
-// segments are registered with the ExitGuard. Returns like fork(); throws
+// segments are registered with the ExitGuard before the child returns from
+// this call (it waits for the parent). Returns like fork(); throws
 // Error when fork fails. Call ExitGuard::instance() before starting threads
 // in the parent.
 pid_t forkGuardedRank(pid_t& group);

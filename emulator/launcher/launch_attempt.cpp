@@ -132,7 +132,9 @@ void AttemptRunner::startRanks(OutputPump& pump) {
     o.rank = options_.nodeRank * n + local;
     ChildProcess child;
     try {
-      child = startChild(ChildSpec{options_.program, rankEnvironment(local)});
+      // Registered before it can start anything (Note [Exit guard]).
+      child = startChild(ChildSpec{options_.program, rankEnvironment(local),
+                                   [](pid_t pid) { ExitGuard::instance().killGroupOnExit(pid); }});
     } catch (const Error&) {
       stopAll(SIGKILL);
       reap();
@@ -140,7 +142,6 @@ void AttemptRunner::startRanks(OutputPump& pump) {
     }
     o.pid = child.pid;
     o.started = true;
-    ExitGuard::instance().killGroupOnExit(child.pid);  // its own group (child_process.hpp)
     running_[static_cast<size_t>(local)] = true;
     pump.addRank(o.rank, child.stdoutFd, child.stderrFd, logPath(o.rank));
   }

@@ -40,17 +40,19 @@ class KilledRun {
   pid_t pid() const { return pid_; }
   const std::string& tmpDir() const { return tmpDir_; }
 
+  // The waits are bounded generously (30 s): a loaded machine may be slow to
+  // get there; a test on a quiet one takes well under a second per moment.
   // Waits (inotify) until `dir` holds an entry matching `match` (created,
   // renamed into place, or already there); returns its path, "" after `limit`.
   std::string waitForEntry(const std::string& dir, const NameMatch& match,
-                           std::chrono::milliseconds limit = std::chrono::seconds(8));
+                           std::chrono::milliseconds limit = std::chrono::seconds(30));
   // Waits until the program's stdout or stderr has printed `text`; false
   // after `limit` or at EOF. The output so far is in output().
   bool waitForOutput(const std::string& text,
-                     std::chrono::milliseconds limit = std::chrono::seconds(8));
+                     std::chrono::milliseconds limit = std::chrono::seconds(30));
   // Waits until a process of the run has created a shared-memory segment
   // (and, with `unlinked`, until it has been unlinked again).
-  bool waitForSegment(bool unlinked, std::chrono::milliseconds limit = std::chrono::seconds(8));
+  bool waitForSegment(bool unlinked, std::chrono::milliseconds limit = std::chrono::seconds(30));
   const std::string& output() const { return output_; }
 
   // Sends `signal` to the program (not its group) and reaps it (bounded);
