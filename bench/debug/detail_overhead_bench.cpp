@@ -20,6 +20,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "emulator/launcher/exit_guard.hpp"
 #include "runtime/comm/group_management.hpp"
 #include "runtime/comm/store/tcp_store.hpp"
 #include "runtime/core/clock.hpp"
@@ -114,11 +115,15 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "--ranks must be >= 2 and --rounds >= 1\n");
     return 2;
   }
+  // Before the store's threads: the ranks form one process group that never
+  // outlives the bench (emulator/launcher/exit_guard.hpp).
+  distlab::emulator::ExitGuard::instance();
   distlab::comm::TCPStore server(
       {.port = 0, .isMaster = true, .worldSize = -1, .waitForWorkers = false});
   std::vector<pid_t> kids;
+  pid_t group = 0;
   for (int r = 0; r < world; ++r) {
-    pid_t pid = fork();
+    pid_t pid = distlab::emulator::forkGuardedRank(group);
     if (pid == 0) {
       int code = 1;
       try {
@@ -132,10 +137,11 @@ int main(int argc, char** argv) {
     kids.push_back(pid);
   }
   int failed = 0;
-  for (pid_t pid : kids) {
+  for (size_t i = 0; i < kids.size(); ++i) {
     int status = 0;
-    waitpid(pid, &status, 0);
+    waitpid(kids[i], &status, 0);
     failed += !(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    distlab::emulator::releaseGuardedRank(kids[i], group, i + 1 == kids.size());
   }
   return failed ? 1 : 0;
 }
