@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "bench/common/bench_args.hpp"
+#include "emulator/launcher/exit_guard.hpp"
 #include "runtime/autograd/engine.hpp"
 #include "runtime/comm/store/file_store.hpp"
 #include "runtime/ddp/comm_hooks/default_hooks.hpp"
@@ -127,12 +128,15 @@ Result rankMain(const Config& c, int rank, const std::string& dir) {
   return r;
 }
 
+// The ranks form one process group and the temp folder is guarded: none of
+// it outlives the bench, however it ends (emulator/launcher/exit_guard.hpp).
 std::optional<Result> runConfig(const Config& c) {
-  char tmpl[] = "/tmp/ddp_bench_XXXXXX";
-  const std::string dir = mkdtemp(tmpl);
+  emulator::GuardedTempDir tempDir("ddp_bench_");
+  const std::string dir = tempDir.path();
   std::vector<pid_t> pids;
+  pid_t group = 0;
   for (int rank = 0; rank < c.world; ++rank) {
-    const pid_t pid = fork();
+    const pid_t pid = emulator::forkGuardedRank(group);
     if (pid == 0) {
       int rc = 0;
       try {
@@ -152,10 +156,11 @@ std::optional<Result> runConfig(const Config& c) {
     pids.push_back(pid);
   }
   bool ok = true;
-  for (pid_t pid : pids) {
+  for (size_t i = 0; i < pids.size(); ++i) {
     int status = 0;
-    waitpid(pid, &status, 0);
+    waitpid(pids[i], &status, 0);
     ok = ok && WIFEXITED(status) && WEXITSTATUS(status) == 0;
+    emulator::releaseGuardedRank(pids[i], group, i + 1 == pids.size());
   }
   std::optional<Result> result;
   std::ifstream in(dir + "/result");
@@ -165,7 +170,6 @@ std::optional<Result> runConfig(const Config& c) {
     std::getline(in, r.bucketTimeline);
     result = r;
   }
-  std::filesystem::remove_all(dir);
   return result;
 }
 
@@ -175,8 +179,11 @@ struct TorchFigures {
 
 std::optional<TorchFigures> torchFigures(const std::string& script, int world) {
   if (!std::filesystem::exists(script)) return std::nullopt;
-  const std::string cmd = "OPENBLAS_NUM_THREADS=1 /usr/bin/python3 " + script + " " +
-                          std::to_string(world) + " 2>/dev/null";
+  // setpriv --pdeathsig: the script dies with the bench, however it ends.
+  const std::string python = "OPENBLAS_NUM_THREADS=1 /usr/bin/python3 " + script + " " +
+                             std::to_string(world) + " 2>/dev/null";
+  const std::string cmd = "if command -v setpriv >/dev/null; then exec setpriv --pdeathsig KILL "
+                          "env " + python + "; else exec env " + python + "; fi";
   FILE* pipe = popen(cmd.c_str(), "r");
   if (pipe == nullptr) return std::nullopt;
   TorchFigures f;

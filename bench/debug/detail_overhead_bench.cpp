@@ -21,6 +21,7 @@
 #include <nlohmann/json.hpp>
 
 #include "bench/common/bench_args.hpp"
+#include "emulator/launcher/exit_guard.hpp"
 #include "runtime/comm/group_management.hpp"
 #include "runtime/comm/store/tcp_store.hpp"
 #include "runtime/core/clock.hpp"
@@ -111,11 +112,15 @@ int main(int argc, char** argv) {
   app.add_option("--json", json, "also write the results as JSON here");
   distlab::bench::parseBenchArgs(app, argc, argv);
   if (!json.empty()) distlab::bench::requireWritable(app, "--json", json);
+  // Before the store's threads: the ranks form one process group that never
+  // outlives the bench (emulator/launcher/exit_guard.hpp).
+  distlab::emulator::ExitGuard::instance();
   distlab::comm::TCPStore server(
       {.port = 0, .isMaster = true, .worldSize = -1, .waitForWorkers = false});
   std::vector<pid_t> kids;
+  pid_t group = 0;
   for (int r = 0; r < world; ++r) {
-    pid_t pid = fork();
+    pid_t pid = distlab::emulator::forkGuardedRank(group);
     if (pid == 0) {
       int code = 1;
       try {
@@ -129,10 +134,11 @@ int main(int argc, char** argv) {
     kids.push_back(pid);
   }
   int failed = 0;
-  for (pid_t pid : kids) {
+  for (size_t i = 0; i < kids.size(); ++i) {
     int status = 0;
-    waitpid(pid, &status, 0);
+    waitpid(kids[i], &status, 0);
     failed += !(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    distlab::emulator::releaseGuardedRank(kids[i], group, i + 1 == kids.size());
   }
   return failed ? 1 : 0;
 }

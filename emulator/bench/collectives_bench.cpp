@@ -3,6 +3,7 @@
 #include "emulator/bench/collectives_bench.hpp"
 
 #include <sys/wait.h>
+#include <csignal>
 #include <unistd.h>
 
 #include <algorithm>
@@ -16,6 +17,7 @@
 #include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
+#include "emulator/launcher/exit_guard.hpp"
 #include "runtime/comm/backend_registry.hpp"
 #include "runtime/comm/group_management.hpp"
 #include "runtime/comm/store/file_store.hpp"
@@ -58,9 +60,9 @@ std::vector<BenchRow> runForked(const std::string& backend, const CollectivesBen
   const std::string storePath = dir + "/store_" + backend;
   const std::string resultPath = dir + "/rows_" + backend + ".json";
   std::vector<pid_t> pids;
+  pid_t rankGroup = 0;  // the ranks' process group (Note [Exit guard])
   for (int rank = 0; rank < o.worldSize; ++rank) {
-    const pid_t pid = fork();
-    if (pid < 0) throw Error(fmt::format("bench: fork failed: {}", std::strerror(errno)));
+    const pid_t pid = forkGuardedRank(rankGroup);
     if (pid == 0) {
       int code = 0;
       try {
@@ -89,13 +91,14 @@ std::vector<BenchRow> runForked(const std::string& backend, const CollectivesBen
     pids.push_back(pid);
   }
   bool failed = false;
-  for (pid_t pid : pids) {
+  for (size_t i = 0; i < pids.size(); ++i) {
     int status = 0;
-    waitpid(pid, &status, 0);
+    waitpid(pids[i], &status, 0);
     if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
       failed = true;
-      for (pid_t other : pids) kill(other, SIGKILL);  // never leave a rank behind
+      kill(-rankGroup, SIGKILL);  // never leave a rank behind
     }
+    releaseGuardedRank(pids[i], rankGroup, i + 1 == pids.size());
   }
   if (failed) throw DistBackendError("bench: a rank of backend " + backend + " failed");
   std::ifstream in(resultPath);
@@ -228,11 +231,9 @@ int runCollectivesBench(const CollectivesBenchOptions& options, std::ostream& ou
     comm::destroyProcessGroup();
     if (!leader) return 0;
   } else {
-    char tmpl[] = "/tmp/distlab_bench_XXXXXX";
-    if (!mkdtemp(tmpl)) throw Error("bench: mkdtemp failed");
-    const std::string dir = tmpl;
-    for (const auto& b : o.backends) all[b] = runForked(b, o, dir);
-    std::filesystem::remove_all(dir);
+    // $TMPDIR/distlab_bench_*, removed even when the bench is killed.
+    GuardedTempDir dir("distlab_bench_");
+    for (const auto& b : o.backends) all[b] = runForked(b, o, dir.path());
   }
   out << fmt::format("# distlab bench collectives: world size {}, ranks as {}\n", o.worldSize,
                      launched ? "launched processes (env://)" : "forked processes");

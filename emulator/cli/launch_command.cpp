@@ -33,6 +33,7 @@ struct Seconds {
   double monitorInterval = 0.1;
   double timeout = 0;
   double stopGrace = 3;
+  double failureGrace = 0;
   double rdzvTimeout = 600;
 };
 
@@ -80,6 +81,9 @@ std::function<int()> setupLaunch(CLI::App& sub) {
       ->capture_default_str();
   sub.add_option("--rdzv-timeout", seconds->rdzvTimeout, "seconds for the nodes to meet")
       ->capture_default_str();
+  sub.add_option("--failure-grace,--failure_grace", seconds->failureGrace,
+                 "seconds the other ranks get to finish after a rank fails (0 = stop at once)")
+      ->capture_default_str();
   sub.add_flag("--no-stack-dump", *noStackDump, "skip the gdb stack dump on --timeout");
   sub.prefix_command();  // PROGRAM [ARGS...] stay unparsed
   sub.footer("Usage: distlab launch [flags] [--] PROGRAM [ARGS...]");
@@ -89,6 +93,7 @@ std::function<int()> setupLaunch(CLI::App& sub) {
     options->timeout = toMs("--timeout", seconds->timeout);
     options->stopGracePeriod = toMs("--stop-grace", seconds->stopGrace);
     options->rendezvousTimeout = toMs("--rdzv-timeout", seconds->rdzvTimeout);
+    options->failureGrace = toMs("--failure-grace", seconds->failureGrace);
     options->dumpStacksOnTimeout = !*noStackDump;
     emulator::Launcher launcher(*options);
     gLauncher.store(&launcher);

@@ -34,10 +34,19 @@ Pipe makePipe() {
 
 // Runs in the child between fork and exec: async-signal-safe calls only.
 [[noreturn]] void childAfterFork(pid_t parent, const Pipe& out, const Pipe& err, int execErr,
-                                 char* const* argv, char* const* envp) {
+                                 const Pipe& go, char* const* argv, char* const* envp) {
   ::setpgid(0, 0);
   ::prctl(PR_SET_PDEATHSIG, SIGKILL);
   if (::getppid() != parent) ::_exit(127);
+  // Wait until the parent has registered us (ChildSpec::onForked): EOF means
+  // it died first.
+  ::close(go.write);
+  char b = 0;
+  ssize_t got;
+  do {
+    got = ::read(go.read, &b, 1);
+  } while (got < 0 && errno == EINTR);
+  if (got != 1) ::_exit(127);
   for (int sig = 1; sig < NSIG; ++sig) ::signal(sig, SIG_DFL);
   sigset_t none;
   sigemptyset(&none);
@@ -79,20 +88,22 @@ ChildProcess startChild(const ChildSpec& spec) {
   Pipe out = makePipe();
   Pipe err = makePipe();
   Pipe execErr = makePipe();
+  Pipe go = makePipe();
   pid_t parent = ::getpid();
   pid_t pid = ::fork();
-  if (pid == 0) childAfterFork(parent, out, err, execErr.write, argv.data(), envp.data());
+  if (pid == 0) childAfterFork(parent, out, err, execErr.write, go, argv.data(), envp.data());
   int forkErrno = errno;
-  ::close(out.write);
-  ::close(err.write);
-  ::close(execErr.write);
+  for (int fd : {out.write, err.write, execErr.write, go.read}) ::close(fd);
   if (pid < 0) {
-    ::close(out.read);
-    ::close(err.read);
-    ::close(execErr.read);
+    for (int fd : {out.read, err.read, execErr.read, go.write}) ::close(fd);
     throw Error(fmt::format("launcher: fork failed: {}", ::strerror(forkErrno)));
   }
   ::setpgid(pid, pid);  // also done by the child; whichever runs first wins
+  if (spec.onForked) spec.onForked(pid);
+  char b = 1;
+  ssize_t sent = ::write(go.write, &b, 1);  // the child may exec now
+  (void)sent;
+  ::close(go.write);
   int code = 0;
   ssize_t n;
   do {

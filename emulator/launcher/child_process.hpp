@@ -13,6 +13,7 @@
 // calls, as the launcher is multi-threaded.
 #include <sys/types.h>
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -21,6 +22,11 @@ namespace distlab::emulator {
 struct ChildSpec {
   std::vector<std::string> argv;  // argv[0] is looked up in PATH
   std::vector<std::string> env;   // "NAME=value", the complete environment
+  // Runs in the parent after fork and before the child may exec (the child
+  // waits for it): register the child's process group with the ExitGuard
+  // here, so not even a launcher killed right after the fork leaks anything
+  // the child starts. Must not throw.
+  std::function<void(pid_t pid)> onForked;
 };
 
 struct ChildProcess {

@@ -12,6 +12,7 @@
 #include <fmt/format.h>
 
 #include "emulator/launcher/child_process.hpp"
+#include "emulator/launcher/exit_guard.hpp"
 #include "emulator/launcher/output_pump.hpp"
 #include "emulator/launcher/stack_dump.hpp"
 #include "runtime/core/clock.hpp"
@@ -56,7 +57,9 @@ AttemptRunner::~AttemptRunner() {
   stopAll(SIGKILL);
   for (size_t i = 0; i < running_.size(); ++i) {
     if (running_[i]) ::waitpid(result_.ranks[i].pid, nullptr, 0);
+    running_[i] = false;
   }
+  killLeftovers();
 }
 
 bool AttemptRunner::remoteFailed() {
@@ -129,7 +132,9 @@ void AttemptRunner::startRanks(OutputPump& pump) {
     o.rank = options_.nodeRank * n + local;
     ChildProcess child;
     try {
-      child = startChild(ChildSpec{options_.program, rankEnvironment(local)});
+      // Registered before it can start anything (Note [Exit guard]).
+      child = startChild(ChildSpec{options_.program, rankEnvironment(local),
+                                   [](pid_t pid) { ExitGuard::instance().killGroupOnExit(pid); }});
     } catch (const Error&) {
       stopAll(SIGKILL);
       reap();
@@ -165,24 +170,55 @@ void AttemptRunner::reap() {
     int status = 0;
     if (::waitpid(o.pid, &status, WNOHANG) != o.pid) continue;
     running_[i] = false;
+    o.endUs = wallClockNowUs();
     o.status = status;
     o.exited = WIFEXITED(status);
     o.exitCode = o.exited ? WEXITSTATUS(status) : 0;
     o.signal = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
-    if (o.succeeded() || o.stoppedByLauncher || stopping_) continue;
-    // The first failure of this attempt: stop the others (and tell other nodes).
-    result_.failedRank = o.rank;
-    message(fmt::format("rank {} (pid {}) failed with {}; stopping the other ranks", o.rank,
-                        o.pid, o.describe()));
-    if (options_.nnodes > 1) {
-      try {
-        store_.setString(key("failed"), fmt::format("node {} rank {}", options_.nodeRank, o.rank));
-      } catch (const DistError& e) {
-        message(fmt::format("could not tell the other nodes: {}", e.what()));
-      }
+    if (o.succeeded() || o.stoppedByLauncher || stopping_ || result_.failedRank >= 0) continue;
+    onFirstFailure(o);
+  }
+}
+
+void AttemptRunner::onFirstFailure(const RankOutcome& o) {
+  result_.failedRank = o.rank;
+  if (options_.failureGrace.count() > 0 && anyRunning()) {
+    message(fmt::format("rank {} (pid {}) failed with {}; the other ranks get {} ms to finish",
+                        o.rank, o.pid, o.describe(), options_.failureGrace.count()));
+    graceEnds_ = Deadline::after(options_.failureGrace);
+    return;
+  }
+  message(fmt::format("rank {} (pid {}) failed with {}; stopping the other ranks", o.rank, o.pid,
+                      o.describe()));
+  stopAfterFailure();
+}
+
+// Stops this node's ranks after a local failure and tells the other nodes.
+void AttemptRunner::stopAfterFailure() {
+  if (options_.nnodes > 1) {
+    try {
+      store_.setString(key("failed"),
+                       fmt::format("node {} rank {}", options_.nodeRank, result_.failedRank));
+    } catch (const DistError& e) {
+      message(fmt::format("could not tell the other nodes: {}", e.what()));
     }
-    stopping_ = true;
-    stopAll(SIGTERM);
+  }
+  stopping_ = true;
+  stopAll(SIGTERM);
+}
+
+// Whatever a reaped rank left in its process group (grandchildren) is killed
+// when the attempt ends; the groups are then forgotten by the exit guard.
+void AttemptRunner::killLeftovers() {
+  for (const auto& o : result_.ranks) {
+    if (!o.started) continue;
+    if (::kill(-o.pid, 0) == 0) {
+      result_.leftoverProcesses = true;
+      message(fmt::format("rank {} left processes in its process group {}; killing them",
+                          o.rank, o.pid));
+      ::kill(-o.pid, SIGKILL);
+    }
+    ExitGuard::instance().forgetGroup(o.pid);
   }
 }
 
@@ -237,6 +273,10 @@ void AttemptRunner::monitor(OutputPump& pump) {
       stopping_ = true;
       stopAll(SIGTERM);
     }
+    if (!stopping_ && graceEnds_ && graceEnds_->expired()) {
+      message("--failure-grace passed; stopping the other ranks");
+      stopAfterFailure();
+    }
     if (!stopping_ && runDeadline && runDeadline->expired()) {
       onTimeout();
       stopping_ = true;
@@ -248,6 +288,7 @@ void AttemptRunner::monitor(OutputPump& pump) {
       stopAll(SIGKILL);
     }
   }
+  killLeftovers();
   pump.drain(kDrainLimit);
   for (auto& o : result_.ranks) o.firstErrorLine = pump.firstErrorLine(o.rank);
 }

@@ -11,12 +11,14 @@
 // ranks of attempt n get DISTLAB_STORE_PREFIX=<run-id>/attempt_<n>, so a
 // restarted group never sees keys from an earlier attempt.
 #include <atomic>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "emulator/launcher/launcher.hpp"
 #include "emulator/launcher/output_pump.hpp"
 #include "runtime/comm/store/store.hpp"
+#include "runtime/core/clock.hpp"
 
 namespace distlab::emulator::detail {
 
@@ -26,6 +28,7 @@ struct AttemptResult {
   int interruptSignal = 0;
   int failedRank = -1;
   bool remoteFailure = false;
+  bool leftoverProcesses = false;
   std::vector<RankOutcome> ranks;
   std::string stackDump;
 };
@@ -49,6 +52,9 @@ class AttemptRunner {
   void monitor(OutputPump& pump);
   void reap();
   void stopAll(int signal);
+  void onFirstFailure(const RankOutcome& failed);
+  void stopAfterFailure();
+  void killLeftovers();
   void onTimeout();
   bool waitForOtherNodes();
   std::vector<std::string> rankEnvironment(int localRank) const;
@@ -70,6 +76,7 @@ class AttemptRunner {
   std::vector<bool> running_;
   bool stopping_ = false;
   bool killed_ = false;
+  std::optional<Deadline> graceEnds_;  // --failure-grace after the first failure
 };
 
 }  // namespace distlab::emulator::detail

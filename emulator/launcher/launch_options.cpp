@@ -47,6 +47,9 @@ void validateLaunchOptions(const LaunchOptions& o) {
   }
   if (o.timeout.count() < 0) bad("--timeout", "is negative; use seconds > 0, or 0 for none");
   if (o.stopGracePeriod.count() < 0) bad("--stop-grace", "is negative");
+  if (o.failureGrace.count() < 0) {
+    bad("--failure-grace", "is negative; use seconds >= 0 (0 stops the others at once)");
+  }
   if (o.rendezvousTimeout.count() <= 0) bad("--rdzv-timeout", "must be positive");
   if (o.program.empty() || o.program.front().empty()) {
     bad("program", "missing; usage: distlab launch [flags] PROGRAM [ARGS...]");

@@ -22,6 +22,10 @@ struct LaunchOptions {
   std::string logDir;                   // --log-dir: per-rank logs; empty = none
   std::chrono::milliseconds timeout{0}; // --timeout: whole run per attempt; 0 = none
   std::chrono::milliseconds stopGracePeriod{3000};     // --stop-grace: SIGTERM -> SIGKILL
+  // --failure-grace: after the first rank of an attempt fails, the others get
+  // this long to end on their own (say, to report the failed peer) before
+  // they are stopped; 0 stops them at once (torchrun's behaviour).
+  std::chrono::milliseconds failureGrace{0};
   std::chrono::milliseconds rendezvousTimeout{600000}; // --rdzv-timeout: nodes meeting
   bool dumpStacksOnTimeout = true;      // gdb stack dump of live ranks on --timeout
   std::vector<std::string> program;     // the program and its arguments

@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 
 #include "emulator/launcher/child_process.hpp"
+#include "emulator/launcher/exit_guard.hpp"
 #include "emulator/launcher/launch_attempt.hpp"
 #include "runtime/comm/store/tcp_store.hpp"
 #include "runtime/comm/store/tcp_store_server.hpp"
@@ -64,6 +65,7 @@ void Launcher::requestStop(int signal) noexcept {
 
 LaunchResult Launcher::run() {
   LaunchResult result;
+  ExitGuard::instance();  // before the store's threads exist (Note [Exit guard])
   std::unique_ptr<comm::TCPStoreServer> server;
   std::unique_ptr<comm::TCPStore> store;
   try {
@@ -106,6 +108,7 @@ LaunchResult Launcher::run() {
     result.interruptSignal = a.interruptSignal;
     result.failedRank = a.failedRank;
     result.remoteFailure = a.remoteFailure;
+    result.leftoverProcesses = result.leftoverProcesses || a.leftoverProcesses;
     result.ranks = std::move(a.ranks);
     result.stackDump = std::move(a.stackDump);
     if (result.exitCode == 0 || a.timedOut || a.interruptSignal != 0) break;

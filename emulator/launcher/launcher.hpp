@@ -19,12 +19,15 @@
 //
 // Every output line of a rank is passed on prefixed with "[rank N]:" (and
 // teed into <log-dir>/<run-id>/attempt_<n>/rank_<N>.log). When a rank fails
-// (non-zero exit or a signal) the others get SIGTERM, then SIGKILL after
-// stopGracePeriod; with maxRestarts left the whole group restarts in a new
-// attempt. --timeout dumps every live rank's stacks (gdb) into the log and
+// (non-zero exit or a signal) the others get failureGrace to end on their
+// own, then SIGTERM, then SIGKILL after stopGracePeriod; with maxRestarts left
+// the whole group restarts in a new attempt. When an attempt ends, whatever a
+// rank left in its process group is SIGKILLed (leftoverProcesses). --timeout dumps every live rank's stacks (gdb) into the log and
 // stops the run; the summary names the function each rank was blocked in.
 // requestStop(sig) (SIGINT/SIGTERM handlers) forwards sig to every rank. No
-// rank outlives the launcher (Note [Rank process lifetime]).
+// rank outlives the launcher (Note [Rank process lifetime]), nor does
+// anything a rank started: each rank's process group is registered with the
+// ExitGuard (exit_guard.hpp), which SIGKILLs it if the launcher is killed.
 //
 // Threading: run() forks the ranks and must stay on one thread until it
 // returns (the ranks' death signal is tied to that thread). requestStop may be
@@ -32,6 +35,7 @@
 #include <sys/types.h>
 
 #include <atomic>
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -49,6 +53,7 @@ struct RankOutcome {
   int exitCode = 0;             // when exited
   int signal = 0;               // when killed by a signal
   bool stoppedByLauncher = false;  // it was still running when the launcher stopped the group
+  int64_t endUs = 0;            // wall clock (us since the epoch) when it was reaped
   std::string firstErrorLine;   // see OutputPump::firstErrorLine
   std::string blockedIn;        // --timeout: function the rank was blocked in
   bool succeeded() const { return started && exited && exitCode == 0; }
@@ -64,6 +69,7 @@ struct LaunchResult {
   int failedRank = -1;     // first failed rank of the last attempt (global rank), -1 if none
   bool remoteFailure = false;  // another node reported the failure
   int masterPort = 0;      // the TCP store port actually used
+  bool leftoverProcesses = false;  // a rank's process group outlived the rank (then killed)
   std::vector<RankOutcome> ranks;  // this node's ranks, last attempt, by local rank
   std::string stackDump;   // --timeout dumps (empty otherwise)
   std::string summary;     // the failure table ("" on success)

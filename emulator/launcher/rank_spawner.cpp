@@ -18,6 +18,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "emulator/launcher/exit_guard.hpp"
 #include "runtime/comm/store/file_store.hpp"
 #include "runtime/comm/store/hash_store.hpp"
 #include "runtime/core/clock.hpp"
@@ -25,29 +26,19 @@
 namespace distlab::ranks {
 namespace {
 
-// The ranks' shared scratch directory, removed with everything in it.
+// The ranks' shared scratch directory $TMPDIR/distlab-ranks-*, removed with
+// everything in it, even when the caller is killed (Note [Exit guard]).
 class ScratchDir {
  public:
-  ScratchDir() {
-    std::string pattern =
-        (std::filesystem::temp_directory_path() / "distlab-ranks-XXXXXX").string();
-    if (::mkdtemp(pattern.data()) == nullptr) {
-      throw std::runtime_error(fmt::format("spawn: cannot create a scratch directory {}: {} "
-                                           "(set TMPDIR to a writable directory)",
-                                           pattern, std::strerror(errno)));
-    }
-    path_ = pattern;
+  ScratchDir() try : dir_("distlab-ranks-") {
+  } catch (const std::exception& e) {
+    throw std::runtime_error(fmt::format("spawn: cannot create a scratch directory: {} (set "
+                                         "TMPDIR to a writable directory)", e.what()));
   }
-  ~ScratchDir() {
-    std::error_code ignored;
-    std::filesystem::remove_all(path_, ignored);
-  }
-  ScratchDir(const ScratchDir&) = delete;
-  ScratchDir& operator=(const ScratchDir&) = delete;
-  const std::string& path() const { return path_; }
+  const std::string& path() const { return dir_.path(); }
 
  private:
-  std::string path_;
+  emulator::GuardedTempDir dir_;
 };
 
 constexpr size_t kMaxMessage = 32 * 1024;

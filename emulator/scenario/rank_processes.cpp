@@ -1,19 +1,14 @@
 #include "emulator/scenario/rank_processes.hpp"
 
-#include <fcntl.h>
-#include <sys/prctl.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
-#include <cerrno>
+#include <chrono>
 #include <csignal>
-#include <cstring>
-#include <thread>
+#include <cstdio>
+#include <memory>
 
-#include "runtime/core/clock.hpp"
+#include <fmt/format.h>
+
+#include "emulator/launcher/launcher.hpp"
 #include "runtime/core/errors.hpp"
-
-extern char** environ;
 
 namespace distlab::emulator {
 
@@ -31,98 +26,68 @@ std::string signalName(int signal) {
 
 namespace {
 
-// In the child, between fork and exec: only async-signal-safe calls.
-[[noreturn]] void execRank(const RankLaunch& l, pid_t pgid, const std::vector<char*>& argv,
-                           const std::vector<char*>& envp, const std::string& logPath) {
-  setpgid(0, pgid);
-  prctl(PR_SET_PDEATHSIG, SIGKILL);
-  int fd = open(logPath.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  if (fd >= 0) {
-    dup2(fd, 1);
-    dup2(fd, 2);
-    close(fd);
-  }
-  execve(l.executable.c_str(), argv.data(), envp.data());
-  _exit(127);
+using FilePtr = std::unique_ptr<std::FILE, int (*)(std::FILE*)>;
+
+std::chrono::milliseconds msOf(double seconds) {
+  return std::chrono::milliseconds(static_cast<int64_t>(seconds * 1000));
 }
 
-std::vector<std::string> rankEnvironment(const RankLaunch& l, int rank) {
-  std::map<std::string, std::string> env;
-  for (char** e = environ; *e; ++e) {
-    std::string kv(*e);
-    auto eq = kv.find('=');
-    if (eq != std::string::npos) env[kv.substr(0, eq)] = kv.substr(eq + 1);
-  }
-  for (const auto& [k, v] : l.env) env[k] = v;
-  env["RANK"] = env["LOCAL_RANK"] = std::to_string(rank);
-  env["WORLD_SIZE"] = env["LOCAL_WORLD_SIZE"] = std::to_string(l.worldSize);
-  env["GROUP_RANK"] = "0";
-  std::vector<std::string> out;
-  for (const auto& [k, v] : env) out.push_back(k + "=" + v);
-  return out;
+FilePtr openLog(const std::string& path) {
+  FilePtr f(std::fopen(path.c_str(), "w"), &std::fclose);
+  if (!f) throw Error(fmt::format("cannot write the rank log '{}'", path));
+  return f;
+}
+
+LaunchOptions optionsFor(const RankLaunch& l) {
+  LaunchOptions o;
+  o.nprocPerNode = l.worldSize;
+  o.masterPort = 0;  // a free port on the loopback interface
+  o.runId = "scenario";
+  o.monitorInterval = std::chrono::milliseconds(10);
+  o.timeout = msOf(l.deadlineS);
+  o.failureGrace = msOf(l.graceS);
+  o.stopGracePeriod = std::chrono::milliseconds(1000);
+  o.dumpStacksOnTimeout = false;
+  o.program = {l.executable};
+  o.program.insert(o.program.end(), l.args.begin(), l.args.end());
+  for (const auto& [name, value] : l.env) o.extraEnv.emplace_back(name, value);
+  return o;
+}
+
+RankExit exitOf(const RankOutcome& o, bool timedOut) {
+  RankExit e;
+  e.rank = o.rank;
+  e.pid = o.pid;
+  e.exitCode = o.exited ? o.exitCode : -1;
+  e.signal = o.signal;
+  if (o.stoppedByLauncher) e.killedBy = timedOut ? "deadline" : "teardown";
+  e.endUs = o.endUs;
+  return e;
 }
 
 }  // namespace
 
 LaunchOutcome launchRanks(const RankLaunch& l) {
+  LaunchOptions o = optionsFor(l);
+  std::vector<FilePtr> logs;
+  for (int r = 0; r < l.worldSize; ++r) {
+    logs.push_back(openLog(fmt::format("{}/rank{}.log", l.logDir, r)));
+  }
+  FilePtr launcherLog = openLog(l.logDir + "/launcher.log");
+  o.onOutput = [&](int rank, bool, const std::string& line) {
+    std::fprintf(logs[static_cast<size_t>(rank)].get(), "%s\n", line.c_str());
+  };
+  o.onMessage = [&](const std::string& text) {
+    std::fprintf(launcherLog.get(), "%s\n", text.c_str());
+  };
+  LaunchResult result = Launcher(o).run();
+  if (!result.error.empty()) throw Error(result.error);
   LaunchOutcome outcome;
-  std::vector<std::string> argStrings{l.executable};
-  argStrings.insert(argStrings.end(), l.args.begin(), l.args.end());
-  std::vector<char*> argv;
-  for (auto& a : argStrings) argv.push_back(a.data());
-  argv.push_back(nullptr);
-  pid_t pgid = 0;
-  for (int rank = 0; rank < l.worldSize; ++rank) {
-    auto envStrings = rankEnvironment(l, rank);
-    std::vector<char*> envp;
-    for (auto& e : envStrings) envp.push_back(e.data());
-    envp.push_back(nullptr);
-    std::string logPath = l.logDir + "/rank" + std::to_string(rank) + ".log";
-    pid_t pid = fork();
-    if (pid < 0) throw Error(std::string("fork failed: ") + std::strerror(errno));
-    if (pid == 0) execRank(l, pgid, argv, envp, logPath);
-    if (pgid == 0) pgid = pid;
-    setpgid(pid, pgid);  // also from the parent: no race with the first kill
-    outcome.ranks.push_back(RankExit{rank, pid});
+  outcome.leftoverProcesses = result.leftoverProcesses;
+  for (const auto& rank : result.ranks) {
+    outcome.ranks.push_back(exitOf(rank, result.timedOut));
+    if (rank.rank == result.failedRank) outcome.firstFailureUs = rank.endUs;
   }
-  Deadline deadline = Deadline::after(std::chrono::milliseconds(static_cast<int64_t>(l.deadlineS * 1000)));
-  int running = l.worldSize;
-  int64_t termAtUs = 0, killAtUs = 0;
-  std::string killReason;
-  while (running > 0) {
-    int status = 0;
-    pid_t pid = waitpid(-pgid, &status, WNOHANG);
-    if (pid > 0) {
-      for (auto& r : outcome.ranks) {
-        if (r.pid != pid) continue;
-        r.endUs = wallClockNowUs();
-        if (WIFEXITED(status)) r.exitCode = WEXITSTATUS(status);
-        if (WIFSIGNALED(status)) r.signal = WTERMSIG(status);
-        if (!killReason.empty() && termAtUs > 0 && r.endUs >= termAtUs) r.killedBy = killReason;
-        if (!r.ok() && outcome.firstFailureUs == 0 && r.killedBy.empty()) {
-          outcome.firstFailureUs = r.endUs;
-          termAtUs = r.endUs + static_cast<int64_t>(l.graceS * 1e6);
-          killReason = "teardown";
-        }
-        --running;
-      }
-      continue;
-    }
-    int64_t now = wallClockNowUs();
-    if (deadline.expired() && killReason != "deadline") {
-      killReason = "deadline";
-      termAtUs = now;
-      kill(-pgid, SIGKILL);
-    }
-    if (termAtUs > 0 && now >= termAtUs && killAtUs == 0) {
-      kill(-pgid, SIGTERM);
-      killAtUs = now + 1000000;
-    }
-    if (killAtUs > 0 && now >= killAtUs) kill(-pgid, SIGKILL);
-    std::this_thread::sleep_for(std::chrono::milliseconds(2));
-  }
-  outcome.leftoverProcesses = kill(-pgid, 0) == 0;
-  if (outcome.leftoverProcesses) kill(-pgid, SIGKILL);
   return outcome;
 }
 

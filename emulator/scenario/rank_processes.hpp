@@ -1,15 +1,18 @@
 #pragma once
-// Starts the ranks of one scenario as child processes and watches them until
-// all have ended, with torchrun's environment (RANK, LOCAL_RANK, WORLD_SIZE,
-// LOCAL_WORLD_SIZE, GROUP_RANK, MASTER_ADDR, MASTER_PORT).
-//
-// The ranks form one process group of their own (setpgid) and die with the
-// runner (PR_SET_PDEATHSIG), so nothing outlives a run. Policy:
+// Starts the ranks of one scenario through the Launcher library
+// (emulator/launcher/launcher.hpp) and turns its outcome into the runner's
+// per-rank exits. The ranks get torchrun's environment (RANK, LOCAL_RANK,
+// WORLD_SIZE, LOCAL_WORLD_SIZE, GROUP_RANK, MASTER_ADDR, MASTER_PORT and the
+// launcher's store, DISTLAB_STORE_PREFIX), each rank is its own process group
+// and nothing outlives the run, even when the runner is killed (Note [Rank
+// process lifetime], Note [Exit guard]). Policy:
 //   - after the first rank fails (non-zero exit or signal), the others get
-//     `grace` to finish reporting (they usually fail on their own, naming the
-//     peer); then SIGTERM, and SIGKILL 1 s later ("killed: teardown");
-//   - at `deadline` every rank still running is killed ("killed: deadline").
-// Blocks until every rank is reaped (bounded by deadline + grace + 2 s).
+//     `graceS` to finish reporting (the launcher's failureGrace: they usually
+//     fail on their own, naming the peer); then SIGTERM, and SIGKILL 1 s later
+//     ("killed: teardown");
+//   - at `deadlineS` every rank still running is stopped the same way
+//     ("killed: deadline").
+// Blocks until every rank is reaped (bounded by deadline + grace + 1.5 s).
 #include <sys/types.h>
 
 #include <cstdint>
@@ -26,7 +29,7 @@ struct RankLaunch {
   int worldSize = 1;
   double deadlineS = 60;
   double graceS = 3;
-  std::string logDir;                   // rank<R>.log gets stdout+stderr
+  std::string logDir;                   // rank<R>.log gets stdout+stderr, launcher.log the rest
 };
 
 struct RankExit {
@@ -41,10 +44,11 @@ struct RankExit {
 
 struct LaunchOutcome {
   std::vector<RankExit> ranks;
-  bool leftoverProcesses = false;  // a process of the group survived reaping
+  bool leftoverProcesses = false;  // a rank's process group outlived it (then killed)
   int64_t firstFailureUs = 0;      // wall clock the first failure was seen (0: none)
 };
 
+// Throws Error when the ranks cannot be started (the executable, the store).
 LaunchOutcome launchRanks(const RankLaunch& launch);
 
 // "SIGKILL", "SIGABRT", ... or "signal N".

@@ -11,11 +11,11 @@
 #include <nlohmann/json.hpp>
 
 #include "emulator/analyze/fr_analysis.hpp"
+#include "emulator/launcher/exit_guard.hpp"
 #include "emulator/scenario/expectations.hpp"
 #include "emulator/scenario/rank_processes.hpp"
 #include "emulator/scenario/scenario_parser.hpp"
 #include "emulator/scenario/trace_writer.hpp"
-#include "runtime/comm/store/tcp_store_server.hpp"
 #include "runtime/core/clock.hpp"
 #include "runtime/core/errors.hpp"
 
@@ -124,14 +124,10 @@ std::string selfExecutable() {
 
 void execute(const Scenario& s, const RunOptions& o, const std::string& dir,
              const Stopwatch& watch, ScenarioReport& rep) {
-  comm::TCPStoreServer server(0);
-  RankLaunch l;
+  RankLaunch l;  // the launcher hosts the store (MASTER_ADDR/MASTER_PORT)
   l.executable = o.executable.empty() ? selfExecutable() : o.executable;
   l.args = {"scenario-rank", s.path, "--result-dir", dir};
-  l.env = {{"MASTER_ADDR", "127.0.0.1"},
-           {"MASTER_PORT", std::to_string(server.port())},
-           {"DISTLAB_STORE_EXTERNAL", "1"},
-           {"TORCH_DISTRIBUTED_DEBUG", s.debugLevel},
+  l.env = {{"TORCH_DISTRIBUTED_DEBUG", s.debugLevel},
            // Flight-recorder dumps go to the run's folder, not /tmp (Cleanup).
            {"TORCH_FR_DUMP_TEMP_FILE", dir + "/fr_rank_"}};
   l.worldSize = s.worldSize;
@@ -200,11 +196,11 @@ ScenarioReport runScenario(const std::string& path, const RunOptions& o) {
   rep.name = s.group + "/" + s.name;
   rep.expected = s.expect.outcome;
   std::string dir;
-  bool temporary = o.outDir.empty();
-  if (temporary) {
-    std::string tmpl = (fs::temp_directory_path() / "distlab-scenario-XXXXXX").string();
-    if (!mkdtemp(tmpl.data())) throw Error("cannot create a temporary folder");
-    dir = tmpl;
+  // $TMPDIR/distlab-scenario-*, removed even when `distlab run` is killed.
+  std::optional<GuardedTempDir> temporary;
+  if (o.outDir.empty()) {
+    temporary.emplace("distlab-scenario-");
+    dir = temporary->path();
   } else {
     dir = fmt::format("{}/{}", o.outDir, fileStem(s));
     fs::create_directories(dir);
@@ -215,10 +211,7 @@ ScenarioReport runScenario(const std::string& path, const RunOptions& o) {
     rep.failures.push_back(fmt::format("{}: the run failed: {}", path, e.what()));
     rep.passed = false;
   }
-  if (temporary) {
-    std::error_code ec;
-    fs::remove_all(dir, ec);
-  }
+  temporary.reset();
   rep.durationS = watch.elapsedSeconds();
   return rep;
 }

@@ -1,10 +1,13 @@
 #pragma once
-// The scenario runner behind `distlab run`: for each scenario file, host a
-// TCP store, start the ranks (rank_processes.hpp) running
-// `distlab scenario-rank FILE --result-dir DIR`, diagnose the run
+// The scenario runner behind `distlab run`: for each scenario file, start the
+// ranks through the Launcher (rank_processes.hpp; it hosts the TCP store)
+// running `distlab scenario-rank FILE --result-dir DIR`, diagnose the run
 // (diagnosis.hpp), check the expectations, verify that nothing was left
 // behind (processes, /dev/shm segments of the run's ranks), print one line,
 // and write <out>/<name>.json (and <out>/<name>.trace.json when tracing).
+// Without --out the results go to $TMPDIR/distlab-scenario-<pid>-<random>,
+// which the exit guard removes even when `distlab run` is killed (Note [Exit
+// guard]).
 #include <optional>
 #include <string>
 #include <vector>

@@ -11,9 +11,15 @@
 //   --ignore-sigterm          ignore SIGTERM (tests SIGKILL escalation)
 //   --rendezvous              env:// rendezvous, exchange a sum through the store
 //   --barrier                 env:// rendezvous, then wait until every rank got here
+//   --grandchild DIR          fork a child that writes DIR/grandchild_<R>.pid and
+//                             waits forever (it has no death signal of its own)
+//   --wait-for-file PATH      wait until PATH exists, print "rank R released", exit 0
 // "Wait" means pause() in a loop, i.e. until a signal ends the process.
 #include <signal.h>
+#include <sys/inotify.h>
 #include <unistd.h>
+
+#include <cerrno>
 
 #include <cstdio>
 #include <cstdlib>
@@ -68,6 +74,30 @@ void barrier() {
 
 bool parsePair(const char* text, int* a, int* b) { return std::sscanf(text, "%d:%d", a, b) == 2; }
 
+// Writes `text` to `path` complete or not at all (a reader waits for the name).
+void publish(const std::string& path, const std::string& text) {
+  std::ofstream(path + ".part") << text;
+  std::rename((path + ".part").c_str(), path.c_str());
+}
+
+void startGrandchild(const std::string& dir, int rank) {
+  pid_t pid = ::fork();
+  if (pid != 0) return;
+  publish(dir + "/grandchild_" + std::to_string(rank) + ".pid", std::to_string(::getpid()));
+  while (true) ::pause();
+}
+
+void waitForFile(const std::string& path) {
+  std::string dir = path.substr(0, path.rfind('/'));
+  int fd = ::inotify_init1(IN_CLOEXEC);
+  ::inotify_add_watch(fd, dir.c_str(), IN_CREATE | IN_MOVED_TO);
+  char events[4096];
+  while (::access(path.c_str(), F_OK) != 0) {
+    if (::read(fd, events, sizeof(events)) < 0 && errno != EINTR) break;
+  }
+  ::close(fd);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -113,6 +143,12 @@ int main(int argc, char** argv) {
     } else if (flag == "--pidfile") {
       std::ofstream(std::string(value) + "/rank_" + std::to_string(rank) + ".pid") << ::getpid();
       wait = true;
+    } else if (flag == "--grandchild") {
+      startGrandchild(value, rank);
+    } else if (flag == "--wait-for-file") {
+      waitForFile(value);
+      std::printf("rank %d released\n", rank);
+      return 0;
     } else if (flag == "--ignore-sigterm") {
       ::signal(SIGTERM, SIG_IGN);
     } else if (flag == "--barrier") {

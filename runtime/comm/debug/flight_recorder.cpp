@@ -1,7 +1,11 @@
 #include "runtime/comm/debug/flight_recorder.hpp"
 
+#include <fcntl.h>
 #include <fmt/format.h>
 #include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
 
 #include <atomic>
 #include <cstdio>
@@ -274,6 +278,64 @@ std::string flightRecorderJson(int globalRank, const std::string& trigger,
   return dump.dump(1);
 }
 
+namespace {
+
+// Note [Dump files]: a dump is written into an unnamed file (O_TMPFILE in the
+// target folder) and linked under its name only once complete, so a process
+// killed mid-dump (SIGKILL, teardown) leaves no empty or partial file and no
+// temporary name. A newer dump replaces an older one (unlink, then link).
+// Folders whose filesystem lacks O_TMPFILE get "<path>.tmp<pid>" + rename,
+// removed on every error path.
+void writeAll(int fd, const std::string& text) {
+  size_t done = 0;
+  while (done < text.size()) {
+    ssize_t n = ::write(fd, text.data() + done, text.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) throw std::runtime_error(std::strerror(errno));
+    done += static_cast<size_t>(n);
+  }
+}
+
+void writeViaRename(const std::string& path, const std::string& text) {
+  const std::string tmp = fmt::format("{}.tmp{}", path, getpid());
+  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) throw std::runtime_error(std::strerror(errno));
+  try {
+    writeAll(fd, text);
+    ::close(fd);
+    fd = -1;
+    if (::rename(tmp.c_str(), path.c_str()) != 0) throw std::runtime_error(std::strerror(errno));
+  } catch (...) {
+    if (fd >= 0) ::close(fd);
+    ::unlink(tmp.c_str());
+    throw;
+  }
+}
+
+void writeDumpFile(const std::string& path, const std::string& text) {
+  std::string dir = std::filesystem::path(path).parent_path().string();
+  int fd = ::open(dir.empty() ? "." : dir.c_str(), O_TMPFILE | O_WRONLY | O_CLOEXEC, 0644);
+  if (fd < 0 && (errno == EOPNOTSUPP || errno == EISDIR || errno == EINVAL)) {
+    return writeViaRename(path, text);
+  }
+  if (fd < 0) throw std::runtime_error(std::strerror(errno));
+  try {
+    writeAll(fd, text);
+    const std::string self = fmt::format("/proc/self/fd/{}", fd);
+    for (int attempt = 0;; ++attempt) {
+      if (::linkat(AT_FDCWD, self.c_str(), AT_FDCWD, path.c_str(), AT_SYMLINK_FOLLOW) == 0) break;
+      if (errno != EEXIST || attempt == 3) throw std::runtime_error(std::strerror(errno));
+      ::unlink(path.c_str());  // an older dump: this one replaces it
+    }
+  } catch (...) {
+    ::close(fd);
+    throw;
+  }
+  ::close(fd);
+}
+
+}  // namespace
+
 std::vector<std::string> dumpFlightRecorders(const std::string& trigger,
                                              const std::string& reason, int globalRank) {
   std::vector<int> ranks;
@@ -291,14 +353,8 @@ std::vector<std::string> dumpFlightRecorders(const std::string& trigger,
   std::lock_guard<std::mutex> lock(dumpMutex);
   for (int g : ranks) {
     const std::string path = flightRecorderDumpPath(g);
-    const std::string tmp = fmt::format("{}.tmp{}", path, getpid());
     try {
-      {
-        std::ofstream out(tmp, std::ios::trunc);
-        out << flightRecorderJson(g, trigger, reason) << "\n";
-        if (!out) throw std::runtime_error("write failed");
-      }
-      std::filesystem::rename(tmp, path);
+      writeDumpFile(path, flightRecorderJson(g, trigger, reason) + "\n");  // Note [Dump files]
       written.push_back(path);
       DL_LOG(INFO, "flight recorder dumped to {} ({})", path, trigger);
     } catch (const std::exception& e) {

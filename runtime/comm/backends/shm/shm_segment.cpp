@@ -92,11 +92,12 @@ std::unique_ptr<ShmSegment> ShmSegment::open(Store& store, const std::string& ke
     seg->name_ = store.getString(key);
     fd = shm_open(seg->name_.c_str(), O_RDWR, 0600);
     if (fd < 0) throwErrno("shm_open(" + seg->name_ + ") on rank " + std::to_string(rank));
+    seg->linked_ = true;  // any rank unlinks on failure (Note [shm segment lifecycle])
   }
   void* p = mmap(nullptr, total, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
   close(fd);
   if (p == MAP_FAILED) {
-    if (rank == 0) shm_unlink(seg->name_.c_str());
+    shm_unlink(seg->name_.c_str());
     throwErrno(fmt::format("mmap({} bytes)", total));
   }
   seg->mapped_ = total;
@@ -140,10 +141,8 @@ std::unique_ptr<ShmSegment> ShmSegment::open(Store& store, const std::string& ke
     }
     std::this_thread::sleep_for(std::chrono::microseconds(200));
   }
-  if (rank == 0) {
-    shm_unlink(seg->name_.c_str());
-    seg->linked_ = false;
-  }
+  shm_unlink(seg->name_.c_str());  // every rank: the first one to get here wins
+  seg->linked_ = false;
   return seg;
 }
 

@@ -6,10 +6,16 @@
 // Rank 0 creates the segment (shm_open with a fresh random name, ftruncate,
 // mmap) and publishes the name in the store under <prefix>segment. The others
 // read the name, shm_open and mmap it, and set `attached` and their pid in
-// their control block. Once every rank has attached, rank 0 shm_unlinks the
-// name: from then on the memory lives only as long as some rank maps it, so a
-// crash (even SIGKILL) leaks nothing. If attaching fails or times out, rank 0
-// unlinks on the way out.
+// their control block. Once every rank has attached, every rank shm_unlinks
+// the name (the first wins; the others get ENOENT): from then on the memory
+// lives only as long as some rank maps it, so a crash (even SIGKILL) leaks
+// nothing, and a creator that dies right after the last attach leaks nothing
+// either. If attaching fails or times out, every rank that knows the name
+// unlinks it on the way out. The one window left, the creator killed before
+// every rank attached, is closed by whoever started the ranks: the name
+// carries the creator's pid (/distlab_shm_<pid>_<random>), and the exit
+// guard and the scenario runner unlink the segments of their dead ranks'
+// pids (Note [Exit guard]).
 //
 // Layout (every part 64-byte aligned, sizes bounded by the options):
 //   SegmentHeader | RankControl[n] | OpDesc[n][2] | slot[n][2][slotBytes] |
