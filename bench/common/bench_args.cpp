@@ -70,7 +70,15 @@ void parseBenchArgs(CLI::App& app, int argc, char** argv, const BenchArgsOptions
   std::vector<std::string> own, benchmarkFlags;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
-    (options.googleBenchmark && startsWith(a, "--benchmark_") ? benchmarkFlags : own).push_back(a);
+    if (options.googleBenchmark && startsWith(a, "--benchmark_")) {
+      benchmarkFlags.push_back(a);
+    } else if (startsWith(a, "--") && a.back() == '=') {
+      // "--caps=" is an empty value; CLI11 would take the next argument instead.
+      own.push_back(a.substr(0, a.size() - 1));
+      own.push_back("");
+    } else {
+      own.push_back(a);
+    }
   }
   std::reverse(own.begin(), own.end());  // CLI11 takes them last-first
   try {
@@ -105,7 +113,7 @@ std::vector<int> intList(const CLI::App& app, const std::string& flag, const std
 }
 
 std::vector<double> positiveList(const CLI::App& app, const std::string& flag,
-                                 const std::string& text, double hi) {
+                                 const std::string& text, double hi, bool allowEmpty) {
   std::vector<double> out;
   std::stringstream in(text);
   for (std::string item; std::getline(in, item, ',');) {
@@ -122,7 +130,7 @@ std::vector<double> positiveList(const CLI::App& app, const std::string& flag,
     }
     out.push_back(v);
   }
-  if (out.empty()) usageError(app, flag + ": give at least one value");
+  if (out.empty() && !allowEmpty) usageError(app, flag + ": give at least one value");
   return out;
 }
 

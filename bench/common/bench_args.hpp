@@ -8,7 +8,8 @@
 //     (Google Benchmark would print its usage and exit 0 on a bad format).
 // `--help` prints the usage and exits 0 without running anything; an unknown
 // flag, a malformed value or an unusable path prints a message naming the
-// flag and exits 2, before any work starts.
+// flag and exits 2, before any work starts. "--flag=" gives the flag an empty
+// value (CLI11 alone would take the next argument as its value).
 #include <CLI/CLI.hpp>
 
 #include <string>
@@ -29,9 +30,10 @@ void parseBenchArgs(CLI::App& app, int argc, char** argv, const BenchArgsOptions
 // "2,4" -> {2, 4}: integers in [lo, hi], at least one; else usageError naming `flag`.
 std::vector<int> intList(const CLI::App& app, const std::string& flag, const std::string& text,
                          int lo, int hi);
-// "1,5,25" -> {1, 5, 25}: finite numbers in (0, hi], at least one.
+// "1,5,25" -> {1, 5, 25}: finite numbers in (0, hi], at least one unless
+// `allowEmpty` ("" is then the empty list).
 std::vector<double> positiveList(const CLI::App& app, const std::string& flag,
-                                 const std::string& text, double hi);
+                                 const std::string& text, double hi, bool allowEmpty = false);
 
 // usageError unless a file can be written at `path` (emulator/cli/usage_checks.hpp).
 void requireWritable(const CLI::App& app, const std::string& flag, const std::string& path);

@@ -223,7 +223,8 @@ int main(int argc, char** argv) {
                "ddp_step_bench"};
   app.add_option("--worlds", worldsText, "comma list of world sizes (2..64)")
       ->capture_default_str();
-  app.add_option("--caps", capsText, "comma list of bucket_cap_mb values")->capture_default_str();
+  app.add_option("--caps", capsText, "comma list of bucket_cap_mb values (empty: no sweep)")
+      ->capture_default_str();
   app.add_option("--rounds", rounds, "rounds per configuration (median reported)")
       ->check(CLI::Range(1, 1000))->capture_default_str();
   app.add_option("--report", report, "write <report>.json and <report>.md");
@@ -231,7 +232,7 @@ int main(int argc, char** argv) {
   bench::parseBenchArgs(app, argc, argv);
   const std::vector<int> worldSizes = bench::intList(app, "--worlds", worldsText, 2, 64);
   const std::vector<double> worlds(worldSizes.begin(), worldSizes.end());
-  const std::vector<double> caps = bench::positiveList(app, "--caps", capsText, 1 << 20);
+  const std::vector<double> caps = bench::positiveList(app, "--caps", capsText, 1 << 20, true);
   if (!report.empty()) {
     bench::requireWritable(app, "--report", report + ".json");
     bench::requireWritable(app, "--report", report + ".md");

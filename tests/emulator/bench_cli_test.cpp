@@ -50,7 +50,7 @@ const std::map<std::string, std::vector<std::pair<std::string, std::string>>> kM
                         {"--rounds=0", "--rounds"},
                         {"--report=/nonexistent-dir/r", "--report /nonexistent-dir/r.json"}}},
     {"ddp_step_bench", {{"--worlds=2,x", "--worlds '2,x': 'x' is not an integer in [2, 64]"},
-                        {"--worlds=", "--worlds"},
+                        {"--worlds=", "--worlds: give at least one value"},
                         {"--worlds=,", "--worlds ',': '' is not an integer"},
                         {"--caps=1,nan", "--caps '1,nan': 'nan' is not a number"},
                         {"--rounds=-1", "--rounds"}}},
