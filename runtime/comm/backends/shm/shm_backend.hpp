@@ -106,6 +106,7 @@ class ShmBackend : public Backend {
   std::unique_ptr<ShmPeers> peers_;
   std::atomic<bool> aborted_{false};
   ShmGroup group_;
+  std::exception_ptr cancelError_;  // why group_.cancelled was set (collective thread reads)
   mutable std::mutex errorMutex_;
   std::optional<std::string> error_;  // GUARDED_BY(errorMutex_)
   std::unique_ptr<ProgressThread> progress_;
