@@ -14,8 +14,10 @@
 //   passes]); each parameter's post-accumulate-grad hook marks it ready; the
 //   first hook also marks the unused parameters ready; a bucket whose
 //   parameters are all ready is launched (Note [Launch order]); when the last
-//   bucket launched, the local-used map is allreduced (find_unused_parameters)
-//   and finalizeBackward() is queued to run when the engine finishes:
+//   bucket launched, the local-used map is allreduced (find_unused_parameters;
+//   with a comm hook once every bucket's Future completed: Note [Used map
+//   after hook collectives]) and finalizeBackward() is queued to run when the
+//   engine finishes:
 //   finalizeBackward()       wait for every bucket's Future (group timeout),
 //                            copy results into .grad (or keep .grad a view of
 //                            the bucket with gradient_as_bucket_view)

@@ -11,6 +11,7 @@
 #include "runtime/autograd/engine.hpp"
 #include "runtime/autograd/hooks.hpp"
 #include "runtime/autograd/ops.hpp"
+#include "runtime/ddp/comm_hooks/default_hooks.hpp"
 #include "runtime/nn/layers.hpp"
 #include "runtime/optim/sgd.hpp"
 #include "tests/ddp/ddp_test_util.hpp"
@@ -87,7 +88,9 @@ Tensor sameInput() {
 // both parameters share the one first-iteration bucket, so the bucket is
 // reduced and a.weight, unused on rank 1 but used on rank 0, gets the average
 // on both ranks (rank 0's gradient / 2), not an untouched .grad on rank 1.
-TEST(DdpFidelityTest, SkipAllReduceUnusedParamsStillReducesTheUsedMap) {
+// With a comm hook the used map is allreduced once every bucket's Future
+// completed (Note [Used map after hook collectives]): same result.
+void runUsedMapCase(bool skip, bool withHook) {
   const int ws = 2;
   Branchy local(true);
   autograd::backward(ops::sum(local.forward(sameInput())));
@@ -97,16 +100,27 @@ TEST(DdpFidelityTest, SkipAllReduceUnusedParamsStillReducesTheUsedMap) {
     auto model = std::make_shared<Branchy>(ctx.rank == 0);
     DDPOptions o;
     o.findUnusedParameters = true;
-    o.skipAllReduceUnusedParams = true;
+    o.skipAllReduceUnusedParams = skip;
     DistributedDataParallel ddp(model, group, o);
+    if (withHook) ddp.registerCommHook(group, ddp::allreduceHook, "allreduce");
     ASSERT_EQ(ddp.reducer()->numBuckets(), 1u);
-    autograd::backward(ops::sum(ddp.forward(sameInput())));
-    const Tensor grad = model->parameters()[0].grad();
-    ASSERT_TRUE(grad.defined()) << "rank " << ctx.rank << ": a.weight was not averaged";
-    // Same float32 ops as the local reference, then one exact halving.
-    EXPECT_TRUE(grad.allclose(wantA, 1e-6, 1e-7)) << "rank " << ctx.rank;
+    for (int step = 0; step < 2; ++step) {
+      model->zeroGrad();
+      autograd::backward(ops::sum(ddp.forward(sameInput())));
+      const Tensor grad = model->parameters()[0].grad();
+      ASSERT_TRUE(grad.defined()) << "rank " << ctx.rank << ": a.weight was not averaged";
+      // Same float32 ops as the local reference, then one exact halving.
+      EXPECT_TRUE(grad.allclose(wantA, 1e-6, 1e-7))
+          << "rank " << ctx.rank << " skip " << skip << " hook " << withHook;
+    }
     group->shutdown(std::chrono::seconds(5));
   });
+}
+
+TEST(DdpFidelityTest, SkipAllReduceUnusedParamsStillReducesTheUsedMap) {
+  runUsedMapCase(/*skip=*/true, /*withHook=*/false);
+  runUsedMapCase(/*skip=*/true, /*withHook=*/true);
+  runUsedMapCase(/*skip=*/false, /*withHook=*/true);
 }
 
 // Plants `bad` as a.weight's gradient (the user's `p.grad.data = ...`) and

@@ -1,7 +1,8 @@
 // PowerSGD against a reference computed here, in double precision, from the
 // same per-rank inputs: M ~ P Q^T with P = orth(sum_r M_r Q0), Q = sum_r
 // M_r^T P / N, the uncompressed part averaged, error feedback e_r = fed input
-// - result, warm start reusing Q. Also checks the hook never waits: rank 1
+// - result, warm start reusing Q; the batched hook likewise on the whole
+// zero-padded bucket. Also checks the hooks never wait: rank 1
 // calls its hook only after rank 0's hook returned, and rank 0's Future is
 // still pending then (Note [PowerSGD future chain]).
 //
@@ -146,6 +147,63 @@ class Reference {
   bool haveQ_ = false;
 };
 
+// batchedPowerSgdHook: the whole bucket (kBucket values) zero-padded to a
+// kSide x kSide matrix M_r; P = orth(sum_r M_r Q0), Q = sum_r M_r^T P / N,
+// result P Q^T truncated to the bucket; error feedback over the padded matrix.
+// Warm start reuses Q as it is (only the first, random Q is orthogonalised,
+// as in PyTorch's batched hook).
+constexpr int64_t kBucket = kN * kM + kBias;
+constexpr int64_t kSide = 12;  // ceil(sqrt(130))
+
+class BatchedReference {
+ public:
+  BatchedReference(const ddp::PowerSGDOptions& o, int worldSize)
+      : o_(o), ws_(worldSize), seeds_(nullptr, o), err_(worldSize, Dense(kSide, kSide)),
+        q_(kSide, o.matrixApproximationRank) {}
+
+  // Returns the bucket's values after one compressed iteration.
+  Dense step(const std::vector<Inputs>& in) {
+    const int64_t r = o_.matrixApproximationRank;
+    std::vector<Dense> mats;
+    for (int k = 0; k < ws_; ++k) {
+      Dense m(kSide, kSide);
+      const Dense flat = denseOf(in[k].flat, kBucket, 1);
+      for (int64_t i = 0; i < kBucket; ++i) m.v[static_cast<size_t>(i)] = flat.v[static_cast<size_t>(i)];
+      mats.push_back(o_.useErrorFeedback ? plus(m, err_[k]) : m);
+    }
+    if (!o_.warmStart || !haveQ_) {
+      Generator gen(seeds_.nextSeed());
+      q_ = denseOf(randn({1, kSide, r}, gen), kSide, r);
+      orthonormalize(q_);
+      haveQ_ = true;
+    }
+    Dense p(kSide, r);
+    for (int k = 0; k < ws_; ++k) p = plus(p, matmul(mats[k], q_));
+    orthonormalize(p);
+    Dense q(kSide, r);
+    for (int k = 0; k < ws_; ++k) q = plus(q, matmul(mats[k], p, /*transposeA=*/true), 1.0 / ws_);
+    Dense qt(r, kSide);
+    for (int64_t i = 0; i < kSide; ++i) {
+      for (int64_t j = 0; j < r; ++j) qt.at(j, i) = q.at(i, j);
+    }
+    const Dense result = matmul(p, qt);
+    for (int k = 0; k < ws_; ++k) err_[k] = plus(mats[k], result, -1.0);
+    q_ = q;
+    Dense out(kBucket, 1);
+    for (int64_t i = 0; i < kBucket; ++i) out.v[static_cast<size_t>(i)] = result.v[static_cast<size_t>(i)];
+    return out;
+  }
+  const Dense& error(int rank) const { return err_[rank]; }
+
+ private:
+  ddp::PowerSGDOptions o_;
+  int ws_;
+  ddp::PowerSGDState seeds_;
+  std::vector<Dense> err_;
+  Dense q_;
+  bool haveQ_ = false;
+};
+
 double maxAbsDiff(const Tensor& got, const Dense& want) {
   Tensor g = got.to(DType::kFloat64).contiguous();
   double worst = 0.0, scale = 1.0;
@@ -159,14 +217,15 @@ double maxAbsDiff(const Tensor& got, const Dense& want) {
 // Calls the hook on this rank's bucket. Rank 1 calls only after rank 0's hook
 // returned with its Future still pending: a hook that waited for a collective
 // would never return on rank 0.
-ddp::FuturePtr callHookInOrder(RankContext& ctx, const std::shared_ptr<ddp::PowerSGDState>& state,
-                          const comm::ProcessGroupPtr& group, Tensor buffer,
-                          const std::string& key) {
+ddp::FuturePtr callHookInOrder(RankContext& ctx, const ddp::CommHookFn& hook,
+                               const std::shared_ptr<ddp::PowerSGDState>& state,
+                               const comm::ProcessGroupPtr& group, Tensor buffer,
+                               const std::string& key) {
   std::vector<Tensor> params{zeros({kN, kM}), zeros({kBias})};
   ddp::GradBucket bucket(0, 1, buffer, {0, kN * kM}, {kN * kM, kBias}, {{kN, kM}, {kBias}},
                          params, group);
   if (ctx.rank == 1) ctx.store->wait({key}, std::chrono::seconds(20));
-  ddp::FuturePtr fut = ddp::powerSgdHook(ddp::HookState(state), bucket);
+  ddp::FuturePtr fut = hook(ddp::HookState(state), bucket);
   if (ctx.rank == 0) {
     EXPECT_FALSE(fut->isCompleted()) << key << ": completed before rank 1 issued anything";
     ctx.store->setString(key, "1");
@@ -175,52 +234,68 @@ ddp::FuturePtr callHookInOrder(RankContext& ctx, const std::shared_ptr<ddp::Powe
 }
 
 void runConfig(RankContext& ctx, const comm::ProcessGroupPtr& group, int64_t rank,
-               bool feedback, bool warm) {
+               bool feedback, bool warm, bool batched) {
   ddp::PowerSGDOptions o;
   o.matrixApproximationRank = rank;
   o.useErrorFeedback = feedback;
   o.warmStart = warm;
   o.startPowerSGDIter = 2;
   o.randomSeed = 7;
-  const std::string name = fmt::format("r{}-ef{}-ws{}", rank, int(feedback), int(warm));
+  const std::string name =
+      fmt::format("{}r{}-ef{}-ws{}", batched ? "b" : "", rank, int(feedback), int(warm));
+  const ddp::CommHookFn hook = batched ? ddp::CommHookFn(ddp::batchedPowerSgdHook)
+                                       : ddp::CommHookFn(ddp::powerSgdHook);
   auto state = std::make_shared<ddp::PowerSGDState>(group, o);
   Reference ref(o, ctx.worldSize);
+  BatchedReference batchedRef(o, ctx.worldSize);
   for (int it = 0; it < 5; ++it) {
     std::vector<Inputs> all;
     for (int k = 0; k < ctx.worldSize; ++k) all.push_back(inputsOf(k, it));
     Tensor buffer = all[ctx.rank].flat.clone();
-    ddp::FuturePtr fut = callHookInOrder(ctx, state, group, buffer, fmt::format("{}-{}", name, it));
+    ddp::FuturePtr fut =
+        callHookInOrder(ctx, hook, state, group, buffer, fmt::format("{}-{}", name, it));
     Tensor out = fut->value(std::chrono::seconds(20))[0];
-    Dense wantM(kN, kM), wantB(kBias, 1);
+    const std::string where = fmt::format("{} iteration {}", name, it);
     if (it < o.startPowerSGDIter) {  // vanilla allreduce: the plain average
+      Dense want(kBucket, 1);
       for (int k = 0; k < ctx.worldSize; ++k) {
-        wantM = plus(wantM, all[k].m, 1.0 / ctx.worldSize);
-        wantB = plus(wantB, all[k].b, 1.0 / ctx.worldSize);
+        want = plus(want, denseOf(all[k].flat, kBucket, 1), 1.0 / ctx.worldSize);
+      }
+      EXPECT_LE(maxAbsDiff(out, want), kTol) << where;
+    } else if (batched) {
+      EXPECT_LE(maxAbsDiff(out, batchedRef.step(all)), kTol) << where;
+      if (feedback) {
+        EXPECT_LE(maxAbsDiff(state->errorDict.at(0), batchedRef.error(ctx.rank)), kTol) << where;
       }
     } else {
+      Dense wantM(kN, kM), wantB(kBias, 1);
       ref.step(all, wantM, wantB);
-    }
-    EXPECT_LE(maxAbsDiff(out.narrow(0, 0, kN * kM), wantM), kTol) << name << " iteration " << it;
-    EXPECT_LE(maxAbsDiff(out.narrow(0, kN * kM, kBias), wantB), kTol) << name << " iteration " << it;
-    if (feedback && it >= o.startPowerSGDIter) {
-      EXPECT_LE(maxAbsDiff(state->errorDict.at(0).narrow(0, 0, kN * kM), ref.errorM(ctx.rank)),
-                kTol)
-          << name << " iteration " << it;
+      EXPECT_LE(maxAbsDiff(out.narrow(0, 0, kN * kM), wantM), kTol) << where;
+      EXPECT_LE(maxAbsDiff(out.narrow(0, kN * kM, kBias), wantB), kTol) << where;
+      if (feedback) {
+        EXPECT_LE(maxAbsDiff(state->errorDict.at(0).narrow(0, 0, kN * kM), ref.errorM(ctx.rank)),
+                  kTol)
+            << where;
+      }
     }
   }
 }
 
-TEST(PowerSgdReferenceTest, HookMatchesReferenceAndNeverWaits) {
-  spawn(SpawnMode::kThreads, 2, [](RankContext& ctx) {
+void runAllConfigs(bool batched) {
+  spawn(SpawnMode::kThreads, 2, [&](RankContext& ctx) {
     auto group = makeGroup(ctx, "psgd", std::chrono::seconds(20));
     for (int64_t rank : {1, 2}) {
       for (bool feedback : {false, true}) {
-        for (bool warm : {false, true}) runConfig(ctx, group, rank, feedback, warm);
+        for (bool warm : {false, true}) runConfig(ctx, group, rank, feedback, warm, batched);
       }
     }
     group->shutdown(std::chrono::seconds(5));
   });
 }
+
+TEST(PowerSgdReferenceTest, HookMatchesReferenceAndNeverWaits) { runAllConfigs(false); }
+
+TEST(PowerSgdReferenceTest, BatchedHookMatchesReferenceAndNeverWaits) { runAllConfigs(true); }
 
 }  // namespace
 }  // namespace distlab::testing
