@@ -18,6 +18,9 @@
 #include <string>
 
 #include "runtime/comm/backends/shm/shm_backend.hpp"
+#include "runtime/comm/debug/debug_install.hpp"
+#include "runtime/comm/debug/flight_recorder.hpp"
+#include "runtime/comm/debug/watchdog.hpp"
 #include "runtime/comm/process_group.hpp"
 #include "runtime/core/clock.hpp"
 #include "runtime/core/errors.hpp"
@@ -182,6 +185,50 @@ TEST(ShmFailure, FailedWorkNeverWritesTheCallersTensorAgain) {
     }
     EXPECT_TRUE(t.equal(canary)) << "the failed allreduce wrote into the caller's tensor";
   });
+}
+
+// The same through a real timeout: the watchdog (installed with the debug
+// decorators, as initProcessGroup does) fails rank 0's allreduce after the
+// group timeout while the shm operation itself still has its grace period to
+// run; rank 1 then arrives. Before the fix the shm op kept waiting for up to
+// one 50 ms poll interval after the watchdog's failure and wrote the reduced
+// result when rank 1 arrived in that window.
+TEST(ShmFailure, WatchdogTimeoutNeverLetsTheStragglerWriteTheCallersTensor) {
+  // The watchdog only: no flight recorder, so the timeout leaves no dump files.
+  const size_t recorderEntries = comm::flightRecorderBufferSize();
+  comm::setFlightRecorderBufferSize(0);
+  comm::installDebugDecorators();
+  comm::setErrorHandlingMode(comm::ErrorHandlingMode::kCleanUpOnly);
+  spawn(SpawnMode::kThreads, 2, [](RankContext& ctx) {
+    auto g = makeGroup(ctx, std::chrono::milliseconds(300));
+    g->barrier()->wait();
+    if (ctx.rank == 1) {
+      ctx.store->wait({"failed"}, std::chrono::seconds(20));
+      Tensor mine = ones({4096});
+      try {
+        g->allreduce(mine)->wait(std::chrono::seconds(20));
+      } catch (const DistError&) {
+      }
+      try {
+        g->barrier()->wait(std::chrono::seconds(20));
+      } catch (const DistError&) {
+      }
+      return;
+    }
+    const Tensor canary = full({4096}, 7.0);
+    Tensor t = canary.clone();
+    auto work = g->allreduce(t);
+    expectThrows<DistTimeoutError>([&] { work->wait(std::chrono::seconds(10)); },
+                                   {"Watchdog caught collective operation timeout"});
+    ctx.store->setString("failed", "1");
+    try {
+      g->barrier()->wait(std::chrono::seconds(20));  // queued behind the allreduce
+    } catch (const DistError&) {
+    }
+    EXPECT_TRUE(t.equal(canary)) << "the timed-out allreduce wrote into the caller's tensor";
+  });
+  comm::uninstallDebugDecorators();
+  comm::setFlightRecorderBufferSize(recorderEntries);
 }
 
 TEST(ShmFailure, SegmentIsUnlinkedOnceEveryoneAttached) {
