@@ -6,6 +6,7 @@
 #include <thread>
 
 #include "emulator/scenario/workloads.hpp"
+#include "runtime/comm/debug/monitored_barrier.hpp"
 #include "runtime/comm/group_management.hpp"
 #include "runtime/core/errors.hpp"
 
@@ -74,6 +75,9 @@ void issue(const CollectiveStep& st, const ProcessGroupPtr& pg) {
     w = pg->alltoallSingle(empty({st.numel * n}, opts), filled(st.numel * n, st.dtype, me));
   } else if (op == "barrier") {
     w = pg->barrier();
+  } else if (op == "monitored_barrier") {
+    comm::monitoredBarrier(pg, comm::kUnsetTimeout, st.waitAllRanks);  // blocking, no Work
+    return;
   } else if (op == "send") {
     pg->send(filled(st.numel, st.dtype, me), st.root);
     return;

@@ -36,6 +36,7 @@ struct CollectiveStep {
   std::vector<int> ranks;      // ranks that issue the step; empty: every member
   int repeat = 1;              // issue the step this many times
   double computeMs = 0;        // op = "compute": sleep this long (emulated compute)
+  bool waitAllRanks = false;   // op = "monitored_barrier": name every missing rank
   std::map<int, CollectiveStep> perRank;  // fields overridden on one rank
   SourcePos pos;
 
@@ -48,7 +49,9 @@ struct CollectiveStep {
 };
 
 // Collective-script operations; `compute` sleeps, `new_group` creates the
-// step's group (a store round trip), send/recv pair with `root` as the peer.
+// step's group (a store round trip), send/recv pair with `root` as the peer,
+// `monitored_barrier` is the store-based barrier that names ranks that never
+// arrive (no collective sequence number).
 extern const std::vector<std::string> kCollectiveOps;
 
 // A training run (model, engine, data, steps). Engines come from the engine

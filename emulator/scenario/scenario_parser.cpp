@@ -19,7 +19,8 @@ using detail::TomlReader;
 const std::vector<std::string> kCollectiveOps = {
     "allreduce", "allreduce_coalesced", "broadcast", "reduce", "allgather",
     "allgather_into_tensor", "gather", "scatter", "reduce_scatter", "reduce_scatter_tensor",
-    "alltoall", "alltoall_single", "barrier", "send", "recv", "compute", "new_group"};
+    "alltoall", "alltoall_single", "barrier", "send", "recv", "compute", "new_group",
+    "monitored_barrier"};
 
 bool CollectiveStep::issuedBy(int rank) const {
   if (!ranks.empty() && std::find(ranks.begin(), ranks.end(), rank) == ranks.end()) return false;
@@ -31,7 +32,8 @@ bool CollectiveStep::issuedBy(int rank) const {
 }
 
 bool CollectiveStep::countsOnWorld() const {
-  return group.empty() && op != "send" && op != "recv" && op != "compute" && op != "new_group";
+  return group.empty() && op != "send" && op != "recv" && op != "compute" && op != "new_group" &&
+         op != "monitored_barrier";
 }
 
 std::string outcomeName(Outcome outcome) {

@@ -15,7 +15,7 @@ namespace {
 
 const std::set<std::string> kStepKeys = {"op", "size", "numel", "dtype", "reduce_op", "root",
                                          "peer", "tensors", "group", "ranks", "repeat",
-                                         "compute_ms", "per_rank"};
+                                         "compute_ms", "wait_all_ranks", "per_rank"};
 
 // Reads the fields of `t` into `step` (a copy of the base step for per_rank).
 void readStepFields(const TomlReader& r, const toml::table& t, const Scenario& s,
@@ -43,6 +43,7 @@ void readStepFields(const TomlReader& r, const toml::table& t, const Scenario& s
   if (auto v = r.ranks(t, "ranks", s.worldSize)) step.ranks = *v;
   if (auto v = r.intInRange(t, "repeat", 1, 100000)) step.repeat = static_cast<int>(*v);
   if (auto v = r.number(t, "compute_ms", NumRange{0, 60000, false, " ms"})) step.computeMs = *v;
+  if (auto v = r.boolean(t, "wait_all_ranks")) step.waitAllRanks = *v;
 }
 
 void checkStep(const TomlReader& r, const CollectiveStep& step, int line, int worldSize) {
@@ -61,6 +62,9 @@ void checkStep(const TomlReader& r, const CollectiveStep& step, int line, int wo
   }
   if (step.op == "new_group" && step.group.empty()) {
     r.fail(line, "op = \"new_group\" needs group = [ranks...]");
+  }
+  if (step.waitAllRanks && step.op != "monitored_barrier") {
+    r.fail(line, "'wait_all_ranks' only applies to op = \"monitored_barrier\"");
   }
 }
 

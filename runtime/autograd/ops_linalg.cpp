@@ -36,18 +36,30 @@ namespace {
 // 0.75 vs 1.28 ms on one thread); the copy back to a contiguous (batch, out)
 // result is tiny. Backward uses transposed views only (no copies):
 // dx = g W, dW = g^T x, db = sum_rows(g).
+// Note [Linear's graph]
+// The graph has PyTorch's shape, linear = addmm(bias, x, weight.t()): the
+// weight reaches AddmmBackward through its own TransposeBackward node, and the
+// node's edges are (bias, x, weight^T). With AccumulateGrad running first
+// among ready nodes (Note [Engine order]), a Linear's bias gradient is ready
+// before its weight's, the order DDP records for its bucket rebuild. The
+// weight^T gradient is handed out as the transposed view of a contiguous dW,
+// so TransposeBackward gives AccumulateGrad a contiguous gradient to steal.
 Tensor linear2d(const Tensor& x, const Tensor& w, const Tensor& b) {
+  const Tensor wt = transpose(w, 0, 1);  // recorded before the product, as in PyTorch
   Tensor y = w.mm(x.t()).t().contiguous();
   if (b.defined()) y.add_(b);
-  TensorList inputs{x, w};
+  TensorList inputs;
   if (b.defined()) inputs.push_back(b);
-  return recordFunction("AddmmBackward", inputs, y,
+  inputs.push_back(x);
+  inputs.push_back(wt);
+  return recordFunction(b.defined() ? "AddmmBackward" : "MmBackward", inputs, y,
                         [x = x.detach(), w = w.detach(), hasBias = b.defined()](
                             const TensorList& g, const std::vector<bool>& needs) {
-                          TensorList r(hasBias ? 3 : 2);
-                          if (needs[0]) r[0] = g[0].mm(w);
-                          if (needs[1]) r[1] = g[0].t().mm(x);
-                          if (hasBias && needs[2]) r[2] = g[0].sum({0});
+                          const size_t k = hasBias ? 1 : 0;
+                          TensorList r(k + 2);
+                          if (hasBias && needs[0]) r[0] = g[0].sum({0});
+                          if (needs[k]) r[k] = g[0].mm(w);
+                          if (needs[k + 1]) r[k + 1] = g[0].t().mm(x).t();
                           return r;
                         });
 }

@@ -98,9 +98,8 @@ std::vector<Tensor> Work::result() const {
 bool Work::wait(Milliseconds timeout) {
   if (timeout < Milliseconds(0)) timeout = info_.timeout + Milliseconds(5000);
   std::unique_lock<std::mutex> lock(mutex_);
-  const bool done = cv_.wait_for(lock, timeout, [&] {
-    return state_ == WorkState::kCompleted || state_ == WorkState::kFailed;
-  });
+  // Note [Work completion order]: released_ is set after the observers ran.
+  const bool done = cv_.wait_for(lock, timeout, [&] { return released_; });
   if (!done) {
     throw DistTimeoutError(fmt::format("Work::wait timed out after {} ms: {} is still {}",
                                        timeout.count(), info_.describe(),
@@ -118,7 +117,7 @@ std::shared_ptr<Future> Work::getFuture() {
     if (future_) return future_;
     future_ = std::make_shared<Future>();
     future = future_;
-    done = state_ == WorkState::kCompleted || state_ == WorkState::kFailed;
+    done = released_;  // else complete() still completes future_
   }
   if (done) {
     if (error_) {
@@ -181,6 +180,44 @@ void Work::markStarted() {
 }
 
 void Work::finish(std::exception_ptr error) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (state_ == WorkState::kCompleted || state_ == WorkState::kFailed) return;
+    if (executing_) {
+      // Note [Work failure and the caller's tensors]: published by endExecution().
+      if (error && !deferredError_) {
+        deferredError_ = error;
+        if (cancel_) cancel_(error);
+        cancel_ = nullptr;
+      }
+      return;
+    }
+  }
+  complete(std::move(error));
+}
+
+bool Work::beginExecution(CancelFn cancel) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (state_ == WorkState::kCompleted || state_ == WorkState::kFailed) return false;
+    executing_ = true;
+    cancel_ = std::move(cancel);
+  }
+  markStarted();
+  return true;
+}
+
+void Work::endExecution(std::exception_ptr error) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    executing_ = false;
+    cancel_ = nullptr;
+    if (deferredError_) error = deferredError_;
+  }
+  complete(std::move(error));
+}
+
+void Work::complete(std::exception_ptr error) {
   std::vector<std::shared_ptr<WorkObserver>> observers;
   std::shared_ptr<Future> future;
   {
@@ -191,10 +228,15 @@ void Work::finish(std::exception_ptr error) {
     error_ = error;
     state_ = error ? WorkState::kFailed : WorkState::kCompleted;
     observers = observers_;
+  }
+  // Note [Work completion order]: observers, then waiters, then the Future.
+  notify(WorkState::kCompleted, observers);
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    released_ = true;
     future = future_;
   }
   cv_.notify_all();
-  notify(WorkState::kCompleted, observers);
   if (future) {
     if (error) {
       future->setError(error);

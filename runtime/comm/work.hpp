@@ -15,6 +15,25 @@
 // wait() without a timeout uses the operation's own timeout (info().timeout);
 // the backend fails the operation itself when that passes, so wait() returns
 // or throws by then. Thread-safe: any thread may wait, observe or poll.
+//
+// Note [Work completion order]
+// finish() makes one transition, in this order: the state (and error) is set;
+// observers are notified (onCompleted); waiters in wait() are woken; the
+// Future is completed. So an observer (flight recorder, watchdog) has seen a
+// Work finish before any wait() on it returns, and a caller that waited can
+// rely on the observers' view (e.g. a flight-recorder dump) being current.
+//
+// Note [Work failure and the caller's tensors]
+// Once a Work is failed, its backend never reads or writes the caller's
+// tensors again. A failure from outside the backend (abort(), the watchdog's
+// finish(error)) can arrive while the backend is in the middle of the
+// operation, so a backend brackets the part that touches the tensors with
+// beginExecution(cancel) / endExecution(error). A failure arriving inside the
+// bracket is recorded, `cancel` is called (the backend must let go promptly),
+// and the failure is published by endExecution() -- after the backend's last
+// access -- taking precedence over the backend's own result. Outside the
+// bracket a failure is published at once, and beginExecution() then returns
+// false: the backend must not start the operation.
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
@@ -107,11 +126,23 @@ class Work : public std::enable_shared_from_this<Work> {
 
   // ---- backends -----------------------------------------------------------------
   void markStarted();
-  // Completes the Work (error == null: success). Idempotent: later calls are ignored.
+  // Completes the Work (error == null: success). Idempotent: later calls are
+  // ignored. Inside an execution bracket (Note [Work failure and the caller's
+  // tensors]) an error is deferred to endExecution() and a success is ignored.
   void finish(std::exception_ptr error = nullptr);
   void setSourceRank(int rank);
+  // Opens the execution bracket and marks the Work started. Returns false (and
+  // opens nothing) when the Work already completed. `cancel` is called at most
+  // once, under the Work's lock, with the failure that arrived inside the
+  // bracket: it must not block and must not call into this Work.
+  using CancelFn = std::function<void(std::exception_ptr)>;
+  bool beginExecution(CancelFn cancel);
+  // Closes the bracket and completes the Work with `error`, or with the
+  // failure deferred inside the bracket, which wins.
+  void endExecution(std::exception_ptr error);
 
  private:
+  void complete(std::exception_ptr error);
   void notify(WorkState state, const std::vector<std::shared_ptr<WorkObserver>>& observers);
 
   const WorkInfo info_;
@@ -120,6 +151,10 @@ class Work : public std::enable_shared_from_this<Work> {
   WorkState state_ = WorkState::kScheduled;                  // GUARDED_BY(mutex_)
   int64_t scheduledNs_ = 0, startedNs_ = 0, completedNs_ = 0;  // GUARDED_BY(mutex_)
   std::exception_ptr error_;                                 // GUARDED_BY(mutex_)
+  bool released_ = false;  // waiters may return (after observers); GUARDED_BY(mutex_)
+  bool executing_ = false;                                   // GUARDED_BY(mutex_)
+  std::exception_ptr deferredError_;                         // GUARDED_BY(mutex_)
+  CancelFn cancel_;                             // GUARDED_BY(mutex_)
   std::vector<Tensor> outputs_;
   int sourceRank_ = -1;                                      // GUARDED_BY(mutex_)
   std::shared_ptr<Future> future_;                           // created on first use

@@ -12,10 +12,15 @@
 //
 // Note [Hook collectives and issue order]
 // Every collective a hook issues must be issued in the same order on every
-// rank. Issue them from the hook call itself (the backward thread); a Future
-// callback (then()) runs on a communication thread and must only compute,
-// never issue or wait for collectives. The built-in PowerSGD hooks therefore
-// run their allreduce phases synchronously inside the call.
+// rank. The simple way: issue them from the hook call itself (the backward
+// thread). A Future callback runs on a communication thread and must never
+// wait for a collective; it may issue one only if the hook orders all its
+// issues itself, so that every rank issues them in the same sequence whatever
+// thread runs which step (the built-in PowerSGD hooks chain each bucket's
+// issues after the previous bucket's: Note [PowerSGD future chain]). The
+// Reducer issues nothing else on the group between the first bucket's launch
+// and the completion of every bucket's Future (with a hook registered it
+// issues the find_unused_parameters used-map allreduce after that).
 //
 // Lifetime: a GradBucket is valid during the hook call only; tensors taken
 // from it (buffer(), gradients()) stay valid as long as they are held.

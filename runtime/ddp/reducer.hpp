@@ -10,11 +10,14 @@
 //                            the buckets once (second forward), layout from rank 0
 //   prepareForBackward(outs) arm the hooks; with find_unused_parameters walk the
 //                            graph from `outs` and remember unreachable parameters
-//   backward: each parameter's post-accumulate-grad hook marks it ready; the
+//   backward: the first hook counts the backward pass (Note [Counting backward
+//   passes]); each parameter's post-accumulate-grad hook marks it ready; the
 //   first hook also marks the unused parameters ready; a bucket whose
 //   parameters are all ready is launched (Note [Launch order]); when the last
-//   bucket launched, the local-used map is allreduced (find_unused_parameters)
-//   and finalizeBackward() is queued to run when the engine finishes:
+//   bucket launched, the local-used map is allreduced (find_unused_parameters;
+//   with a comm hook once every bucket's Future completed: Note [Used map
+//   after hook collectives]) and finalizeBackward() is queued to run when the
+//   engine finishes:
 //   finalizeBackward()       wait for every bucket's Future (group timeout),
 //                            copy results into .grad (or keep .grad a view of
 //                            the bucket with gradient_as_bucket_view)
@@ -135,13 +138,16 @@ class Reducer {
   void autogradHook(size_t index);
   void markVariableReady(size_t index);
   void copyGradIntoBucket(size_t index, Bucket& bucket, size_t slot);
+  void checkGradLayout(size_t index, const Tensor& grad, const Tensor& view) const;
   void markBucketReady(size_t bucketIndex);
   void launchBucket(Bucket& bucket);
   void delayAllReduce();
   void finalizeBackward();
+  void waitForBucket(Bucket& bucket);
   void finalizeBucket(Bucket& bucket);
   bool globallyUnused(size_t index);
   void allreduceLocalUsedMap();
+  void allreduceLocalUsedMapAfterHooks();
   void searchUnusedParameters(const std::vector<Tensor>& outputs);
   void resetBucketCounting();
   std::vector<size_t> unmarkedParamIndices() const;
@@ -150,6 +156,8 @@ class Reducer {
   bool dynamicFindUnused() const { return options_.findUnusedParameters && !options_.staticGraph; }
   bool staticFirstIteration() const { return options_.staticGraph && numBwdCalls_ == 1; }
   bool staticAfterFirstIteration() const { return options_.staticGraph && numBwdCalls_ > 1; }
+  // Before a backward's first hook: has a (synchronising) backward already run?
+  bool staticGraphRecorded() const { return options_.staticGraph && numBwdCalls_ >= 1; }
   bool shouldRebuildBuckets() const {
     return (options_.staticGraph || !options_.findUnusedParameters) && !hasRebuiltBuckets_;
   }
@@ -171,7 +179,7 @@ class Reducer {
   // Per-iteration accounting.
   bool expectAutogradHooks_ = false;
   bool requireFinalize_ = false;
-  bool firstHookCalled_ = false;
+  bool firstHookCalled_ = false;  // Note [Counting backward passes]
   bool hasMarkedUnused_ = false;
   bool finalizeQueued_ = false;
   std::vector<uint8_t> readyThisIteration_;
@@ -181,6 +189,8 @@ class Reducer {
   Tensor localUsedMapSync_;  // what was allreduced
   comm::WorkPtr localUsedWork_;
   bool localUsedMapReduced_ = false;
+  FuturePtr usedMapIssued_;                    // Note [Used map after hook collectives]
+  std::shared_ptr<comm::WorkPtr> usedMapWork_; // set by the callback that completes it
   int64_t numIterations_ = 0;
   int64_t numBwdCalls_ = 0;
   std::optional<int64_t> divFactorOverride_;

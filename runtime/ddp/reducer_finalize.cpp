@@ -1,4 +1,6 @@
 // End of a synchronising backward: wait for every bucket, copy results back.
+#include <atomic>
+
 #include <fmt/format.h>
 
 #include "runtime/core/debug_level.hpp"
@@ -49,42 +51,20 @@ void Reducer::delayAllReduce() {
 
 void Reducer::finalizeBackward() {
   expectAutogradHooks_ = false;
+  firstHookCalled_ = false;
   requireFinalize_ = false;
   if (nextBucket_ != buckets_.size()) {
     throw Error(fmt::format("DDP internal error: finalize with {} of {} buckets launched",
                             nextBucket_, buckets_.size()));
   }
-  for (auto& bucketPtr : buckets_) {
-    Bucket& bucket = *bucketPtr;
-    try {
-      bucket.future->wait(group_->timeout());
-    } catch (const DistTimeoutError& e) {
-      // Name what DDP was waiting for (a skipped backward or an unused
-      // parameter on a peer shows up here).
-      throw DistTimeoutError(fmt::format(
-          "DDP (rank {}, group '{}'): bucket {} of {} ({} bytes, {} parameters) of iteration {} "
-          "did not complete within {} ms; a peer may have skipped backward or left a parameter "
-          "unused: {}",
-          group_->rank(), group_->name(), bucket.index, buckets_.size(),
-          bucket.gradients.nbytes(), bucket.variableIndices.size(), numIterations_,
-          group_->timeout().count(), e.what()));
-    }
-    // The stamping callback may still be running on the completing thread.
-    int64_t expected = 0;
-    bucket.completedNs->compare_exchange_strong(expected, monotonicNowNs());
-    Tensor result = checkHookResult(bucket.future->value(), bucket.gradients, bucket.index,
-                                    hookName_);
-    if (detail::sameMemory(result, bucket.gradients)) {
-      bucket.viewsOut = bucket.viewsIn;
-    } else {
-      bucket.viewsOut.clear();
-      for (size_t s = 0; s < bucket.offsets.size(); ++s) {
-        bucket.viewsOut.push_back(
-            result.narrow(0, bucket.offsets[s], bucket.lengths[s]).view(bucket.sizes[s]));
-      }
-    }
-    finalizeBucket(bucket);
+  for (auto& bucket : buckets_) waitForBucket(*bucket);
+  if (usedMapIssued_) {
+    // Note [Used map after hook collectives]: every bucket's Future completed.
+    auto issued = std::move(usedMapIssued_);
+    issued->value(group_->timeout());  // rethrows a failure to issue
+    localUsedWork_ = *usedMapWork_;
   }
+  for (auto& bucket : buckets_) finalizeBucket(*bucket);
   if ((dynamicFindUnused() || staticFirstIteration()) && localUsedWork_ && !localUsedMapReduced_) {
     localUsedWork_->wait(group_->timeout());
     localUsedMap_.copy_(localUsedMapSync_);
@@ -105,6 +85,35 @@ void Reducer::finalizeBackward() {
   }
   finalizeQueued_ = false;
   timing_.backwardCommEndNs = monotonicNowNs();
+}
+
+void Reducer::waitForBucket(Bucket& bucket) {
+  try {
+    bucket.future->wait(group_->timeout());
+  } catch (const DistTimeoutError& e) {
+    // Name what DDP was waiting for (a skipped backward or an unused
+    // parameter on a peer shows up here).
+    throw DistTimeoutError(fmt::format(
+        "DDP (rank {}, group '{}'): bucket {} of {} ({} bytes, {} parameters) of iteration {} "
+        "did not complete within {} ms; a peer may have skipped backward or left a parameter "
+        "unused: {}",
+        group_->rank(), group_->name(), bucket.index, buckets_.size(), bucket.gradients.nbytes(),
+        bucket.variableIndices.size(), numIterations_, group_->timeout().count(), e.what()));
+  }
+  // The stamping callback may still be running on the completing thread.
+  int64_t expected = 0;
+  bucket.completedNs->compare_exchange_strong(expected, monotonicNowNs());
+  Tensor result = checkHookResult(bucket.future->value(), bucket.gradients, bucket.index,
+                                  hookName_);
+  if (detail::sameMemory(result, bucket.gradients)) {
+    bucket.viewsOut = bucket.viewsIn;
+    return;
+  }
+  bucket.viewsOut.clear();
+  for (size_t s = 0; s < bucket.offsets.size(); ++s) {
+    bucket.viewsOut.push_back(
+        result.narrow(0, bucket.offsets[s], bucket.lengths[s]).view(bucket.sizes[s]));
+  }
 }
 
 bool Reducer::globallyUnused(size_t index) {
@@ -156,6 +165,42 @@ void Reducer::allreduceLocalUsedMap() {
   localUsedMapSync_ = localUsedMap_.clone();
   localUsedMapReduced_ = false;
   localUsedWork_ = group_->allreduce(localUsedMapSync_);
+}
+
+// Note [Used map after hook collectives]
+// A comm hook may issue collectives from Future callbacks (PowerSGD does:
+// Note [PowerSGD future chain]); a used-map allreduce issued on this thread
+// could then come before some of them on one rank and after on another. With
+// a hook registered the map (complete once every parameter was marked) is
+// therefore allreduced once every bucket's Future completed, by the callback
+// of the last one. The callbacks hold no pointer to the Reducer.
+void Reducer::allreduceLocalUsedMapAfterHooks() {
+  localUsedMapSync_ = localUsedMap_.clone();
+  localUsedMapReduced_ = false;
+  localUsedWork_.reset();
+  auto slot = std::make_shared<comm::WorkPtr>();
+  auto issued = std::make_shared<comm::Future>();
+  std::vector<FuturePtr> futures;
+  for (const auto& bucket : buckets_) futures.push_back(bucket->future);
+  auto left = std::make_shared<std::atomic<size_t>>(futures.size());
+  auto issue = [group = group_, map = localUsedMapSync_, slot, issued, futures] {
+    for (const auto& f : futures) {
+      if (auto e = f->exception()) return issued->setError(e);  // the bucket's error wins
+    }
+    try {
+      *slot = group->allreduce(map);
+      issued->markCompleted({});
+    } catch (...) {
+      issued->setError(std::current_exception());
+    }
+  };
+  for (const auto& f : futures) {
+    f->addCallback([left, issue](comm::Future&) {
+      if (left->fetch_sub(1) == 1) issue();
+    });
+  }
+  usedMapWork_ = slot;
+  usedMapIssued_ = issued;
 }
 
 }  // namespace distlab::ddp

@@ -2,6 +2,8 @@
 // Internals shared by the reducer*.cpp files (not part of the API).
 #include <atomic>
 #include <memory>
+#include <string>
+#include <string_view>
 #include <vector>
 
 #include "runtime/core/clock.hpp"
@@ -38,6 +40,10 @@ inline bool sameMemory(const Tensor& a, const Tensor& b) {
 
 // dst = src * factor in one pass (dst contiguous; same dtype fast path).
 void copyScaled(Tensor& dst, const Tensor& src, double factor);
+
+// PyTorch's ScalarType spelling ("Float", "Double", "BFloat16", ...), used
+// where a message must read as PyTorch's.
+std::string_view scalarTypeName(DType dtype);
 
 // "0 3 7" (PyTorch prints index lists space separated).
 std::string joinIndices(const std::vector<size_t>& indices);

@@ -8,6 +8,15 @@
 namespace distlab::ddp {
 
 void Reducer::autogradHook(size_t index) {
+  // Note [Counting backward passes]: as in PyTorch, a backward pass is counted
+  // at its first hook, not when forward armed the hooks. A grad-enabled forward
+  // that is never followed by backward (evaluation without no_grad) must not
+  // count, or static_graph would take the first real backward for its second.
+  // Only synchronising backwards count (a no_sync micro-step fires hooks too).
+  if (expectAutogradHooks_ && !firstHookCalled_) {
+    firstHookCalled_ = true;
+    ++numBwdCalls_;
+  }
   // Used-ness is recorded even outside a synchronising iteration (no_sync), so
   // a parameter used in any accumulated micro-step counts as used.
   if (dynamicFindUnused() || staticFirstIteration()) {
@@ -55,7 +64,16 @@ void Reducer::markVariableReady(size_t index) {
     markBucketReady(loc.bucket);
   }
   if (nextBucket_ == buckets_.size() && !finalizeQueued_) {
-    if (dynamicFindUnused() && !options_.skipAllReduceUnusedParams) allreduceLocalUsedMap();
+    // The used map is allreduced with skip_all_reduce_unused_params too: a
+    // parameter unused here but used on a peer still receives the peers'
+    // averaged gradient from a bucket that was reduced (PyTorch does the same).
+    if (dynamicFindUnused()) {
+      if (hook_) {
+        allreduceLocalUsedMapAfterHooks();  // Note [Used map after hook collectives]
+      } else {
+        allreduceLocalUsedMap();
+      }
+    }
     finalizeQueued_ = true;
     autograd::queueCallback([this] {
       timing_.backwardComputeEndNs = monotonicNowNs();
@@ -81,11 +99,7 @@ void Reducer::copyGradIntoBucket(size_t index, Bucket& bucket, size_t slot) {
     view.zero_();
     return;
   }
-  if (!grad.sizes().empty() && grad.sizes() != view.sizes()) {
-    throw Error(fmt::format("DDP: gradient of parameter {} ({}) has shape {}, expected {}",
-                            index, names_[index], shapeToString(grad.sizes()),
-                            shapeToString(view.sizes())));
-  }
+  checkGradLayout(index, grad, view);
   if (detail::sameMemory(grad, view)) {
     // gradient_as_bucket_view: .grad already is the bucket slot.
     if (!hook_) view.div_(static_cast<double>(divFactor()));
@@ -97,6 +111,29 @@ void Reducer::copyGradIntoBucket(size_t index, Bucket& bucket, size_t slot) {
     view.copy_(grad);
   }
   if (options_.gradientAsBucketView) param.setGrad(view);
+}
+
+void Reducer::checkGradLayout(size_t index, const Tensor& grad, const Tensor& view) const {
+  // PyTorch's check_grad_layout: the dtype first, with its message verbatim.
+  if (grad.dtype() != view.dtype()) {
+    throw Error(fmt::format("Expected {}, got {}\n(DDP: the gradient of parameter {} ({}))",
+                            detail::scalarTypeName(view.dtype()),
+                            detail::scalarTypeName(grad.dtype()), index, names_[index]));
+  }
+  // Then the size, 0-d gradients included (a 0-d gradient would otherwise be
+  // broadcast into the bucket): PyTorch asserts grad.numel() == bucket_view.numel().
+  if (grad.numel() != view.numel()) {
+    throw Error(fmt::format(
+        "grad.numel() == bucket_view.numel() INTERNAL ASSERT FAILED: DDP: the gradient of "
+        "parameter {} ({}) has shape {} ({} elements), the parameter has shape {} ({} elements)",
+        index, names_[index], shapeToString(grad.sizes()), grad.numel(),
+        shapeToString(view.sizes()), view.numel()));
+  }
+  if (grad.sizes() != view.sizes() && view.numel() != 1) {
+    throw Error(fmt::format("DDP: gradient of parameter {} ({}) has shape {}, expected {}", index,
+                            names_[index], shapeToString(grad.sizes()),
+                            shapeToString(view.sizes())));
+  }
 }
 
 void Reducer::markBucketReady(size_t bucketIndex) {

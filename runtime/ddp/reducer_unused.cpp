@@ -36,8 +36,8 @@ void Reducer::resetBucketCounting() {
 
 void Reducer::prepareForBackward(const std::vector<Tensor>& outputs) {
   timing_.backwardComputeStartNs = monotonicNowNs();
-  ++numBwdCalls_;
   expectAutogradHooks_ = true;
+  firstHookCalled_ = false;  // counted at the first hook (Note [Counting backward passes])
   finalizeQueued_ = false;
   resetBucketCounting();
   hasMarkedUnused_ = false;
@@ -47,7 +47,7 @@ void Reducer::prepareForBackward(const std::vector<Tensor>& outputs) {
   if (dynamicFindUnused()) {
     unusedParameters_.clear();
     searchUnusedParameters(outputs);
-  } else if (staticAfterFirstIteration()) {
+  } else if (staticGraphRecorded()) {
     for (size_t u : unusedParameters_) locallyUnusedThisIteration_[u] = 1;
   }
 }

@@ -4,15 +4,23 @@
 //   - mismatched sizes/ops raise on every rank and never touch memory outside
 //     the tensors;
 //   - after a failure the group refuses new work and says why; abort() and
-//     shutdown() work; the segment is unlinked once everyone attached.
+//     shutdown() work; the segment is unlinked once everyone attached;
+//   - a Work failed from outside while it runs (Work::abort, the watchdog)
+//     never writes the caller's tensor again, even when the peer it waited
+//     for arrives afterwards.
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 
 #include <chrono>
+#include <condition_variable>
+#include <mutex>
 #include <cstring>
 #include <string>
 
 #include "runtime/comm/backends/shm/shm_backend.hpp"
+#include "runtime/comm/debug/debug_install.hpp"
+#include "runtime/comm/debug/flight_recorder.hpp"
+#include "runtime/comm/debug/watchdog.hpp"
 #include "runtime/comm/process_group.hpp"
 #include "runtime/core/clock.hpp"
 #include "runtime/core/errors.hpp"
@@ -117,6 +125,110 @@ TEST(ShmFailure, AbortFailsPendingWorkAndRefusesMore) {
     g->shutdown(std::chrono::seconds(1));
     ctx.store->setString("aborted", "1");
   });
+}
+
+// Signals when the Work it observes starts running on the progress thread.
+class StartedLatch : public comm::WorkObserver {
+ public:
+  void onStarted(const comm::Work&) override {
+    std::lock_guard<std::mutex> lock(mutex_);
+    started_ = true;
+    cv_.notify_all();
+  }
+  bool waitStarted(std::chrono::milliseconds timeout) {
+    std::unique_lock<std::mutex> lock(mutex_);
+    return cv_.wait_for(lock, timeout, [&] { return started_; });
+  }
+
+ private:
+  std::mutex mutex_;
+  std::condition_variable cv_;
+  bool started_ = false;
+};
+
+// Note [Work failure and the caller's tensors]: rank 0's allreduce is failed
+// from outside (as the watchdog does) while it waits for rank 1, a straggler
+// that arrives only after rank 0 saw the failure. Rank 0's tensor must keep its
+// canary. A barrier queued behind the allreduce marks the moment rank 0's
+// progress thread is done with it (the barrier fails or completes, either way
+// after the allreduce's body returned), so the check needs no sleep.
+TEST(ShmFailure, FailedWorkNeverWritesTheCallersTensorAgain) {
+  spawn(SpawnMode::kThreads, 2, [](RankContext& ctx) {
+    auto g = makeGroup(ctx, std::chrono::seconds(20));
+    g->barrier()->wait();  // both attached
+    if (ctx.rank == 1) {
+      ctx.store->wait({"failed"}, std::chrono::seconds(20));
+      Tensor mine = ones({4096});
+      try {
+        g->allreduce(mine)->wait(std::chrono::seconds(20));  // the straggler arrives
+      } catch (const DistError&) {
+      }
+      try {
+        g->barrier()->wait(std::chrono::seconds(20));
+      } catch (const DistError&) {
+      }
+      return;
+    }
+    const Tensor canary = full({4096}, 7.0);
+    Tensor t = canary.clone();
+    auto latch = std::make_shared<StartedLatch>();
+    auto work = g->allreduce(t);
+    work->addObserver(latch);
+    ASSERT_TRUE(latch->waitStarted(std::chrono::seconds(10)));
+    work->abort("failed while rank 1 straggles");
+    expectThrows<DistBackendError>([&] { work->wait(std::chrono::seconds(10)); },
+                                   {"failed while rank 1 straggles"});
+    ctx.store->setString("failed", "1");
+    try {
+      g->barrier()->wait(std::chrono::seconds(20));  // queued behind the allreduce
+    } catch (const DistError&) {
+    }
+    EXPECT_TRUE(t.equal(canary)) << "the failed allreduce wrote into the caller's tensor";
+  });
+}
+
+// The same through a real timeout: the watchdog (installed with the debug
+// decorators, as initProcessGroup does) fails rank 0's allreduce after the
+// group timeout while the shm operation itself still has its grace period to
+// run; rank 1 then arrives. Before the fix the shm op kept waiting for up to
+// one 50 ms poll interval after the watchdog's failure and wrote the reduced
+// result when rank 1 arrived in that window.
+TEST(ShmFailure, WatchdogTimeoutNeverLetsTheStragglerWriteTheCallersTensor) {
+  // The watchdog only: no flight recorder, so the timeout leaves no dump files.
+  const size_t recorderEntries = comm::flightRecorderBufferSize();
+  comm::setFlightRecorderBufferSize(0);
+  comm::installDebugDecorators();
+  comm::setErrorHandlingMode(comm::ErrorHandlingMode::kCleanUpOnly);
+  spawn(SpawnMode::kThreads, 2, [](RankContext& ctx) {
+    auto g = makeGroup(ctx, std::chrono::milliseconds(300));
+    g->barrier()->wait();
+    if (ctx.rank == 1) {
+      ctx.store->wait({"failed"}, std::chrono::seconds(20));
+      Tensor mine = ones({4096});
+      try {
+        g->allreduce(mine)->wait(std::chrono::seconds(20));
+      } catch (const DistError&) {
+      }
+      try {
+        g->barrier()->wait(std::chrono::seconds(20));
+      } catch (const DistError&) {
+      }
+      return;
+    }
+    const Tensor canary = full({4096}, 7.0);
+    Tensor t = canary.clone();
+    auto work = g->allreduce(t);
+    expectThrows<DistTimeoutError>([&] { work->wait(std::chrono::seconds(10)); },
+                                   {"Watchdog caught collective operation timeout"});
+    ctx.store->setString("failed", "1");
+    try {
+      g->barrier()->wait(std::chrono::seconds(20));  // queued behind the allreduce
+    } catch (const DistError&) {
+    }
+    EXPECT_TRUE(t.equal(canary)) << "the timed-out allreduce wrote into the caller's tensor";
+  });
+  comm::uninstallDebugDecorators();
+  comm::setFlightRecorderBufferSize(recorderEntries);
 }
 
 TEST(ShmFailure, SegmentIsUnlinkedOnceEveryoneAttached) {

@@ -104,6 +104,29 @@ TEST(SubgroupRanks, DetailTimeoutNamesTheMissingRankAndItsGlobalCulprit) {
   run(c);
 }
 
+TEST(SubgroupRanks, DetailUnmatchedRecvNamesThePeerByGroupAndGlobalRank) {
+  Case c;
+  c.fault = [](RankContext& ctx, ProcessGroupPtr&, ProcessGroupPtr& sub) {
+    if (ctx.rank == kLow) sub->irecv(zeros({10}), 1)->wait();  // global 3 never sends
+  };
+  c.check = [](int rank, const ProcessGroupPtr& sub, const Caught& got) {
+    if (rank != kLow) {
+      EXPECT_FALSE(got.thrown) << got.what;
+      return;
+    }
+    expectDetectedInTime(got, "subgroup unmatched recv");
+    EXPECT_THAT(got.what, HasSubstr("[" + name(0, sub, true) + "] Watchdog caught"));
+    EXPECT_THAT(got.what, HasSubstr("Unmatched point-to-point operation (DETAIL) on " +
+                                    name(0, sub, false) + " in group '" + sub->name() +
+                                    "': recv #1 from " + name(1, sub, false) + " (tag 0) [10] "
+                                    "has no matching send: " + name(1, sub, false) +
+                                    " has not posted any send(s) with tag 0 to " +
+                                    name(0, sub, false) + "; " + name(1, sub, false) +
+                                    " is alive"));
+  };
+  run(c);
+}
+
 TEST(SubgroupRanks, MonitoredBarrierNamesGroupAndGlobalRanks) {
   Case c;
   c.level = DebugLevel::kOff;

@@ -22,11 +22,13 @@
 // batchedPowerSgdHook compresses the whole bucket as one zero-padded square
 // matrix instead (faster, usually less accurate unless r = 1).
 //
-// Both hooks run their collectives synchronously inside the hook call (Note
-// [Hook collectives and issue order] in grad_bucket.hpp) and return a completed
-// Future holding the bucket, updated in place. Orthogonalisation is
-// Gram-Schmidt for every rank (PyTorch switches to QR above rank 2).
-// Not thread-safe: one state per DDP instance.
+// Neither hook waits: each returns at once with a Future that callbacks
+// complete (Note [PowerSGD future chain] in powersgd_hook.cpp); the bucket is
+// updated in place. Every rank issues the collectives in hook order (bucket by
+// bucket: uncompressed, P, Q). Orthogonalisation is Gram-Schmidt for every rank
+// (PyTorch switches to QR above rank 2).
+// Not thread-safe: one state per DDP instance; the hooks are called on one
+// thread (the Future callbacks only touch the tensors of their own bucket).
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -87,6 +89,9 @@ class PowerSGDState {
   std::map<size_t, Tensor> qMemoryDict;
   int64_t totalNumelBeforeCompression = 0;
   int64_t totalNumelAfterCompression = 0;
+  // The Future completed once the last hooked bucket issued all its collectives
+  // (the next bucket issues after it); null before the first compressed bucket.
+  FuturePtr issueTail;
   // Counts an iteration when the last bucket was processed.
   void maybeIncreaseIter(const GradBucket& bucket);
   // Logs "Compression stats: ..." every compressionStatsLoggingFrequency iterations.

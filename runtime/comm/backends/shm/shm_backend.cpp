@@ -144,15 +144,26 @@ WorkPtr ShmBackend::submit(WorkInfo workInfo, std::vector<Tensor> outputs, bool 
           "{}: group '{}' refuses new work: {}", work->info().describe(), ctx_.groupName, *why))));
       return;
     }
-    work->markStarted();
+    // Note [Work failure and the caller's tensors]: a failure from outside
+    // (watchdog, Work::abort) cancels the op and is published after it let go.
+    group_.cancelled.store(false, std::memory_order_release);
+    const bool started = work->beginExecution([this](std::exception_ptr why) {
+      cancelError_ = std::move(why);  // published by the release store below
+      group_.cancelled.store(true, std::memory_order_release);
+      ring(segment_->header().collBell, segment_->header().collSleepers);
+    });
+    if (!started) return;  // failed while queued: never touch its tensors
+    std::exception_ptr error;
     try {
       body();
-      work->finish();
     } catch (...) {
-      auto e = std::current_exception();
-      markFailed(e, aborted_.load() ? FailureKind::kAborted : classify(e));
-      work->finish(e);
+      error = std::current_exception();
+      // Peers see the failure that cancelled the op (e.g. the watchdog's timeout).
+      const auto published =
+          group_.cancelled.load(std::memory_order_acquire) ? cancelError_ : error;
+      markFailed(published, aborted_.load() ? FailureKind::kAborted : classify(published));
     }
+    work->endExecution(error);
   };
   progress_->runOrEnqueue(std::move(task), !asyncOp);
   return work;

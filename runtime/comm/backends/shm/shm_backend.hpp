@@ -8,6 +8,10 @@
 // thread (Note [shm point-to-point]), so p2p never waits behind a collective.
 // Data path and failure rules: Note [shm steps], Note [shm waiting],
 // Note [shm segment lifecycle].
+// A collective failed from outside while it runs (the watchdog's timeout,
+// Work::abort) is cancelled: it stops before its next step, and the failure is
+// published only after it let go of the caller's tensors (Note [Work failure
+// and the caller's tensors] in work.hpp).
 // After a collective fails (timeout, dead peer, mismatch, abort) the backend
 // publishes the failure in the segment (peers fail fast with the same kind)
 // and refuses new work; errorReason() says why. A p2p timeout or size mismatch
@@ -106,6 +110,7 @@ class ShmBackend : public Backend {
   std::unique_ptr<ShmPeers> peers_;
   std::atomic<bool> aborted_{false};
   ShmGroup group_;
+  std::exception_ptr cancelError_;  // why group_.cancelled was set (collective thread reads)
   mutable std::mutex errorMutex_;
   std::optional<std::string> error_;  // GUARDED_BY(errorMutex_)
   std::unique_ptr<ProgressThread> progress_;

@@ -42,7 +42,13 @@ std::string ShmOp::what() const {
                      opTypeName(static_cast<OpType>(mine_.opType)), mine_.seq);
 }
 
+void ShmOp::throwCancelled() {
+  throw DistBackendError(what() + ": cancelled: the operation was failed from outside the "
+                                  "backend (watchdog timeout or Work::abort)");
+}
+
 void ShmOp::sync() {
+  if (cancelled()) throwCancelled();
   ShmSegment& seg = *g_.segment;
   const uint64_t target = g_.step + 1;
   if (first_) seg.desc(g_.rank, target & 1) = mine_;
@@ -58,9 +64,11 @@ void ShmOp::sync() {
         while (next < n && seg.control(next).step.load(std::memory_order_acquire) >= target) {
           ++next;
         }
-        return next == n;
+        return next == n || cancelled();
       },
       [&] { poll(); });
+  // Even when every peer arrived: a cancelled op must not read or write more.
+  if (cancelled()) throwCancelled();
   if (first_) {
     first_ = false;
     descs_.resize(n);

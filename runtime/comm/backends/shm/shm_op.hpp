@@ -17,7 +17,10 @@
 // Waiting follows Note [shm waiting]. Failures: DistTimeoutError (deadline; the
 // message names the ranks that have not arrived and where they are),
 // DistPeerFailureError (a rank's process exited), DistBackendError (mismatch,
-// abort, or a peer that published a failure — mirrored with its kind).
+// abort, or a peer that published a failure — mirrored with its kind), and
+// DistBackendError "cancelled" when ShmGroup::cancelled is set: checked before
+// arriving at a step and on every wake-up, so a cancelled op never proceeds to
+// the writes of a step its peers completed after the cancel.
 #include <atomic>
 #include <cstdint>
 #include <string>
@@ -39,6 +42,9 @@ struct ShmGroup {
   std::string groupName;
   uint64_t step = 0;                       // this rank's arrived steps (collective thread only)
   std::atomic<bool>* aborted = nullptr;     // local abort request
+  // Set while an operation runs: its Work was failed from outside (Note [Work
+  // failure and the caller's tensors]); the op stops before its next step.
+  std::atomic<bool> cancelled{false};
 };
 
 class ShmOp {
@@ -63,6 +69,8 @@ class ShmOp {
  private:
   void validate();
   void poll();
+  bool cancelled() const { return g_.cancelled.load(std::memory_order_acquire); }
+  [[noreturn]] void throwCancelled();
   [[noreturn]] void throwTimeout();
   std::string what() const;
 

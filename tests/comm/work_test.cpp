@@ -1,0 +1,121 @@
+// Work lifecycle contracts (work.hpp): Note [Work completion order] (observers
+// have seen a Work finish before any wait() on it returns) and Note [Work
+// failure and the caller's tensors] (a failure arriving while the backend runs
+// the operation is published only after the backend let go).
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <thread>
+
+#include "runtime/comm/work.hpp"
+#include "runtime/core/clock.hpp"
+#include "runtime/core/errors.hpp"
+#include "tests/comm/comm_test_util.hpp"
+
+namespace distlab::testing {
+namespace {
+
+using namespace distlab::comm;
+
+std::shared_ptr<Work> makeWork() {
+  WorkInfo info;
+  info.groupName = "work_test";
+  info.opType = OpType::kAllreduce;
+  info.seq = 1;
+  info.timeout = std::chrono::seconds(5);
+  return std::make_shared<Work>(info, std::vector<Tensor>{});
+}
+
+// Holds the completing thread inside onCompleted for up to kHold: a waiter
+// that returns meanwhile was woken before the observers ran. (The hold is an
+// observation window for something that must never happen; the passing run
+// spends it in full, a failing one ends it early.)
+class HoldingObserver : public WorkObserver {
+ public:
+  static constexpr Milliseconds kHold{200};
+  explicit HoldingObserver(const std::atomic<bool>& waitReturned) : waitReturned_(waitReturned) {}
+  void onCompleted(const Work& work) override {
+    stateSeen = work.state();
+    const Deadline hold = Deadline::after(kHold);
+    while (!hold.expired()) {
+      if (waitReturned_.load()) {
+        waiterReturnedDuringObserver = true;
+        break;
+      }
+      std::this_thread::yield();
+    }
+    finished = true;
+  }
+  std::atomic<WorkState> stateSeen{WorkState::kScheduled};
+  std::atomic<bool> waiterReturnedDuringObserver{false};
+  std::atomic<bool> finished{false};
+
+ private:
+  const std::atomic<bool>& waitReturned_;
+};
+
+TEST(WorkTest, ObserversSeeCompletionBeforeWaitReturns) {
+  for (bool failing : {false, true}) {
+    auto work = makeWork();
+    std::atomic<bool> waitReturned{false};
+    auto observer = std::make_shared<HoldingObserver>(waitReturned);
+    work->addObserver(observer);
+    std::atomic<bool> waiting{false};
+    bool observerDoneAtReturn = false;
+    std::thread waiter([&] {
+      waiting = true;
+      try {
+        work->wait(std::chrono::seconds(10));
+      } catch (const DistBackendError&) {
+      }
+      observerDoneAtReturn = observer->finished.load();
+      waitReturned = true;
+    });
+    const Deadline deadline = Deadline::after(std::chrono::seconds(10));
+    while (!waiting && !deadline.expired()) std::this_thread::yield();
+    work->finish(failing ? std::make_exception_ptr(DistBackendError("boom")) : nullptr);
+    waiter.join();
+    EXPECT_FALSE(observer->waiterReturnedDuringObserver) << "failing=" << failing;
+    EXPECT_TRUE(observerDoneAtReturn) << "failing=" << failing;
+    EXPECT_EQ(observer->stateSeen.load(), failing ? WorkState::kFailed : WorkState::kCompleted);
+  }
+}
+
+TEST(WorkTest, FailureDuringExecutionIsPublishedAfterTheBackendLetGo) {
+  auto work = makeWork();
+  std::exception_ptr cancelledWith;
+  int cancels = 0;
+  ASSERT_TRUE(work->beginExecution([&](std::exception_ptr why) {
+    cancelledWith = why;
+    ++cancels;
+  }));
+  EXPECT_EQ(work->state(), WorkState::kStarted);
+  work->abort("the watchdog gave up");
+  work->finish(std::make_exception_ptr(DistTimeoutError("a second failure")));
+  EXPECT_EQ(cancels, 1);
+  ASSERT_TRUE(cancelledWith);
+  // Not published while the backend may still touch the tensors.
+  EXPECT_FALSE(work->isCompleted());
+  EXPECT_THROW(work->wait(std::chrono::milliseconds(20)), DistTimeoutError);
+  // The backend lets go (its own result: success); the first failure wins.
+  work->endExecution(nullptr);
+  EXPECT_TRUE(work->isCompleted());
+  EXPECT_FALSE(work->isSuccess());
+  expectThrows<DistBackendError>([&] { work->wait(std::chrono::seconds(1)); },
+                                 {"aborted", "the watchdog gave up"});
+  EXPECT_TRUE(work->getFuture()->hasError());
+}
+
+TEST(WorkTest, WorkFailedWhileQueuedIsNeverStarted) {
+  auto work = makeWork();
+  work->abort("dropped while queued");
+  bool cancelled = false;
+  EXPECT_FALSE(work->beginExecution([&](std::exception_ptr) { cancelled = true; }));
+  EXPECT_FALSE(cancelled);
+  EXPECT_EQ(work->state(), WorkState::kFailed);
+  expectThrows<DistBackendError>([&] { work->wait(std::chrono::seconds(1)); },
+                                 {"dropped while queued"});
+}
+
+}  // namespace
+}  // namespace distlab::testing
