@@ -110,21 +110,6 @@ void copyScaled(Tensor& dst, const Tensor& src, double factor) {
   dst.mul_(factor);
 }
 
-std::string_view scalarTypeName(DType dtype) {
-  switch (dtype) {
-    case DType::kFloat32: return "Float";
-    case DType::kFloat64: return "Double";
-    case DType::kFloat16: return "Half";
-    case DType::kBFloat16: return "BFloat16";
-    case DType::kInt8: return "Char";
-    case DType::kUInt8: return "Byte";
-    case DType::kInt32: return "Int";
-    case DType::kInt64: return "Long";
-    case DType::kBool: return "Bool";
-  }
-  return "Undefined";
-}
-
 std::string joinIndices(const std::vector<size_t>& indices) {
   std::string out;
   for (size_t i : indices) {

@@ -41,9 +41,6 @@ inline bool sameMemory(const Tensor& a, const Tensor& b) {
 // dst = src * factor in one pass (dst contiguous; same dtype fast path).
 void copyScaled(Tensor& dst, const Tensor& src, double factor);
 
-// PyTorch's ScalarType spelling ("Float", "Double", "BFloat16", ...), used
-// where a message must read as PyTorch's.
-std::string_view scalarTypeName(DType dtype);
 
 // "0 3 7" (PyTorch prints index lists space separated).
 std::string joinIndices(const std::vector<size_t>& indices);

@@ -4,6 +4,7 @@
 #include "runtime/autograd/engine.hpp"
 #include "runtime/core/errors.hpp"
 #include "runtime/ddp/reducer_internal.hpp"
+#include "runtime/tensor/detail/tensor_util.hpp"
 
 namespace distlab::ddp {
 
@@ -117,8 +118,8 @@ void Reducer::checkGradLayout(size_t index, const Tensor& grad, const Tensor& vi
   // PyTorch's check_grad_layout: the dtype first, with its message verbatim.
   if (grad.dtype() != view.dtype()) {
     throw Error(fmt::format("Expected {}, got {}\n(DDP: the gradient of parameter {} ({}))",
-                            detail::scalarTypeName(view.dtype()),
-                            detail::scalarTypeName(grad.dtype()), index, names_[index]));
+                            distlab::detail::dtypeTitle(view.dtype()),
+                            distlab::detail::dtypeTitle(grad.dtype()), index, names_[index]));
   }
   // Then the size, 0-d gradients included (a 0-d gradient would otherwise be
   // broadcast into the bucket): PyTorch asserts grad.numel() == bucket_view.numel().
