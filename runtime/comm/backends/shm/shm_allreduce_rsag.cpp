@@ -8,6 +8,7 @@
 //     3. sync; copy every other rank's part q from its slot into my output.
 // Each part is reduced by one rank only, so results are identical everywhere.
 #include <algorithm>
+#include <array>
 #include <cstring>
 
 #include "runtime/comm/backends/shm/shm_algorithms.hpp"
@@ -20,7 +21,7 @@ void allreduceRsAg(ShmOp& op, uint8_t* data, uint64_t count, DType dtype, Reduce
   const int size = op.size();
   const int me = op.rank();
   const uint64_t chunk = op.slotBytes() / es;
-  std::vector<const void*> srcs(size);
+  std::array<const void*, kMaxWorldSize> srcs{};  // no allocation per op
   uint64_t off = 0;
   do {
     const uint64_t n = std::min(chunk, count - off);

@@ -2,6 +2,9 @@
 
 #include <fmt/format.h>
 
+#include <cstddef>
+#include <cstring>
+
 #include "runtime/comm/backends/shm/shm_wait.hpp"
 #include "runtime/core/errors.hpp"
 #include "runtime/tensor/dtype.hpp"
@@ -26,6 +29,7 @@ ShmOp::ShmOp(ShmGroup& group, const OpDesc& mine, bool equalBytes, Milliseconds 
       equalBytes_(equalBytes),
       timeout_(timeout),
       deadline_(Deadline::after(timeout)) {
+  if (g_.descs.size() < static_cast<size_t>(g_.size)) g_.descs.resize(g_.size);
   RankControl& me = g_.segment->control(g_.rank);
   me.seq.store(mine.seq, std::memory_order_relaxed);
   me.opType.store(mine.opType, std::memory_order_relaxed);
@@ -47,11 +51,23 @@ void ShmOp::throwCancelled() {
                                   "backend (watchdog timeout or Work::abort)");
 }
 
+namespace {
+// Copies what is published of a descriptor (see OpDesc): the head, and n
+// counts of each array when it has counts.
+void copyDesc(OpDesc& to, const OpDesc& from, int n) {
+  std::memcpy(&to, &from, offsetof(OpDesc, sendCounts));
+  if (from.hasCounts) {
+    std::memcpy(to.sendCounts, from.sendCounts, sizeof(uint64_t) * n);
+    std::memcpy(to.recvCounts, from.recvCounts, sizeof(uint64_t) * n);
+  }
+}
+}  // namespace
+
 void ShmOp::sync() {
   if (cancelled()) throwCancelled();
   ShmSegment& seg = *g_.segment;
   const uint64_t target = g_.step + 1;
-  if (first_) seg.desc(g_.rank, target & 1) = mine_;
+  if (first_) copyDesc(seg.desc(g_.rank, target & 1), mine_, g_.size);
   RankControl& me = seg.control(g_.rank);
   me.step.store(target, std::memory_order_release);
   g_.step = target;
@@ -66,13 +82,12 @@ void ShmOp::sync() {
         }
         return next == n || cancelled();
       },
-      [&] { poll(); });
+      [&] { poll(); }, g_.wait);
   // Even when every peer arrived: a cancelled op must not read or write more.
   if (cancelled()) throwCancelled();
   if (first_) {
     first_ = false;
-    descs_.resize(n);
-    for (int r = 0; r < n; ++r) descs_[r] = seg.desc(r, target & 1);
+    for (int r = 0; r < n; ++r) copyDesc(g_.descs[r], seg.desc(r, target & 1), n);
     validate();
   }
 }
@@ -122,10 +137,10 @@ std::string describeDesc(const OpDesc& d) {
 }  // namespace
 
 void ShmOp::validate() {
-  const OpDesc& a = descs_[0];
+  const OpDesc& a = g_.descs[0];
   std::string diff;
   for (int r = 1; r < g_.size && diff.empty(); ++r) {
-    const OpDesc& b = descs_[r];
+    const OpDesc& b = g_.descs[r];
     if (a.seq != b.seq || a.opType != b.opType || a.dtype != b.dtype ||
         a.reduceOp != b.reduceOp || a.root != b.root || (equalBytes_ && a.bytes != b.bytes)) {
       diff = fmt::format("rank 0 runs {}, but rank {} runs {}", describeDesc(a), r,
@@ -135,9 +150,9 @@ void ShmOp::validate() {
   if (diff.empty() && mine_.hasCounts) {
     for (int p = 0; p < g_.size && diff.empty(); ++p) {
       for (int q = 0; q < g_.size; ++q) {
-        if (descs_[p].sendCounts[q] != descs_[q].recvCounts[p]) {
+        if (g_.descs[p].sendCounts[q] != g_.descs[q].recvCounts[p]) {
           diff = fmt::format("rank {} sends {} bytes to rank {}, which expects {} bytes",
-                             p, descs_[p].sendCounts[q], q, descs_[q].recvCounts[p]);
+                             p, g_.descs[p].sendCounts[q], q, g_.descs[q].recvCounts[p]);
           break;
         }
       }

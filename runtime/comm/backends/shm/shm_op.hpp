@@ -28,6 +28,7 @@
 
 #include "runtime/comm/backends/shm/shm_peers.hpp"
 #include "runtime/comm/backends/shm/shm_segment.hpp"
+#include "runtime/comm/backends/shm/shm_wait.hpp"
 #include "runtime/comm/types.hpp"
 #include "runtime/core/clock.hpp"
 
@@ -42,6 +43,8 @@ struct ShmGroup {
   std::string groupName;
   uint64_t step = 0;                       // this rank's arrived steps (collective thread only)
   std::atomic<bool>* aborted = nullptr;     // local abort request
+  WaitPolicy wait;                          // Note [shm waiting]
+  std::vector<OpDesc> descs;                // every rank's descriptor of the running op
   // Set while an operation runs: its Work was failed from outside (Note [Work
   // failure and the caller's tensors]); the op stops before its next step.
   std::atomic<bool> cancelled{false};
@@ -63,8 +66,9 @@ class ShmOp {
   const uint8_t* readSlot(int r);
   // Arrive and wait for every rank (see the Note).
   void sync();
-  // Descriptors of the first step (valid after the first sync).
-  const OpDesc& desc(int r) const { return descs_[r]; }
+  // Descriptors of the first step (valid after the first sync; the counts only
+  // for ranks below size() and only when hasCounts).
+  const OpDesc& desc(int r) const { return g_.descs[r]; }
 
  private:
   void validate();
@@ -80,7 +84,6 @@ class ShmOp {
   bool first_ = true;
   Milliseconds timeout_;
   Deadline deadline_;
-  std::vector<OpDesc> descs_;
 };
 
 // Mirrors a peer's published failure as the same exception kind.
