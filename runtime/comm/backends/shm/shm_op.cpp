@@ -6,21 +6,35 @@
 #include <cstring>
 
 #include "runtime/comm/backends/shm/shm_wait.hpp"
+#include "runtime/comm/rank_errors.hpp"
 #include "runtime/core/errors.hpp"
 #include "runtime/tensor/dtype.hpp"
 
 namespace distlab::comm::shm {
 
-void throwPeerFailure(ShmSegment& segment, int peer, const std::string& context) {
+void throwPeerFailure(ShmSegment& segment, int peer, const std::string& context,
+                      const std::vector<int>* missing) {
   RankControl& c = segment.control(peer);
   const auto kind = static_cast<FailureKind>(c.failed.load(std::memory_order_acquire));
   const std::string msg = fmt::format("{}: rank {} failed: {}", context, peer,
                                       std::string(c.reason, strnlen(c.reason, sizeof(c.reason))));
   switch (kind) {
-    case FailureKind::kTimeout: throw DistTimeoutError(msg);
-    case FailureKind::kPeerDied: throw DistPeerFailureError(msg);
+    case FailureKind::kTimeout:
+      if (missing) throw DistRanksTimeoutError(msg, *missing);
+      throw DistTimeoutError(msg);
+    case FailureKind::kPeerDied:
+      if (missing) throw DistRanksPeerFailureError(msg, *missing);
+      throw DistPeerFailureError(msg);
     default: throw DistBackendError(msg);
   }
+}
+
+std::vector<int> ShmOp::notArrived() const {
+  std::vector<int> out;
+  for (int r = 0; r < g_.size; ++r) {
+    if (g_.segment->control(r).step.load(std::memory_order_acquire) < g_.step) out.push_back(r);
+  }
+  return out;
 }
 
 ShmOp::ShmOp(ShmGroup& group, const OpDesc& mine, bool equalBytes, Milliseconds timeout)
@@ -101,12 +115,13 @@ void ShmOp::poll() {
   for (int r = 0; r < g_.size; ++r) {
     if (r == g_.rank) continue;
     if (seg.control(r).failed.load(std::memory_order_acquire) != 0) {
-      throwPeerFailure(seg, r, what());
+      const std::vector<int> missing = notArrived();
+      throwPeerFailure(seg, r, what(), &missing);
     }
     if (seg.control(r).step.load(std::memory_order_acquire) < target && !g_.peers->alive(r)) {
-      throw DistPeerFailureError(fmt::format(
+      throw DistRanksPeerFailureError(fmt::format(
           "{}: rank {} (pid {}) exited while this rank waited for it ({})", what(), r,
-          g_.peers->pid(r), describeRank(seg, r)));
+          g_.peers->pid(r), describeRank(seg, r)), notArrived());
     }
   }
   if (deadline_.expired()) throwTimeout();
@@ -114,16 +129,17 @@ void ShmOp::poll() {
 
 void ShmOp::throwTimeout() {
   ShmSegment& seg = *g_.segment;
+  const std::vector<int> ranks = notArrived();
   std::string missing, progress;
-  for (int r = 0; r < g_.size; ++r) {
-    if (seg.control(r).step.load(std::memory_order_acquire) < g_.step) {
-      missing += (missing.empty() ? "" : ", ") + std::to_string(r);
-      progress += "; " + describeRank(seg, r);
-    }
+  for (int r : ranks) {
+    missing += (missing.empty() ? "" : ", ") + std::to_string(r);
+    progress += "; " + describeRank(seg, r);
   }
-  throw DistTimeoutError(fmt::format(
-      "{} timed out after {} ms: ranks [{}] have not arrived (this rank waits at step {}{})",
-      what(), timeout_.count(), missing, g_.step, progress));
+  throw DistRanksTimeoutError(
+      fmt::format(
+          "{} timed out after {} ms: ranks [{}] have not arrived (this rank waits at step {}{})",
+          what(), timeout_.count(), missing, g_.step, progress),
+      ranks);
 }
 
 namespace {

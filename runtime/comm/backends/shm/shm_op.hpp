@@ -16,7 +16,8 @@
 //
 // Waiting follows Note [shm waiting]. Failures: DistTimeoutError (deadline; the
 // message names the ranks that have not arrived and where they are),
-// DistPeerFailureError (a rank's process exited), DistBackendError (mismatch,
+// DistPeerFailureError (a rank's process exited) -- both as the rank_errors.hpp
+// subclasses carrying the ranks not arrived --, DistBackendError (mismatch,
 // abort, or a peer that published a failure — mirrored with its kind), and
 // DistBackendError "cancelled" when ShmGroup::cancelled is set: checked before
 // arriving at a step and on every wake-up, so a cancelled op never proceeds to
@@ -73,6 +74,8 @@ class ShmOp {
  private:
   void validate();
   void poll();
+  // Ranks that have not arrived at the current step (Note [Who did not arrive]).
+  std::vector<int> notArrived() const;
   bool cancelled() const { return g_.cancelled.load(std::memory_order_acquire); }
   [[noreturn]] void throwCancelled();
   [[noreturn]] void throwTimeout();
@@ -86,7 +89,9 @@ class ShmOp {
   Deadline deadline_;
 };
 
-// Mirrors a peer's published failure as the same exception kind.
-[[noreturn]] void throwPeerFailure(ShmSegment& segment, int peer, const std::string& context);
+// Mirrors a peer's published failure as the same exception kind; with
+// `missing`, as the rank_errors.hpp kind naming those ranks.
+[[noreturn]] void throwPeerFailure(ShmSegment& segment, int peer, const std::string& context,
+                                   const std::vector<int>* missing = nullptr);
 
 }  // namespace distlab::comm::shm
