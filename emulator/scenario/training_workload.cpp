@@ -13,6 +13,7 @@
 #include "emulator/scenario/training_model.hpp"
 #include "emulator/scenario/workloads.hpp"
 #include "runtime/autograd/engine.hpp"
+#include "runtime/core/errors.hpp"
 #include "runtime/autograd/grad_mode.hpp"
 #include "runtime/autograd/ops.hpp"
 #include "runtime/optim/adam.hpp"
@@ -67,6 +68,14 @@ std::optional<std::string> nonFiniteParameter(const std::vector<Tensor>& params)
   return std::nullopt;
 }
 
+std::unique_ptr<join::Join> makeJoin(const TrainingWorkload& tr,
+                                     std::vector<join::Joinable*> joinables) {
+  join::JoinOptions o;
+  o.throwOnEarlyTermination = tr.throwOnEarlyTermination;
+  o.kwargs.flags["divide_by_initial_world_size"] = tr.divideByInitialWorldSize;
+  return std::make_unique<join::Join>(std::move(joinables), std::move(o));
+}
+
 }  // namespace
 
 void runTrainingWorkload(const Scenario& s, int rank, const comm::ProcessGroupPtr& world,
@@ -81,6 +90,9 @@ void runTrainingWorkload(const Scenario& s, int rank, const comm::ProcessGroupPt
   ctx.group = world;
   auto engine = info->factory(ctx);
   auto params = engine->parameters();
+  if (tr.optimizerSharding == "zero") {
+    throw Error("optimizer_sharding = \"zero\": ZeroRedundancyOptimizer is not built yet");
+  }
   auto opt = makeOptimizer(tr, params);
   const bool auxUnused = plan.engineFault("unused_param", -1) != nullptr;
   if (auxUnused) {
@@ -92,6 +104,10 @@ void runTrainingWorkload(const Scenario& s, int rank, const comm::ProcessGroupPt
   if (s.expect.paramsMatchReference && rank == 0) {
     reference = std::make_unique<ReferenceChecker>(s, info->distributed ? s.worldSize : 1);
   }
+  // Note [Join in the training driver]: with join = true the whole loop is
+  // the Join scope; a rank that ran out of batches shadows in exit().
+  std::unique_ptr<join::Join> joinScope;
+  if (tr.join) joinScope = makeJoin(tr, {engine->joinable()});
   const int batches = tr.batchesOf(rank);
   for (int step = 0; step < batches; ++step) {
     plan.setStep(step);
@@ -129,6 +145,11 @@ void runTrainingWorkload(const Scenario& s, int rank, const comm::ProcessGroupPt
       if (auto what = nonFiniteParameter(params)) noteNonFinite(result, step, *what);
     }
     result.stepsRun = step + 1;
+  }
+  if (joinScope) {
+    plan.log().write(fmt::format("join: out of batches after {} steps", batches));
+    joinScope->exit();
+    plan.log().write(fmt::format("join: shadowed {} iterations", joinScope->shadowedIterations()));
   }
   result.paramChecksum = tensorsChecksum(params);
   if (reference) {
