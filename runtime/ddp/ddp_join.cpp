@@ -15,7 +15,9 @@
 // allreduce matches (1), rebuildBuckets() matches (2) — the joined rank's
 // layout (pushAllRebuiltParams when it never ran a backward) loses to rank
 // 0's broadcast unless it is rank 0 — then (3) with rank -1, (4) with 0, and,
-// when the peers synchronise, zeroed buckets through the comm hook and the
+// when the peers synchronise, zeroed buckets through the comm hook (their
+// results, the peers' average, land in this rank's .grad for the Joinables
+// after DDP, e.g. ZeroRedundancyOptimizer; PyTorch discards them) and the
 // used map. The built-in path divides by the initial world size, or with
 // divide_by_initial_world_size=false by the vote's sum (the ranks still
 // training); joined ranks add zeros. postHook broadcasts parameters and
@@ -116,7 +118,14 @@ void DistributedDataParallel::matchAllReduceForBackward() {
   for (size_t b = 0; b < reducer_->numBuckets(); ++b) {
     futures.push_back(reducer_->runCommHookOnZeroBucket(b));
   }
-  for (const FuturePtr& f : futures) f->wait(group_->timeout());
+  for (size_t b = 0; b < futures.size(); ++b) {
+    const comm::Future::Value value = futures[b]->value(group_->timeout());
+    if (value.size() != 1) {
+      throw Error(fmt::format("DDP communication hook: the shadowed bucket {} returned {} "
+                              "tensors, expected one", b, value.size()));
+    }
+    reducer_->writeShadowResult(b, value.front());
+  }
   if (comm::WorkPtr used = reducer_->matchUsedMapAllreduce()) used->wait(group_->timeout());
 }
 

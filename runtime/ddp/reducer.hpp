@@ -115,6 +115,10 @@ class Reducer {
   // allreduce, undivided) on a zero-filled copy of bucket `bucketIndex`,
   // matching that bucket's collective on the ranks still training.
   FuturePtr runCommHookOnZeroBucket(size_t bucketIndex);
+  // Join, on a joined rank: writes the result of that shadowed bucket (the
+  // peers' averaged gradient) into the parameters' .grad, so a Joinable after
+  // DDP (ZeroRedundancyOptimizer) steps with the gradient the peers use.
+  void writeShadowResult(size_t bucketIndex, const Tensor& result);
   // Join, on a joined rank: the used-map allreduce of a find_unused_parameters
   // iteration (this rank's map, all zeros when nothing was accumulated); null
   // when such an iteration issues none. Issue after every bucket's Future completed.

@@ -31,6 +31,26 @@ FuturePtr Reducer::runCommHookOnZeroBucket(size_t bucketIndex) {
   return future;
 }
 
+void Reducer::writeShadowResult(size_t bucketIndex, const Tensor& result) {
+  const Bucket& bucket = *buckets_.at(bucketIndex);
+  if (result.numel() != bucket.gradients.numel()) {
+    throw Error(fmt::format("DDP communication hook '{}': the shadowed bucket {} returned {} "
+                            "elements, expected {}",
+                            hookName_, bucketIndex, result.numel(), bucket.gradients.numel()));
+  }
+  for (size_t slot = 0; slot < bucket.variableIndices.size(); ++slot) {
+    Tensor& param = params_[bucket.variableIndices[slot]];
+    Tensor view = result.narrow(0, bucket.offsets[slot], bucket.lengths[slot])
+                      .view(bucket.sizes[slot]);
+    Tensor grad = param.grad();
+    if (grad.defined()) {
+      grad.copy_(view);
+    } else {
+      param.setGrad(view.clone());
+    }
+  }
+}
+
 comm::WorkPtr Reducer::matchUsedMapAllreduce() {
   if (!dynamicFindUnused()) return nullptr;
   return group_->allreduce(localUsedMap_.clone());
