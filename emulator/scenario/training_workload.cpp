@@ -13,11 +13,12 @@
 #include "emulator/scenario/training_model.hpp"
 #include "emulator/scenario/workloads.hpp"
 #include "runtime/autograd/engine.hpp"
-#include "runtime/core/errors.hpp"
 #include "runtime/autograd/grad_mode.hpp"
 #include "runtime/autograd/ops.hpp"
 #include "runtime/optim/adam.hpp"
+#include "runtime/optim/optimizer_factory.hpp"
 #include "runtime/optim/sgd.hpp"
+#include "runtime/zero/zero_redundancy_optimizer.hpp"
 
 namespace distlab::emulator {
 
@@ -90,10 +91,27 @@ void runTrainingWorkload(const Scenario& s, int rank, const comm::ProcessGroupPt
   ctx.group = world;
   auto engine = info->factory(ctx);
   auto params = engine->parameters();
+  // optimizer_sharding = "zero": ZeroRedundancyOptimizer around the same kind.
+  std::unique_ptr<optim::Optimizer> opt;
+  std::unique_ptr<zero::ZeroRedundancyOptimizer> zeroOpt;
   if (tr.optimizerSharding == "zero") {
-    throw Error("optimizer_sharding = \"zero\": ZeroRedundancyOptimizer is not built yet");
+    zero::ZeroOptions zo;
+    zo.parametersAsBucketView = tr.parametersAsBucketView;
+    zo.overlapWithDdp = tr.overlapWithDdp;
+    zeroOpt = std::make_unique<zero::ZeroRedundancyOptimizer>(
+        params, optim::optimizerFactory(tr.optimizer), world, zo, optim::Options{{"lr", tr.lr}});
+  } else {
+    opt = makeOptimizer(tr, params);
   }
-  auto opt = makeOptimizer(tr, params);
+  auto optimizerStep = [&] {
+    if (zeroOpt) {
+      zeroOpt->step();
+      zeroOpt->zeroGrad();
+    } else {
+      opt->step();
+      opt->zeroGrad();
+    }
+  };
   const bool auxUnused = plan.engineFault("unused_param", -1) != nullptr;
   if (auxUnused) {
     setAuxUsed(*ctx.module, false);
@@ -107,7 +125,11 @@ void runTrainingWorkload(const Scenario& s, int rank, const comm::ProcessGroupPt
   // Note [Join in the training driver]: with join = true the whole loop is
   // the Join scope; a rank that ran out of batches shadows in exit().
   std::unique_ptr<join::Join> joinScope;
-  if (tr.join) joinScope = makeJoin(tr, {engine->joinable()});
+  if (tr.join) {
+    std::vector<join::Joinable*> joinables{engine->joinable()};
+    if (zeroOpt) joinables.push_back(zeroOpt.get());
+    joinScope = makeJoin(tr, std::move(joinables));
+  }
   const int batches = tr.batchesOf(rank);
   for (int step = 0; step < batches; ++step) {
     plan.setStep(step);
@@ -137,8 +159,7 @@ void runTrainingWorkload(const Scenario& s, int rank, const comm::ProcessGroupPt
     }
     if (reference) reference->afterBackward(step, syncStep(tr, step), params);
     if (syncStep(tr, step)) {
-      opt->step();
-      opt->zeroGrad();
+      optimizerStep();
       if (reference) reference->afterOptimizerStep(params);
     }
     if (result.nonFiniteStep < 0) {  // Note [Non-finite numbers in result files]

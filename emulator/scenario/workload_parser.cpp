@@ -145,6 +145,11 @@ void parseJoinAndSharding(const TomlReader& r, const toml::table& w, const Engin
   requireWith(r, w, "parameters_as_bucket_view", zero, "optimizer_sharding = \"zero\"");
   if (auto v = r.boolean(w, "overlap_with_ddp")) tr.overlapWithDdp = *v;
   if (auto v = r.boolean(w, "parameters_as_bucket_view")) tr.parametersAsBucketView = *v;
+  if (tr.overlapWithDdp) {
+    r.fail(r.lineOfKey(w, "overlap_with_ddp"),
+           "overlap_with_ddp = true is not supported yet (ZeroRedundancyOptimizer's DDP "
+           "overlap hook is not built); remove the key or set it to false");
+  }
   if (tr.overlapWithDdp && tr.engine != "ddp") {
     r.fail(r.lineOfKey(w, "overlap_with_ddp"),
            fmt::format("overlap_with_ddp = true needs engine = \"ddp\" (engine is '{}')",

@@ -26,13 +26,13 @@ TEST(JoinScenarioKeys, DefaultsAndValues) {
   Scenario s = parseScenarioText(
       training("join = true\nthrow_on_early_termination = true\n"
                "divide_by_initial_world_size = false\noptimizer_sharding = \"zero\"\n"
-               "overlap_with_ddp = true\nparameters_as_bucket_view = true\n"),
+               "overlap_with_ddp = false\nparameters_as_bucket_view = true\n"),
       "ok.toml");
   EXPECT_TRUE(s.training.join);
   EXPECT_TRUE(s.training.throwOnEarlyTermination);
   EXPECT_FALSE(s.training.divideByInitialWorldSize);
   EXPECT_EQ(s.training.optimizerSharding, "zero");
-  EXPECT_TRUE(s.training.overlapWithDdp);
+  EXPECT_FALSE(s.training.overlapWithDdp);
   EXPECT_TRUE(s.training.parametersAsBucketView);
 }
 
@@ -54,6 +54,8 @@ TEST(JoinScenarioKeys, MisuseNamesTheKey) {
       {training("optimizer_sharding = \"zero\"\n", "local"), 9,
        "optimizer_sharding = \"zero\" needs a distributed engine"},
       {training("overlap_with_ddp = true\n"), 9, "'overlap_with_ddp' needs optimizer_sharding"},
+      {training("optimizer_sharding = \"zero\"\noverlap_with_ddp = true\n"), 10,
+       "overlap_with_ddp = true is not supported yet"},
       {training("parameters_as_bucket_view = true\n"), 9,
        "'parameters_as_bucket_view' needs optimizer_sharding"},
   };
