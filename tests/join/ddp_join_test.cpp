@@ -66,6 +66,18 @@ std::vector<Tensor> handReference(const std::vector<int>& batches, bool divideBy
   return copies(params);
 }
 
+// `steps` training iterations of this rank; `reached` is the last one started.
+void trainSteps(ddp::DistributedDataParallel& ddp, optim::Optimizer& opt, const RankContext& ctx,
+                int steps, int* reached = nullptr) {
+  for (int step = 0; step < steps; ++step) {
+    if (reached) *reached = step;
+    Batch b = batchOf(ctx.worldSize, ctx.rank, step);
+    opt.zeroGrad();
+    autograd::backward(lossOf(ModelKind::kMlp, ddp.forward(b.x), b.y));
+    opt.step();
+  }
+}
+
 struct JoinRun {
   std::vector<Tensor> params;
   int64_t shadowed = 0;
@@ -80,12 +92,7 @@ JoinRun trainUnderJoin(const RankContext& ctx, const comm::ProcessGroupPtr& grou
   if (hook) hook(ddp);
   auto opt = sgd(model->parameters());
   join::Join join = ddp.join(divideByInitial);
-  for (int step = 0; step < batches[ctx.rank]; ++step) {
-    Batch b = batchOf(ctx.worldSize, ctx.rank, step);
-    opt->zeroGrad();
-    autograd::backward(lossOf(ModelKind::kMlp, ddp.forward(b.x), b.y));
-    opt->step();
-  }
+  trainSteps(ddp, *opt, ctx, batches[ctx.rank]);
   join.exit();
   return {copies(model->parameters()), join.shadowedIterations()};
 }
@@ -186,12 +193,7 @@ TEST(DdpJoinTest, EarlyTerminationThrowsOnEveryRank) {
     join::Join join = ddp.join(true, true, /*throwOnEarlyTermination=*/true);
     int reached = -1;
     try {
-      for (int step = 0; step < batches[ctx.rank]; ++step) {
-        reached = step;
-        Batch b = batchOf(3, ctx.rank, step);
-        autograd::backward(lossOf(ModelKind::kMlp, ddp.forward(b.x), b.y));
-        opt->step();
-      }
+      trainSteps(ddp, *opt, ctx, batches[ctx.rank], &reached);
       join.exit();
       ADD_FAILURE() << "no early-termination error on rank " << ctx.rank;
     } catch (const Error& e) {
@@ -214,11 +216,7 @@ TEST(DdpJoinTest, WithoutJoinEveryWaitingRankGetsAClearError) {
     auto opt = sgd(model->parameters());
     std::string error;
     try {
-      for (int step = 0; step < batches[ctx.rank]; ++step) {
-        Batch b = batchOf(3, ctx.rank, step);
-        autograd::backward(lossOf(ModelKind::kMlp, ddp.forward(b.x), b.y));
-        opt->step();
-      }
+      trainSteps(ddp, *opt, ctx, batches[ctx.rank]);
     } catch (const DistError& e) {
       error = e.what();
     }
