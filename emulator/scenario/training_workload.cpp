@@ -69,8 +69,42 @@ std::optional<std::string> nonFiniteParameter(const std::vector<Tensor>& params)
   return std::nullopt;
 }
 
-std::unique_ptr<join::Join> makeJoin(const TrainingWorkload& tr,
-                                     std::vector<join::Joinable*> joinables) {
+// The run's optimizer: the plain one, or (optimizer_sharding = "zero")
+// ZeroRedundancyOptimizer around the same kind.
+struct RunOptimizer {
+  std::unique_ptr<optim::Optimizer> plain;
+  std::unique_ptr<zero::ZeroRedundancyOptimizer> zero;
+  void stepAndZeroGrad() {
+    if (zero) {
+      zero->step();
+      zero->zeroGrad();
+    } else {
+      plain->step();
+      plain->zeroGrad();
+    }
+  }
+};
+
+RunOptimizer makeRunOptimizer(const TrainingWorkload& tr, const std::vector<Tensor>& params,
+                              const comm::ProcessGroupPtr& world) {
+  RunOptimizer out;
+  if (tr.optimizerSharding != "zero") {
+    out.plain = makeOptimizer(tr, params);
+    return out;
+  }
+  zero::ZeroOptions zo;
+  zo.parametersAsBucketView = tr.parametersAsBucketView;
+  zo.overlapWithDdp = tr.overlapWithDdp;
+  out.zero = std::make_unique<zero::ZeroRedundancyOptimizer>(
+      params, optim::optimizerFactory(tr.optimizer), world, zo, optim::Options{{"lr", tr.lr}});
+  return out;
+}
+
+// The engine first, then ZeRO (its hook steps with the gradients DDP's left).
+std::unique_ptr<join::Join> makeJoin(const TrainingWorkload& tr, TrainingEngine& engine,
+                                     RunOptimizer& opt) {
+  std::vector<join::Joinable*> joinables{engine.joinable()};
+  if (opt.zero) joinables.push_back(opt.zero.get());
   join::JoinOptions o;
   o.throwOnEarlyTermination = tr.throwOnEarlyTermination;
   o.kwargs.flags["divide_by_initial_world_size"] = tr.divideByInitialWorldSize;
@@ -91,27 +125,7 @@ void runTrainingWorkload(const Scenario& s, int rank, const comm::ProcessGroupPt
   ctx.group = world;
   auto engine = info->factory(ctx);
   auto params = engine->parameters();
-  // optimizer_sharding = "zero": ZeroRedundancyOptimizer around the same kind.
-  std::unique_ptr<optim::Optimizer> opt;
-  std::unique_ptr<zero::ZeroRedundancyOptimizer> zeroOpt;
-  if (tr.optimizerSharding == "zero") {
-    zero::ZeroOptions zo;
-    zo.parametersAsBucketView = tr.parametersAsBucketView;
-    zo.overlapWithDdp = tr.overlapWithDdp;
-    zeroOpt = std::make_unique<zero::ZeroRedundancyOptimizer>(
-        params, optim::optimizerFactory(tr.optimizer), world, zo, optim::Options{{"lr", tr.lr}});
-  } else {
-    opt = makeOptimizer(tr, params);
-  }
-  auto optimizerStep = [&] {
-    if (zeroOpt) {
-      zeroOpt->step();
-      zeroOpt->zeroGrad();
-    } else {
-      opt->step();
-      opt->zeroGrad();
-    }
-  };
+  RunOptimizer opt = makeRunOptimizer(tr, params, world);
   const bool auxUnused = plan.engineFault("unused_param", -1) != nullptr;
   if (auxUnused) {
     setAuxUsed(*ctx.module, false);
@@ -125,11 +139,7 @@ void runTrainingWorkload(const Scenario& s, int rank, const comm::ProcessGroupPt
   // Note [Join in the training driver]: with join = true the whole loop is
   // the Join scope; a rank that ran out of batches shadows in exit().
   std::unique_ptr<join::Join> joinScope;
-  if (tr.join) {
-    std::vector<join::Joinable*> joinables{engine->joinable()};
-    if (zeroOpt) joinables.push_back(zeroOpt.get());
-    joinScope = makeJoin(tr, std::move(joinables));
-  }
+  if (tr.join) joinScope = makeJoin(tr, *engine, opt);
   const int batches = tr.batchesOf(rank);
   for (int step = 0; step < batches; ++step) {
     plan.setStep(step);
@@ -159,7 +169,7 @@ void runTrainingWorkload(const Scenario& s, int rank, const comm::ProcessGroupPt
     }
     if (reference) reference->afterBackward(step, syncStep(tr, step), params);
     if (syncStep(tr, step)) {
-      optimizerStep();
+      opt.stepAndZeroGrad();
       if (reference) reference->afterOptimizerStep(params);
     }
     if (result.nonFiniteStep < 0) {  // Note [Non-finite numbers in result files]
