@@ -19,6 +19,7 @@
 #include "runtime/dtensor/dtensor.hpp"
 #include "runtime/fsdp/fully_shard.hpp"
 #include "runtime/nn/state_dict.hpp"
+#include "runtime/optim/optimizer.hpp"
 
 namespace distlab::fsdp {
 
@@ -33,10 +34,18 @@ nn::StateDict fullStateDict(FSDPModule& root, int rank = 0);
 // dtype or placement that differs ("a state dict from another model").
 void loadShardedStateDict(FSDPModule& root, const ShardedStateDict& state);
 
-// Every rank writes its file; rank 0 the metadata. Collective (a barrier on the
-// shard group orders the writes before anyone returns).
-void saveShardedStateDict(FSDPModule& root, const std::string& directory);
-// Loads a directory written at any world size into `root` (same model).
-void loadShardedStateDictFromDir(FSDPModule& root, const std::string& directory);
+// Ranks of the first replica write `rank<shard rank>.bin`, rank 0 the
+// metadata; with `optimizer`, its per-parameter state is saved alongside as
+// "optim.<fqn>.<buffer>" (sharded like the parameter) and "optim.<fqn>.step".
+// Collective over the default group (a barrier before returning, so the
+// directory is complete on every rank's return). Error naming the file on I/O
+// failure.
+void saveShardedStateDict(FSDPModule& root, const std::string& directory,
+                          const optim::Optimizer* optimizer = nullptr);
+// Loads a directory written at any world size into `root` (and `optimizer`'s
+// state, when given). ValueError naming the FQN when the checkpoint is from
+// another model (missing entry, other shape or dtype).
+void loadShardedStateDictFromDir(FSDPModule& root, const std::string& directory,
+                                 optim::Optimizer* optimizer = nullptr);
 
 }  // namespace distlab::fsdp
