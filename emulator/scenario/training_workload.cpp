@@ -119,18 +119,24 @@ void runTrainingWorkload(const Scenario& s, int rank, const comm::ProcessGroupPt
       plan.recordFired(*f, 0, fmt::format("bit {}", f->bit));
       flipGradientBit(params, f->bit);
     }
-    if (reference) reference->afterBackward(step, syncStep(tr, step), params);
+    if (s.expect.paramsMatchReference) {
+      auto full = engine->referenceParameters();
+      if (reference) reference->afterBackward(step, syncStep(tr, step), full);
+    }
     if (syncStep(tr, step)) {
       opt->step();
       opt->zeroGrad();
-      if (reference) reference->afterOptimizerStep(params);
+      if (s.expect.paramsMatchReference) {
+        auto full = engine->referenceParameters();
+        if (reference) reference->afterOptimizerStep(full);
+      }
     }
     if (result.nonFiniteStep < 0) {  // Note [Non-finite numbers in result files]
       if (auto what = nonFiniteParameter(params)) noteNonFinite(result, step, *what);
     }
     result.stepsRun = step + 1;
   }
-  result.paramChecksum = tensorsChecksum(params);
+  result.paramChecksum = tensorsChecksum(engine->checksumParameters());
   if (reference) {
     const ReferenceVerdict& v = reference->verdict();
     result.referenceChecked = v.checked;
