@@ -2,15 +2,17 @@
 // FSDP vs DDP, at several world sizes, without and with a link model.
 //
 //   OPENBLAS_NUM_THREADS=1 fsdp_step_bench [--worlds=2,4] [--link=ethernet-10g]
-//       [--steps=10] [--width=512] [--depth=8] [--report=reports/fsdp_step]
+//       [--steps=10] [--rounds=3] [--width=512] [--depth=8] [--report=FILE]
 //
 // Model: Mlp(width -> width x depth -> 10), batch 32 per rank, cross entropy,
 // SGD lr 0.01; ranks are forked processes (ranks::spawnRanks) on the shm
 // backend; 3 warm-up steps, then `steps` timed steps; rank 0 reports the mean
 // step time, the all-gathers per step and the peak of unsharded parameter
-// bytes. Configurations of one table run side by side in one invocation, so
-// the ratios are comparable; absolute times depend on the machine's load.
+// bytes. Each configuration runs `rounds` times, interleaved with the others
+// (round-robin), and the median step time is reported, so the ratios within one
+// table are comparable; absolute times depend on the machine's load.
 // Reports, never gates.
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <fstream>
@@ -48,6 +50,7 @@ const char* engineName(Engine e) {
 
 struct Settings {
   int steps = 10;
+  int rounds = 3;
   int64_t width = 512;
   int64_t depth = 8;
 };
@@ -139,6 +142,8 @@ int main(int argc, char** argv) {
   app.add_option("--worlds", worldsText, "world sizes, comma separated");
   app.add_option("--link", link, "link preset for the second table (\"none\": skip it)");
   app.add_option("--steps", s.steps, "timed steps")->check(CLI::Range(1, 10000));
+  app.add_option("--rounds", s.rounds, "runs per configuration (median reported)")
+      ->check(CLI::Range(1, 100));
   app.add_option("--width", s.width, "MLP width")->check(CLI::Range(8, 8192));
   app.add_option("--depth", s.depth, "hidden Linear layers")->check(CLI::Range(1, 64));
   app.add_option("--report", report, "also write the table to this file");
@@ -157,17 +162,28 @@ int main(int argc, char** argv) {
   emulator::GuardedTempDir tempDir("fsdp_bench_");
   std::string table = "# fsdp_step_bench: Mlp(" + std::to_string(s.width) + " x " +
                       std::to_string(s.depth) + "), batch 32/rank, shm, " +
-                      std::to_string(s.steps) + " timed steps\n" +
+                      std::to_string(s.steps) + " timed steps, median of " +
+                      std::to_string(s.rounds) + " rounds\n" +
                       "# link         world  engine                        step_ms  AG/step  peak_unsharded_MiB\n";
+  const std::vector<Engine> engines = {Engine::kFsdpBlockPrefetch, Engine::kFsdpBlockNoPrefetch,
+                                       Engine::kFsdpRoot, Engine::kDdp};
   for (const auto& l : links) {
     emulator::installLinkEmulation(l == "none" ? emulator::LinkModel{} : emulator::linkPreset(l));
     for (int world : worlds) {
-      for (Engine e : {Engine::kFsdpBlockPrefetch, Engine::kFsdpBlockNoPrefetch, Engine::kFsdpRoot,
-                       Engine::kDdp}) {
-        Result r = runConfig(e, world, s, tempDir.path());
+      std::vector<std::vector<Result>> runs(engines.size());
+      for (int round = 0; round < s.rounds; ++round) {
+        for (size_t e = 0; e < engines.size(); ++e) {
+          runs[e].push_back(runConfig(engines[e], world, s, tempDir.path()));
+        }
+      }
+      for (size_t e = 0; e < engines.size(); ++e) {
+        std::sort(runs[e].begin(), runs[e].end(),
+                  [](const Result& a, const Result& b) { return a.stepMs < b.stepMs; });
+        const Result& r = runs[e][runs[e].size() / 2];
         char line[256];
         std::snprintf(line, sizeof(line), "  %-13s %5d  %-28s %8.2f %8.1f %12.2f\n", l.c_str(),
-                      world, engineName(e), r.stepMs, r.allGathersPerStep, r.peakUnshardedMiB);
+                      world, engineName(engines[e]), r.stepMs, r.allGathersPerStep,
+                      r.peakUnshardedMiB);
         table += line;
         std::fputs(line, stdout);
         std::fflush(stdout);

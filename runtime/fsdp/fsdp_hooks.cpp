@@ -182,7 +182,12 @@ void FSDPModule::prefetchBackward() {
 
 void FSDPModule::postBackward() {
   if (!ctx_ || !ctx_->inBackward) return;  // a backward that FSDP's forward did not see
+  sampleGradientBytes();  // unsharded gradients at their largest, before the reduction
   group_->postBackward();
+  sampleGradientBytes();
+}
+
+void FSDPModule::sampleGradientBytes() {
   size_t bytes = 0;
   for (auto* s : ctx_->modules) bytes += s->group_->gradientBytes();
   ctx_->memory.gradients.set(bytes);
@@ -190,14 +195,11 @@ void FSDPModule::postBackward() {
 
 void FSDPModule::finalBackwardCallback() {
   RootContext& ctx = *ctx_;
+  sampleGradientBytes();
   for (auto* s : ctx.modules) s->group_->postBackward();
-  size_t before = 0;
-  for (auto* s : ctx.modules) before += s->group_->gradientBytes();
-  ctx.memory.gradients.set(before);
+  sampleGradientBytes();
   for (auto* s : ctx.modules) s->group_->finishReduction();
-  size_t after = 0;
-  for (auto* s : ctx.modules) after += s->group_->gradientBytes();
-  ctx.memory.gradients.set(after);
+  sampleGradientBytes();
   ctx.inBackward = false;
 }
 

@@ -109,6 +109,7 @@ class FSDPModule : public std::enable_shared_from_this<FSDPModule> {
   void finalBackwardCallback();
   void prefetchForward();
   void prefetchBackward();
+  void sampleGradientBytes();  // memory accounting of gradients (root tree)
   std::vector<FSDPModule*> tree(bool recurse);
 
   nn::Module* module_;  // owns this object through its hooks

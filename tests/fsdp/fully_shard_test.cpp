@@ -3,6 +3,8 @@
 // precision, memory accounting and the bad-input errors.
 #include <gtest/gtest.h>
 
+#include <cstdio>
+
 #include "runtime/comm/group_management.hpp"
 #include "runtime/core/errors.hpp"
 #include "runtime/nn/layers.hpp"
@@ -179,6 +181,13 @@ TEST(FullyShard, MemoryPeakOfUnshardedParametersPerBlockVsRootOnly) {
       for (int step = 0; step < 2; ++step) trainStep(ctx, *model, *opt, tc, step);
       const auto& mem = root->memoryStats();
       EXPECT_EQ(mem.unshardedParams.current, 0u);  // everything resharded after backward
+      if (ctx.rank == 0) {  // the figures the closing note reports
+        std::printf("[memory] %s: full %zu B, block %zu B, sharded %zu B/rank, peak unsharded %zu B, "
+                    "peak grads %zu B, optimizer state %zu B\n",
+                    wrap == Wrap::kPerBlock ? "per-block" : "root-only", fullBytes, blockBytes,
+                    mem.shardedParams.current, mem.unshardedParams.peak, mem.gradients.peak,
+                    fsdp::optimizerStateBytes(*opt));
+      }
       EXPECT_GT(mem.shardedParams.current, 0u);
       if (wrap == Wrap::kPerBlock) {
         EXPECT_LE(mem.unshardedParams.peak, mem.shardedParams.current + 2 * blockBytes);
