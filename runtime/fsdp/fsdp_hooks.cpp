@@ -52,6 +52,13 @@ FSDPModule* nextIn(const std::vector<FSDPModule*>& order, const FSDPModule* self
   return (it == order.end() || it + 1 == order.end()) ? nullptr : *(it + 1);
 }
 
+// Issues the all-gathers of the modules still alive in `list` (explicit prefetch).
+void unshardAll(const std::vector<std::weak_ptr<FSDPModule>>& list) {
+  for (const auto& w : list) {
+    if (auto s = w.lock()) s->paramGroup().unshard();
+  }
+}
+
 }  // namespace
 
 void installHooks(const FSDPModulePtr& state) {
@@ -120,12 +127,7 @@ std::optional<nn::TensorList> FSDPModule::preForward(const nn::TensorList& input
 }
 
 void FSDPModule::prefetchForward() {
-  if (explicitForward_) {
-    for (auto& w : forwardPrefetch_) {
-      if (auto s = w.lock()) s->group_->unshard();
-    }
-    return;
-  }
+  if (explicitForward_) return unshardAll(forwardPrefetch_);
   if (!ctx_->implicitForwardPrefetch) return;
   const auto& order = ctx_->lastForwardOrder.empty() ? ctx_->modules : ctx_->lastForwardOrder;
   if (FSDPModule* next = nextIn(order, this)) next->group_->unshard();
@@ -166,12 +168,7 @@ void FSDPModule::preBackward() {
 }
 
 void FSDPModule::prefetchBackward() {
-  if (explicitBackward_) {
-    for (auto& w : backwardPrefetch_) {
-      if (auto s = w.lock()) s->group_->unshard();
-    }
-    return;
-  }
+  if (explicitBackward_) return unshardAll(backwardPrefetch_);
   if (!ctx_->implicitBackwardPrefetch) return;
   std::vector<FSDPModule*> reverse(ctx_->postForwardOrder.rbegin(), ctx_->postForwardOrder.rend());
   FSDPModule* next = nextIn(reverse, this);

@@ -2,6 +2,7 @@
 // the controls. The hooks and the schedule are in fsdp_hooks.cpp.
 #include "runtime/fsdp/fully_shard.hpp"
 
+#include <algorithm>
 #include <map>
 #include <mutex>
 #include <unordered_map>

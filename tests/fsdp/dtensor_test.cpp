@@ -3,10 +3,9 @@
 // threads). Values are small integers: exact in float32.
 #include <gtest/gtest.h>
 
-#include "runtime/comm/group_management.hpp"
 #include "runtime/core/errors.hpp"
 #include "runtime/dtensor/dtensor.hpp"
-#include "tests/support/spawn.hpp"
+#include "tests/fsdp/fsdp_test_util.hpp"
 
 namespace distlab::testing {
 namespace {
@@ -24,16 +23,6 @@ TEST(Placement, ChunksLikeTorchChunkWithEmptyTail) {
   EXPECT_EQ(dtensor::shardSpan(0, 3, 0).length, 0);
   EXPECT_EQ(Placement::shard(1).str(), "Shard(1)");
   EXPECT_EQ(Placement::replicate().str(), "Replicate()");
-}
-
-void withWorld(int world, const std::function<void(RankContext&)>& fn) {
-  spawn(SpawnMode::kThreads, world, [&](RankContext& ctx) {
-    comm::ThreadWorldScope scope;
-    comm::initProcessGroup({.backend = "shm", .store = ctx.store, .worldSize = world,
-                            .rank = ctx.rank, .timeout = std::chrono::seconds(20)});
-    fn(ctx);
-    comm::destroyProcessGroup();
-  });
 }
 
 Tensor globalTensor(int64_t rows, int64_t cols) {
