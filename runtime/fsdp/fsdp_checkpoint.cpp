@@ -109,6 +109,9 @@ std::map<std::string, Meta> readMetadata(const std::string& dir, int& shardWorld
              dir, "/metadata.txt is missing or not a distlab FSDP checkpoint");
   std::string key;
   in >> key >> shardWorld;
+  DL_CHECK_T(ValueError, key == "shard_world" && shardWorld >= 1 && shardWorld <= (1 << 16),
+             "load sharded state dict: ", dir, "/metadata.txt line 2 must be 'shard_world N' ",
+             "with 1 <= N <= 65536");
   std::getline(in, line);
   std::map<std::string, Meta> out;
   while (std::getline(in, line)) {
@@ -177,6 +180,66 @@ OptimTargets optimTargets(FSDPModule& root, optim::Optimizer& opt, const Sharded
   return t;
 }
 
+namespace {
+
+// Every entry of the model must be in the checkpoint with its shape and dtype.
+void checkFits(const ShardedStateDict& mine, const std::map<std::string, Meta>& meta,
+               const std::string& dir) {
+  for (const auto& [fqn, d] : mine) {
+    auto it = meta.find(fqn);
+    DL_CHECK_T(ValueError, it != meta.end(), "load sharded state dict: '", fqn,
+               "' is not in the checkpoint ", dir, " (a checkpoint from another model?)");
+    DL_CHECK_T(ValueError, it->second.shape == d.shape() && it->second.dtype == d.dtype(),
+               "load sharded state dict: '", fqn, "' is ", shapeToString(it->second.shape), " ",
+               dtypeName(it->second.dtype), " in the checkpoint but ", shapeToString(d.shape()),
+               " ", dtypeName(d.dtype()), " in the model (a checkpoint from another model?)");
+  }
+}
+
+// The next saved piece of `fqn` in `in` and its offset along the shard dim.
+Tensor readPiece(std::ifstream& in, const Meta& m, const std::string& path, const std::string& fqn,
+                 int64_t& offset) {
+  int64_t length = 0;
+  in.read(reinterpret_cast<char*>(&offset), sizeof(int64_t));
+  in.read(reinterpret_cast<char*>(&length), sizeof(int64_t));
+  Shape shape = m.shape;
+  if (m.shardDim >= 0) {
+    const int64_t size = m.shape[m.shardDim];
+    DL_CHECK_T(ValueError, in.good() && offset >= 0 && length >= 0 && offset + length <= size,
+               "load sharded state dict: ", path, " holds rows [", offset, ", ", offset + length,
+               ") of '", fqn, "', which has ", size, " along dim ", m.shardDim, " (corrupt file?)");
+    shape[m.shardDim] = length;
+  }
+  Tensor piece = empty(shape, TensorOptions{}.withDType(m.dtype));
+  in.read(static_cast<char*>(piece.rawData()), static_cast<std::streamsize>(piece.nbytes()));
+  DL_CHECK_T(ValueError, in.good(), "load sharded state dict: ", path, " is truncated at '", fqn,
+             "'");
+  return piece;
+}
+
+// Copies what this rank needs out of the file that saved rank `r` wrote.
+void readRankFile(const std::string& dir, int r, const std::vector<std::string>& order,
+                  const std::map<std::string, Meta>& meta, const ShardedStateDict& mine) {
+  const std::string path = dir + "/rank" + std::to_string(r) + ".bin";
+  std::ifstream in(path, std::ios::binary);
+  DL_CHECK_T(ValueError, in.good(), "load sharded state dict: cannot read ", path);
+  for (const std::string& fqn : order) {
+    const Meta& m = meta.at(fqn);
+    int64_t offset = 0;
+    Tensor piece = readPiece(in, m, path, fqn, offset);
+    const dtensor::DTensor* d = findEntry(mine, fqn);
+    if (d == nullptr) continue;
+    Tensor local = d->toLocal();
+    if (m.shardDim < 0) {
+      if (r == 0) local.copy_(piece);
+    } else {
+      copyOverlap(local, d->localSpan(m.shardDim), m.shardDim, piece, offset);
+    }
+  }
+}
+
+}  // namespace
+
 void loadShardedStateDictFromDir(FSDPModule& root, const std::string& dir,
                                  optim::Optimizer* optimizer) {
   int savedWorld = 0;
@@ -188,42 +251,8 @@ void loadShardedStateDictFromDir(FSDPModule& root, const std::string& dir,
     optimTargetsOf = optimTargets(root, *optimizer, mine, order);
     mine.insert(mine.end(), optimTargetsOf.entries.begin(), optimTargetsOf.entries.end());
   }
-  for (const auto& [fqn, d] : mine) {
-    auto it = meta.find(fqn);
-    DL_CHECK_T(ValueError, it != meta.end(), "load sharded state dict: '", fqn,
-               "' is not in the checkpoint ", dir, " (a checkpoint from another model?)");
-    DL_CHECK_T(ValueError, it->second.shape == d.shape() && it->second.dtype == d.dtype(),
-               "load sharded state dict: '", fqn, "' is ", shapeToString(it->second.shape), " ",
-               dtypeName(it->second.dtype), " in the checkpoint but ", shapeToString(d.shape()),
-               " ", dtypeName(d.dtype()), " in the model (a checkpoint from another model?)");
-  }
-  std::map<std::string, const dtensor::DTensor*> wanted;
-  for (const auto& [fqn, d] : mine) wanted[fqn] = &d;
-  for (int r = 0; r < savedWorld; ++r) {
-    const std::string path = dir + "/rank" + std::to_string(r) + ".bin";
-    std::ifstream in(path, std::ios::binary);
-    DL_CHECK_T(ValueError, in.good(), "load sharded state dict: cannot read ", path);
-    for (const std::string& fqn : order) {
-      const Meta& m = meta.at(fqn);
-      int64_t offset = 0, length = 0;
-      in.read(reinterpret_cast<char*>(&offset), sizeof(int64_t));
-      in.read(reinterpret_cast<char*>(&length), sizeof(int64_t));
-      Shape shape = m.shape;
-      if (m.shardDim >= 0) shape[m.shardDim] = length;
-      Tensor piece = empty(shape, TensorOptions{}.withDType(m.dtype));
-      in.read(static_cast<char*>(piece.rawData()), static_cast<std::streamsize>(piece.nbytes()));
-      DL_CHECK_T(ValueError, in.good(), "load sharded state dict: ", path, " is truncated at '",
-                 fqn, "'");
-      auto w = wanted.find(fqn);
-      if (w == wanted.end()) continue;
-      Tensor local = w->second->toLocal();
-      if (m.shardDim < 0) {
-        if (r == 0) local.copy_(piece);
-        continue;
-      }
-      copyOverlap(local, w->second->localSpan(m.shardDim), m.shardDim, piece, offset);
-    }
-  }
+  checkFits(mine, meta, dir);
+  for (int r = 0; r < savedWorld; ++r) readRankFile(dir, r, order, meta, mine);
   for (auto& [param, step] : optimTargetsOf.steps) {
     optimizer->state(param).step = static_cast<int64_t>(step.item<double>());
   }

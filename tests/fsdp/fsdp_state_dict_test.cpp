@@ -6,6 +6,10 @@
 // another model is refused naming the parameter.
 #include <gtest/gtest.h>
 
+#include <filesystem>
+
+#include "runtime/comm/group_management.hpp"
+
 #include "runtime/core/errors.hpp"
 #include "tests/fsdp/fsdp_test_util.hpp"
 #include "tests/support/temp_dir.hpp"
@@ -78,6 +82,17 @@ TEST(FsdpStateDict, CheckpointOfAnotherModelIsRefused) {
                 std::string::npos) << e.what();
     }
     EXPECT_THROW(fsdp::loadShardedStateDictFromDir(*gptRoot, dir.path() + "/missing"), ValueError);
+    // A truncated rank file is refused naming the file, not read past its end.
+    comm::defaultGroup()->barrier()->wait();
+    if (comm::getRank() == 0) std::filesystem::resize_file(dir.file("rank1.bin"), 100);
+    comm::defaultGroup()->barrier()->wait();
+    try {
+      fsdp::loadShardedStateDictFromDir(*root, dir.path());
+      ADD_FAILURE() << "a truncated checkpoint was accepted";
+    } catch (const ValueError& e) {
+      EXPECT_NE(std::string(e.what()).find("rank1.bin is truncated"), std::string::npos)
+          << e.what();
+    }
   });
 }
 
