@@ -12,6 +12,9 @@ void registerLocalEngine();
 #if DISTLAB_SCENARIO_HAVE_DDP
 void registerDdpEngine();
 #endif
+#if DISTLAB_SCENARIO_HAVE_FSDP
+void registerFsdpEngine();
+#endif
 
 namespace {
 std::map<std::string, EngineInfo>& registry() {
@@ -24,6 +27,9 @@ void ensureBuiltins() {
     registerLocalEngine();
 #if DISTLAB_SCENARIO_HAVE_DDP
     registerDdpEngine();
+#endif
+#if DISTLAB_SCENARIO_HAVE_FSDP
+    registerFsdpEngine();
 #endif
   });
 }

@@ -30,4 +30,10 @@ if(TARGET distlab_comm AND TARGET distlab_nn AND TARGET distlab_optim
     set_source_files_properties(scenario/engine_registry.cpp PROPERTIES
                                 COMPILE_DEFINITIONS DISTLAB_SCENARIO_HAVE_DDP=1)
   endif()
+  if(TARGET distlab_fsdp AND EXISTS "${CMAKE_CURRENT_LIST_DIR}/fsdp_engine.cpp")
+    list(APPEND DISTLAB_EMULATOR_SOURCES scenario/fsdp_engine.cpp)
+    list(APPEND DISTLAB_EMULATOR_DEPS distlab::fsdp)
+    set_property(SOURCE scenario/engine_registry.cpp APPEND PROPERTY
+                 COMPILE_DEFINITIONS DISTLAB_SCENARIO_HAVE_FSDP=1)
+  endif()
 endif()

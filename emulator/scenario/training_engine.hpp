@@ -34,6 +34,13 @@ class TrainingEngine {
   virtual std::vector<Tensor> parameters() = 0;
   // The engine as a Joinable for `join = true` (EngineInfo::joinable engines).
   virtual join::Joinable* joinable() { return nullptr; }
+  // The full parameters for the end-of-run checksum (sharding engines gather
+  // them: called on every rank after the last step).
+  virtual std::vector<Tensor> checksumParameters() { return parameters(); }
+  // The full parameters, with their synchronised gradients after backward, for
+  // `params_match_reference` (rank 0 compares them). Sharding engines gather
+  // them, so every rank calls this when the scenario checks the reference.
+  virtual std::vector<Tensor> referenceParameters() { return parameters(); }
 };
 
 }  // namespace distlab::emulator

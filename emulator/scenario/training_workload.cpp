@@ -167,10 +167,16 @@ void runTrainingWorkload(const Scenario& s, int rank, const comm::ProcessGroupPt
       plan.recordFired(*f, 0, fmt::format("bit {}", f->bit));
       flipGradientBit(params, f->bit);
     }
-    if (reference) reference->afterBackward(step, syncStep(tr, step), params);
+    if (s.expect.paramsMatchReference) {
+      auto full = engine->referenceParameters();
+      if (reference) reference->afterBackward(step, syncStep(tr, step), full);
+    }
     if (syncStep(tr, step)) {
       opt.stepAndZeroGrad();
-      if (reference) reference->afterOptimizerStep(params);
+      if (s.expect.paramsMatchReference) {
+        auto full = engine->referenceParameters();
+        if (reference) reference->afterOptimizerStep(full);
+      }
     }
     if (result.nonFiniteStep < 0) {  // Note [Non-finite numbers in result files]
       if (auto what = nonFiniteParameter(params)) noteNonFinite(result, step, *what);
@@ -182,7 +188,7 @@ void runTrainingWorkload(const Scenario& s, int rank, const comm::ProcessGroupPt
     joinScope->exit();
     plan.log().write(fmt::format("join: shadowed {} iterations", joinScope->shadowedIterations()));
   }
-  result.paramChecksum = tensorsChecksum(params);
+  result.paramChecksum = tensorsChecksum(engine->checksumParameters());
   if (reference) {
     const ReferenceVerdict& v = reference->verdict();
     result.referenceChecked = v.checked;

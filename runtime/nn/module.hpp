@@ -39,6 +39,12 @@ using ForwardPreHook = std::function<std::optional<TensorList>(Module&, const Te
 using ForwardHook =
     std::function<std::optional<TensorList>(Module&, const TensorList&, const TensorList&)>;
 
+// (module, gradients w.r.t. the outputs) -- before the module's backward.
+using BackwardPreHook = std::function<void(Module&, const TensorList& gradOutputs)>;
+// (module, gradients w.r.t. the inputs, gradients w.r.t. the outputs).
+using BackwardHook =
+    std::function<void(Module&, const TensorList& gradInputs, const TensorList& gradOutputs)>;
+
 // Result of a non-strict loadStateDict (PyTorch: _IncompatibleKeys).
 struct LoadStateDictResult {
   std::vector<std::string> missingKeys;
@@ -67,6 +73,15 @@ class Module {
   // Hooks run in registration order (prepend: before the existing ones).
   HookHandle registerForwardPreHook(ForwardPreHook hook, bool prepend = false);
   HookHandle registerForwardHook(ForwardHook hook, bool prepend = false);
+  // Backward hooks (PyTorch: register_full_backward_pre_hook / _hook), built on
+  // a forward hook that puts a kAll multi-grad hook (Note [Multi-grad hooks])
+  // on the outputs (pre-hook) or the inputs (hook) that require grad at each
+  // call; entries for tensors that got no gradient are undefined. The pre-hook
+  // runs once all output gradients exist, i.e. before the module's backward;
+  // the hook once all input gradients exist (gradOutputs there are those the
+  // pre-stage saw). A call whose outputs (inputs) need no grad registers none.
+  HookHandle registerFullBackwardPreHook(BackwardPreHook hook);
+  HookHandle registerFullBackwardHook(BackwardHook hook);
 
   // ---- registration ----------------------------------------------------------------
   // Registers `value` under `name` (no dots, unique within this module) and

@@ -62,6 +62,29 @@ const ParamState* Optimizer::findState(const Tensor& param) const {
   return it == state_.end() ? nullptr : &it->second;
 }
 
+void Optimizer::replaceParameter(const Tensor& old, const Tensor& replacement) {
+  Tensor* slot = nullptr;
+  for (auto& group : groups_) {
+    for (auto& p : group.params) {
+      DL_CHECK_T(ValueError, !p.isSame(replacement),
+                 name_, ".replaceParameter: the replacement is already a parameter");
+      if (p.isSame(old)) slot = &p;
+    }
+  }
+  DL_CHECK_T(ValueError, slot != nullptr,
+             name_, ".replaceParameter: the tensor to replace is not a parameter of this optimizer");
+  DL_CHECK_T(ValueError, old.sizes() == replacement.sizes() && old.dtype() == replacement.dtype(),
+             name_, ".replaceParameter: the replacement has shape ", shapeToString(replacement.sizes()),
+             " and dtype ", dtypeName(replacement.dtype()), " but the parameter has ",
+             shapeToString(old.sizes()), " and ", dtypeName(old.dtype()));
+  *slot = replacement;
+  auto node = state_.extract(old.impl());
+  if (!node.empty()) {
+    node.key() = replacement.impl();
+    state_.insert(std::move(node));
+  }
+}
+
 OptimizerStateDict Optimizer::stateDict() const {
   OptimizerStateDict out;
   int64_t index = 0;

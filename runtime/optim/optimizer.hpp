@@ -66,6 +66,13 @@ class Optimizer {
   ParamState& state(const Tensor& param);
   const ParamState* findState(const Tensor& param) const;
 
+  // Puts `replacement` in `old`'s place in its group and moves `old`'s state to
+  // it (state is keyed by the tensor, so without this it would stay with the old
+  // one). For engines that swap a parameter's tensor after the optimizer was
+  // built. ValueError when `old` is not a parameter here, `replacement` already
+  // is, or the two differ in shape or dtype (the state buffers would not fit).
+  void replaceParameter(const Tensor& old, const Tensor& replacement);
+
   // Buffers are deep-copied in both directions.
   OptimizerStateDict stateDict() const;
   // ValueError when the group count or a group's size differs.

@@ -35,6 +35,36 @@ std::shared_ptr<Storage> Storage::allocate(size_t nbytes, Device device) {
     throw Error("Storage::allocate: no allocator for device " + device.str() + " (" +
                 std::to_string(nbytes) + " bytes requested); CUDA support is not built yet");
   }
+  auto storage = std::shared_ptr<Storage>(
+      new Storage(alignedAllocate(nbytes, device), nbytes, device, [](void* p) { std::free(p); }));
+  storage->owned_ = true;
+  return storage;
+}
+
+void Storage::release() {
+  if (!owned_) {
+    throw Error("Storage::release: this storage wraps memory it does not own (" +
+                std::to_string(nbytes_) + " bytes on " + device_.str() + ")");
+  }
+  if (released_) throw Error("Storage::release: the storage is already released");
+  deleter_(data_);
+  data_ = nullptr;
+  nbytes_ = 0;
+  released_ = true;
+}
+
+void Storage::reallocate(size_t nbytes) {
+  if (!owned_ || !released_) {
+    throw Error("Storage::reallocate(" + std::to_string(nbytes) + "): only a released storage " +
+                "from Storage::allocate can be reallocated (this one holds " +
+                std::to_string(nbytes_) + " bytes)");
+  }
+  data_ = alignedAllocate(nbytes, device_);
+  nbytes_ = nbytes;
+  released_ = false;
+}
+
+void* Storage::alignedAllocate(size_t nbytes, Device device) {
   keepFreedMemoryInHeap();
   // aligned_alloc needs a multiple of the alignment; never allocate 0 bytes so
   // data() is a valid pointer even for empty tensors.
@@ -44,7 +74,7 @@ std::shared_ptr<Storage> Storage::allocate(size_t nbytes, Device device) {
     throw Error("Storage::allocate: out of memory allocating " + std::to_string(nbytes) +
                 " bytes on " + device.str());
   }
-  return std::shared_ptr<Storage>(new Storage(data, nbytes, device, [](void* p) { std::free(p); }));
+  return data;
 }
 
 std::shared_ptr<Storage> Storage::wrap(void* data, size_t nbytes, Device device,
@@ -56,7 +86,7 @@ Storage::Storage(void* data, size_t nbytes, Device device, std::function<void(vo
     : data_(data), nbytes_(nbytes), device_(device), deleter_(std::move(deleter)) {}
 
 Storage::~Storage() {
-  if (deleter_) deleter_(data_);
+  if (deleter_ && !released_) deleter_(data_);
 }
 
 }  // namespace distlab

@@ -30,13 +30,30 @@ class Storage {
   size_t nbytes() const { return nbytes_; }
   Device device() const { return device_; }
 
+  // Note [Freeing storage in place]
+  // FSDP frees an unsharded parameter's memory after forward while views and
+  // autograd nodes keep referring to the tensor, and fills it again before
+  // backward (PyTorch: untyped_storage().resize_(0) / resize_(n)). release()
+  // frees the memory: nbytes() becomes 0 and data() null, so touching a view
+  // of a released storage is the caller's bug (as in PyTorch). reallocate(n)
+  // gives a released storage `n` fresh (uninitialised) bytes at a new address;
+  // every tensor on this storage sees them. Only storages from allocate() can
+  // do this (wrapped memory belongs to someone else: Error); release() on a
+  // released storage and reallocate() on a live one are Errors naming the sizes.
+  void release();
+  void reallocate(size_t nbytes);
+  bool isReleased() const { return released_; }
+
  private:
   Storage(void* data, size_t nbytes, Device device, std::function<void(void*)> deleter);
+  static void* alignedAllocate(size_t nbytes, Device device);
 
   void* data_;
   size_t nbytes_;
   Device device_;
   std::function<void(void*)> deleter_;
+  bool owned_ = false;  // from allocate(): may release()/reallocate()
+  bool released_ = false;
 };
 
 }  // namespace distlab

@@ -20,6 +20,8 @@ constexpr int64_t kClasses = 4;
 constexpr int64_t kVocab = 32;
 constexpr int64_t kSeqLen = 8;
 
+}  // namespace
+
 std::unique_ptr<optim::Optimizer> makeOptimizer(OptimKind kind, std::vector<Tensor> params,
                                                 double lr) {
   if (kind == OptimKind::kSgd) {
@@ -34,8 +36,6 @@ std::unique_ptr<optim::Optimizer> makeOptimizer(OptimKind kind, std::vector<Tens
   o.eps = 1e-4;
   return std::make_unique<optim::AdamW>(std::move(params), o);
 }
-
-}  // namespace
 
 std::string modelName(ModelKind kind) { return kind == ModelKind::kMlp ? "Mlp" : "Gpt"; }
 

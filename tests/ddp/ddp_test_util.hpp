@@ -26,6 +26,7 @@
 #include "runtime/comm/process_group.hpp"
 #include "runtime/ddp/distributed_data_parallel.hpp"
 #include "runtime/nn/module.hpp"
+#include "runtime/optim/optimizer.hpp"
 #include "tests/support/spawn.hpp"
 
 namespace distlab::testing {
@@ -36,6 +37,10 @@ std::string modelName(ModelKind kind);
 
 comm::ProcessGroupPtr makeGroup(const RankContext& ctx, const std::string& name = "ddp",
                                 std::chrono::milliseconds timeout = std::chrono::seconds(30));
+
+// SGD with momentum 0.9 at `lr`, or AdamW at lr / 5 (Note [AdamW eps in parity tests]).
+std::unique_ptr<optim::Optimizer> makeOptimizer(OptimKind kind, std::vector<Tensor> params,
+                                                double lr);
 
 // Identical on every rank for the same seed.
 std::shared_ptr<nn::Module> makeModel(ModelKind kind, uint64_t seed = 1234);

@@ -1,0 +1,109 @@
+#include "runtime/fsdp/fsdp_param.hpp"
+
+#include "runtime/autograd/grad_mode.hpp"
+#include "runtime/core/check.hpp"
+#include "runtime/core/errors.hpp"
+
+namespace distlab::fsdp {
+
+FSDPParam::FSDPParam(std::string fqn, std::vector<ParamOwner> owners, const Tensor& original,
+                     const comm::DeviceMesh& mesh, dtensor::Placement placement,
+                     DType unshardedDtype)
+    : fqn_(std::move(fqn)),
+      owners_(std::move(owners)),
+      originalImpl_(original.impl()),
+      originalStorage_(original.storage()),
+      mesh_(mesh),
+      placement_(placement),
+      shape_(original.sizes()),
+      requiresGrad_(original.requiresGrad()) {
+  DL_CHECK_T(ValueError, original.dim() > 0, "fully_shard: parameter '", fqn_,
+             "' is 0-dimensional; FSDP shards parameters along a dimension");
+  const int64_t d = placement_.dim;
+  DL_CHECK_T(ValueError, d >= 0 && d < original.dim(), "fully_shard: shard_placement_fn gave ",
+             placement_.str(), " for parameter '", fqn_, "' of shape ", shapeToString(shape_));
+  DL_CHECK_T(ValueError, d == 0 || original.size(d) % shardWorld() == 0,
+             "FSDP does not support uneven sharding on dim ", d, ": parameter '", fqn_,
+             "' has shape ", shapeToString(shape_), " and the shard world size is ", shardWorld(),
+             "; use a dim whose size the world size divides, or Shard(0)");
+  autograd::NoGradGuard noGrad;
+  const int64_t perEntry = original.numel() / std::max<int64_t>(1, original.size(d));
+  chunkNumel_ = dtensor::chunkLength(original.size(d), shardWorld()) * perEntry;
+  paddedShard_ = zeros({chunkNumel_}, original.options().withRequiresGrad(false));
+  Tensor local = block(original.detach(), shardRank());
+  Tensor view = paddedShard_.narrow(0, 0, local.numel()).view(local.sizes());
+  view.copy_(local);
+  sharded_ = view.detach();
+  if (requiresGrad_) sharded_.setRequiresGrad(true);
+  unsharded_ = empty(shape_, original.options().withDType(unshardedDtype).withRequiresGrad(false));
+  if (requiresGrad_) unsharded_.setRequiresGrad(true);
+  unsharded_.storage()->release();
+  useSharded();
+}
+
+bool FSDPParam::madeFrom(const Tensor& t) const {
+  auto storage = originalStorage_.lock();
+  return storage && t.impl() == originalImpl_ && t.storage() == storage;
+}
+
+int FSDPParam::shardWorld() const { return static_cast<int>(mesh_.shape().back()); }
+int FSDPParam::shardRank() const { return static_cast<int>(mesh_.getCoordinate()->back()); }
+
+Tensor FSDPParam::block(const Tensor& full, int r) const {
+  dtensor::ShardSpan s = dtensor::shardSpan(full.size(placement_.dim), shardWorld(), r);
+  return full.narrow(placement_.dim, s.offset, s.length);
+}
+
+Tensor FSDPParam::piece(const Tensor& buffer, int r, int64_t offset) const {
+  Shape local = shape_;
+  local[placement_.dim] = dtensor::shardSpan(shape_[placement_.dim], shardWorld(), r).length;
+  return buffer.select(0, r).narrow(0, offset, shapeNumel(local)).view(local);
+}
+
+dtensor::DTensor FSDPParam::shardedDTensor() const {
+  dtensor::Placements placements;
+  if (mesh_.ndim() == 2) placements.push_back(dtensor::Placement::replicate());
+  placements.push_back(placement_);
+  return dtensor::DTensor::fromLocal(sharded_.detach(), mesh_, placements, shape_);
+}
+
+void FSDPParam::copyIn(const Tensor& dst) const {
+  Tensor out = dst;
+  out.copy_(paddedShard_);
+}
+
+void FSDPParam::copyOut(const Tensor& gathered, int64_t offset) {
+  for (int r = 0; r < shardWorld(); ++r) {
+    Tensor dst = block(unsharded_, r);
+    dst.copy_(piece(gathered, r, offset));
+  }
+}
+
+void FSDPParam::gradCopyIn(const Tensor& grad, const Tensor& buffer, int64_t offset) const {
+  for (int r = 0; r < shardWorld(); ++r) {
+    Tensor dst = piece(buffer, r, offset);
+    dst.copy_(block(grad, r));
+  }
+}
+
+Tensor FSDPParam::shardedGradView(const Tensor& reduced, int64_t offset) const {
+  return reduced.narrow(0, offset, sharded_.numel()).view(sharded_.sizes());
+}
+
+void FSDPParam::allocateUnsharded() {
+  if (!unshardedAllocated()) unsharded_.storage()->reallocate(unshardedBytes());
+}
+
+void FSDPParam::freeUnsharded() {
+  if (unshardedAllocated()) unsharded_.storage()->release();
+}
+
+void FSDPParam::useSharded() {
+  for (auto& o : owners_) o.module->setParameter(o.name, sharded_);
+}
+
+void FSDPParam::useUnsharded() {
+  for (auto& o : owners_) o.module->setParameter(o.name, unsharded_);
+}
+
+}  // namespace distlab::fsdp

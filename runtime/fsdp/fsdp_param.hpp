@@ -1,0 +1,90 @@
+#pragma once
+// FSDPParam: one parameter under FSDP (PyTorch: FSDPParam) -- its sharded
+// storage, its unsharded tensor, and the copy-in/copy-out views that the group
+// collectives use.
+//
+// Note [FSDP parameter storage]
+// The sharded parameter is a leaf tensor viewing the first `localNumel` entries
+// of a zero-padded flat buffer of `chunkNumel` entries (Note [Chunked sharding]),
+// so the all-gather input is the padded buffer and the optimizer updates the
+// leaf in place without touching the padding. The unsharded parameter is one
+// leaf tensor that lives for the whole run: its storage is released when
+// resharded and reallocated before the next all-gather copies out into it
+// (Note [Freeing storage in place]), so autograd nodes that saved it in forward
+// see the re-gathered values in backward, and its AccumulateGrad is stable.
+// Owners' module parameters point at the sharded leaf while resharded and at the
+// unsharded leaf while unsharded (Module::setParameter).
+#include <string>
+#include <vector>
+
+#include "runtime/comm/device_mesh.hpp"
+#include "runtime/dtensor/dtensor.hpp"
+#include "runtime/nn/module.hpp"
+
+namespace distlab::fsdp {
+
+struct ParamOwner {
+  nn::Module* module = nullptr;
+  std::string name;  // local name in `module`
+};
+
+class FSDPParam {
+ public:
+  // `original` is the module's current parameter (identical on all ranks).
+  // `mesh` is the FSDP mesh (HSDP: the sharding is along its dim 1).
+  FSDPParam(std::string fqn, std::vector<ParamOwner> owners, const Tensor& original,
+            const comm::DeviceMesh& mesh, dtensor::Placement placement, DType unshardedDtype);
+
+  const std::string& fqn() const { return fqn_; }
+  const Tensor& sharded() const { return sharded_; }  // the optimizer's parameter
+  const Tensor& unsharded() const { return unsharded_; }
+  dtensor::DTensor shardedDTensor() const;
+  dtensor::Placement placement() const { return placement_; }
+  const Shape& shape() const { return shape_; }
+  bool requiresGrad() const { return requiresGrad_; }
+  // True when `t` is the tensor this parameter was made from (shared weights:
+  // another module still holds it). Keeps no reference to it.
+  bool madeFrom(const Tensor& t) const;
+  int64_t chunkNumel() const { return chunkNumel_; }  // all-gather input entries
+  int64_t localNumel() const { return sharded_.numel(); }
+
+  // Copy-in: this rank's padded shard into `dst` (1-D, chunkNumel, any dtype).
+  void copyIn(const Tensor& dst) const;
+  // Copy-out: from the gathered [world, total] buffer at column `offset`.
+  void copyOut(const Tensor& gathered, int64_t offset);
+  // Gradient copy-in: `grad` (unsharded shape) into the [world, total] buffer.
+  void gradCopyIn(const Tensor& grad, const Tensor& buffer, int64_t offset) const;
+  // This rank's gradient from the reduced [total] buffer (a view, sharded shape).
+  Tensor shardedGradView(const Tensor& reduced, int64_t offset) const;
+
+  void allocateUnsharded();  // no-op when allocated
+  void freeUnsharded();      // no-op when free
+  bool unshardedAllocated() const { return !unsharded_.storage()->isReleased(); }
+  void useSharded();    // owners' parameters -> sharded leaf
+  void useUnsharded();  // owners' parameters -> unsharded leaf
+  size_t unshardedBytes() const { return static_cast<size_t>(unsharded_.numel()) * unsharded_.elementSize(); }
+  size_t shardedBytes() const { return paddedShard_.nbytes(); }
+
+ private:
+  int shardWorld() const;
+  int shardRank() const;
+  // Rank r's block of `full` (a view) and its flat piece of a [world, total] row.
+  Tensor block(const Tensor& full, int r) const;
+  Tensor piece(const Tensor& buffer, int r, int64_t offset) const;
+
+  std::string fqn_;
+  std::vector<ParamOwner> owners_;
+  // Identity of the tensor the module held before sharding, without keeping it.
+  const TensorImpl* originalImpl_;
+  std::weak_ptr<Storage> originalStorage_;
+  comm::DeviceMesh mesh_;
+  dtensor::Placement placement_;
+  Shape shape_;
+  bool requiresGrad_;
+  int64_t chunkNumel_ = 0;
+  Tensor paddedShard_;  // 1-D, chunkNumel_, the param's dtype
+  Tensor sharded_;      // leaf view of paddedShard_
+  Tensor unsharded_;    // leaf, full shape, unsharded dtype
+};
+
+}  // namespace distlab::fsdp

@@ -1,0 +1,180 @@
+#include "runtime/fsdp/fsdp_param_group.hpp"
+
+#include <cmath>
+
+#include "runtime/autograd/grad_mode.hpp"
+#include "runtime/core/check.hpp"
+#include "runtime/core/errors.hpp"
+
+namespace distlab::fsdp {
+namespace {
+
+// Note [FSDP gradient division]: the pre-division of the sum mode.
+double preDivideFactor(double factor) {
+  const auto f = static_cast<int64_t>(factor);
+  if (static_cast<double>(f) != factor || f < 1) return 1.0;
+  int64_t pre = 1;
+  while (f % pre == 0 && f / pre > pre) pre *= 2;
+  return static_cast<double>(pre);
+}
+
+void dropGrad(const Tensor& leaf) {
+  if (AutogradMeta* meta = leaf.autogradMeta()) meta->grad = Tensor();
+}
+
+}  // namespace
+
+FSDPParamGroup::FSDPParamGroup(std::vector<std::unique_ptr<FSDPParam>> params,
+                               comm::DeviceMesh mesh, MixedPrecisionPolicy mp,
+                               MemoryStats* memory)
+    : params_(std::move(params)), mesh_(std::move(mesh)), mp_(mp), memory_(memory) {
+  for (const auto& p : params_) {
+    offsets_.push_back(total_);
+    total_ += p->chunkNumel();
+    DL_CHECK_T(ValueError, p->unsharded().dtype() == params_[0]->unsharded().dtype(),
+               "FSDP all-gather expects uniform dtype but got ",
+               dtypeName(params_[0]->unsharded().dtype()), " ('", params_[0]->fqn(), "') and ",
+               dtypeName(p->unsharded().dtype()), " ('", p->fqn(),
+               "'); set MixedPrecisionPolicy.paramDtype or wrap them separately");
+  }
+}
+
+DType FSDPParamGroup::unshardedDtype() const { return params_[0]->unsharded().dtype(); }
+
+DType FSDPParamGroup::reduceDtype() const {
+  return mp_.reduceDtype.value_or(unshardedDtype());
+}
+
+void FSDPParamGroup::unshard() {
+  if (unsharded_ || pendingGather_ || empty()) return;
+  autograd::NoGradGuard noGrad;
+  gatherInput_ = distlab::empty({total_}, TensorOptions{}.withDType(unshardedDtype()));
+  for (size_t i = 0; i < params_.size(); ++i) {
+    params_[i]->copyIn(gatherInput_.narrow(0, offsets_[i], params_[i]->chunkNumel()));
+  }
+  gatherOutput_ = distlab::empty({shardWorld() * total_}, gatherInput_.options());
+  pendingGather_ = shardGroup()->allgatherIntoTensor(gatherOutput_, gatherInput_);
+  ++counts_.allGathers;
+}
+
+void FSDPParamGroup::waitForUnshard() {
+  if (unsharded_) return;
+  if (empty()) {
+    unsharded_ = true;
+    return;
+  }
+  unshard();
+  pendingGather_->wait();
+  pendingGather_.reset();
+  autograd::NoGradGuard noGrad;
+  Tensor rows = gatherOutput_.view({shardWorld(), total_});
+  for (size_t i = 0; i < params_.size(); ++i) {
+    params_[i]->allocateUnsharded();
+    if (memory_) memory_->unshardedParams.add(params_[i]->unshardedBytes());
+    params_[i]->copyOut(rows, offsets_[i]);
+    params_[i]->useUnsharded();
+  }
+  gatherInput_ = Tensor();
+  gatherOutput_ = Tensor();
+  unsharded_ = true;
+}
+
+void FSDPParamGroup::reshard() {
+  if (pendingGather_) {  // a prefetch nobody used: let it land, then drop it
+    pendingGather_->wait();
+    pendingGather_.reset();
+    gatherInput_ = Tensor();
+    gatherOutput_ = Tensor();
+  }
+  if (!unsharded_) return;
+  for (auto& p : params_) {
+    if (memory_ && p->unshardedAllocated()) memory_->unshardedParams.sub(p->unshardedBytes());
+    p->freeUnsharded();
+    p->useSharded();
+  }
+  unsharded_ = false;
+}
+
+void FSDPParamGroup::postBackward() {
+  if (postBackwardDone_) return;
+  postBackwardDone_ = true;
+  if (settings_.requiresGradientSync) issueReduceScatter();
+  if (settings_.reshardAfterBackward) reshard();
+}
+
+size_t FSDPParamGroup::gradientBytes() const {
+  size_t bytes = pendingReduce_ ? pendingReduce_->output.nbytes() : 0;
+  for (const auto& p : params_) {
+    if (p->unsharded().grad().defined()) bytes += p->unsharded().grad().nbytes();
+    if (p->sharded().grad().defined()) bytes += p->sharded().grad().nbytes();
+  }
+  return bytes;
+}
+
+void FSDPParamGroup::issueReduceScatter() {
+  std::vector<size_t> reduced;
+  for (size_t i = 0; i < params_.size(); ++i) {
+    if (params_[i]->requiresGrad() && params_[i]->unsharded().grad().defined()) reduced.push_back(i);
+  }
+  if (reduced.empty()) return;
+  if (pendingReduce_) finishReduction();
+  autograd::NoGradGuard noGrad;
+  const int replicas = mesh_.ndim() == 2 ? static_cast<int>(mesh_.shape()[0]) : 1;
+  const double factor =
+      settings_.gradientDivideFactor.value_or(static_cast<double>(shardWorld() * replicas));
+  const bool sumMode = reduceDtype() == DType::kFloat16 || settings_.forceSumReduction;
+  PendingReduce pr;
+  pr.reduced = reduced;
+  pr.sumMode = sumMode || settings_.gradientDivideFactor.has_value();
+  comm::ReduceOp op = shardWorld() == 1 ? comm::ReduceOp::kSum : comm::ReduceOp::kAvg;
+  double pre = 1.0;
+  if (sumMode) {
+    pre = preDivideFactor(factor);
+    pr.postDivide = factor / pre;
+    op = comm::ReduceOp::kSum;
+  } else if (settings_.gradientDivideFactor) {
+    op = comm::ReduceOp::premulSum(1.0 / factor);
+  }
+  pr.input = zeros({shardWorld(), total_}, TensorOptions{}.withDType(reduceDtype()));
+  for (size_t i : reduced) {
+    params_[i]->gradCopyIn(params_[i]->unsharded().grad(), pr.input, offsets_[i]);
+  }
+  if (pre != 1.0) pr.input.div_(pre);
+  for (size_t i : reduced) dropGrad(params_[i]->unsharded());
+  pr.output = distlab::empty({total_}, pr.input.options());
+  comm::ReduceScatterOptions opts;
+  opts.reduceOp = op;
+  pr.scatter = shardGroup()->reduceScatterTensor(pr.output, pr.input.view({-1}), opts);
+  ++counts_.reduceScatters;
+  pendingReduce_ = std::move(pr);
+}
+
+void FSDPParamGroup::finishReduction() {
+  if (!pendingReduce_) return;
+  PendingReduce pr = std::move(*pendingReduce_);
+  pendingReduce_.reset();
+  pr.scatter->wait();
+  autograd::NoGradGuard noGrad;
+  Tensor out = pr.output;
+  const bool hsdp = mesh_.ndim() == 2 && mesh_.shape()[0] > 1;
+  if (hsdp && settings_.requiresAllReduce) {
+    comm::AllreduceOptions opts;
+    opts.reduceOp = pr.sumMode ? comm::ReduceOp::kSum : comm::ReduceOp::kAvg;
+    mesh_.getGroup(std::optional<int>(0))->allreduce(out, opts)->wait();
+    ++counts_.allReduces;
+  }
+  if (pr.postDivide != 1.0) out.div_(pr.postDivide);
+  if (settings_.allReduceHook) settings_.allReduceHook(out);
+  for (size_t i : pr.reduced) {
+    const FSDPParam& p = *params_[i];
+    Tensor g = p.shardedGradView(out, offsets_[i]).to(p.sharded().dtype());
+    Tensor sharded = p.sharded();
+    if (sharded.grad().defined()) {
+      sharded.mutableGrad().add_(g);
+    } else {
+      sharded.setGrad(g);
+    }
+  }
+}
+
+}  // namespace distlab::fsdp

@@ -1,0 +1,121 @@
+#pragma once
+// FSDPParamGroup: the parameters of one fullyShard call and their collectives
+// (PyTorch: FSDPParamGroup): one all-gather to unshard, one reduce-scatter of
+// the gradients (plus an all-reduce across replicas for HSDP).
+//
+// Note [FSDP group collectives]
+// All-gather: every parameter's padded shard is copied into one flat input
+// (its column range [offset, offset + chunkNumel) of a row of `total` entries),
+// all_gather_into_tensor fills a [world, total] output, and copy-out writes each
+// rank's row piece into the parameter's block of the unsharded tensor.
+// Reduce-scatter: each unsharded gradient is cut into its ranks' blocks and
+// copied into the same [world, total] layout (padding stays zero), and
+// reduce_scatter_tensor leaves this rank's [total] row, from which each sharded
+// gradient is a view. Both are issued asynchronously on the group's process
+// group (its progress thread runs them while this thread computes); unshard
+// waits in waitForUnshard(), gradient reduction in finishReduction().
+//
+// Note [FSDP gradient division]
+// With N = shard world x replicate world and no custom factor, fp32/bf16
+// reduce with AVG (SUM when the shard world is 1) on the shard group and AVG
+// across replicas. A custom factor F (setGradientDivideFactor) uses
+// PREMUL_SUM(1/F) and SUM. float16 reductions, and any reduction with
+// setForceSumReductionForComms, use SUM with a pre-division by p and a
+// post-division by F/p (p doubles while F % p == 0 and F / p > p, about sqrt(F))
+// so the partial sums stay in float16's range.
+#include <functional>
+#include <memory>
+#include <optional>
+#include <vector>
+
+#include "runtime/comm/work.hpp"
+#include "runtime/fsdp/fsdp_memory.hpp"
+#include "runtime/fsdp/fsdp_options.hpp"
+#include "runtime/fsdp/fsdp_param.hpp"
+
+namespace distlab::fsdp {
+
+// Collectives this group issued (tests count them).
+struct CommCounts {
+  int64_t allGathers = 0;
+  int64_t reduceScatters = 0;
+  int64_t allReduces = 0;
+};
+
+struct GroupSettings {
+  bool reshardAfterForward = true;
+  bool reshardAfterBackward = true;
+  bool requiresGradientSync = true;
+  bool requiresAllReduce = true;
+  bool unshardInBackward = true;
+  bool forceSumReduction = false;
+  std::optional<double> gradientDivideFactor;
+  std::function<void(Tensor&)> allReduceHook;
+};
+
+class FSDPParamGroup {
+ public:
+  FSDPParamGroup(std::vector<std::unique_ptr<FSDPParam>> params, comm::DeviceMesh mesh,
+                 MixedPrecisionPolicy mp, MemoryStats* memory);
+
+  const std::vector<std::unique_ptr<FSDPParam>>& params() const { return params_; }
+  GroupSettings& settings() { return settings_; }
+  const CommCounts& counts() const { return counts_; }
+  bool empty() const { return params_.empty(); }
+  void setMemory(MemoryStats* memory) { memory_ = memory; }
+
+  // Issues the all-gather unless unsharded or already in flight.
+  void unshard();
+  // Waits for the in-flight all-gather (issuing it first if needed), copies
+  // out, and points the owners at the unsharded parameters.
+  void waitForUnshard();
+  bool isUnsharded() const { return unsharded_; }
+  bool unshardInFlight() const { return pendingGather_ != nullptr; }
+  // Frees the unsharded parameters and points the owners at the shards.
+  void reshard();
+
+  // After this group's gradients are accumulated: issues the reduce-scatter
+  // (when gradient sync is on) and reshards when reshardAfterBackward. Once per
+  // backward; later calls in the same backward do nothing.
+  void postBackward();
+  bool postBackwardDone() const { return postBackwardDone_; }
+  // Waits for the reduction and writes (accumulates) the sharded gradients.
+  void finishReduction();
+  void resetForNextBackward() { postBackwardDone_ = false; }
+  // Unsharded gradients, pending reduction output and sharded gradients.
+  size_t gradientBytes() const;
+
+ private:
+  int shardWorld() const { return static_cast<int>(mesh_.shape().back()); }
+  comm::ProcessGroupPtr shardGroup() const { return mesh_.getGroup(std::optional<int>(mesh_.ndim() - 1)); }
+  DType unshardedDtype() const;
+  DType reduceDtype() const;
+  void issueReduceScatter();
+
+  std::vector<std::unique_ptr<FSDPParam>> params_;
+  std::vector<int64_t> offsets_;  // column of each param in a [world, total] row
+  int64_t total_ = 0;
+  comm::DeviceMesh mesh_;
+  MixedPrecisionPolicy mp_;
+  MemoryStats* memory_;
+  GroupSettings settings_;
+  CommCounts counts_;
+
+  bool unsharded_ = false;
+  comm::WorkPtr pendingGather_;
+  Tensor gatherInput_;
+  Tensor gatherOutput_;
+
+  bool postBackwardDone_ = false;
+  struct PendingReduce {
+    comm::WorkPtr scatter;
+    Tensor input;                     // [world, total], kept until the work is done
+    Tensor output;                    // [total] in the reduce dtype
+    std::vector<size_t> reduced;      // indices of params with a gradient
+    double postDivide = 1.0;
+    bool sumMode = false;             // SUM across replicas (else AVG)
+  };
+  std::optional<PendingReduce> pendingReduce_;
+};
+
+}  // namespace distlab::fsdp
