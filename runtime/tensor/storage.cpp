@@ -1,50 +1,14 @@
 #include "runtime/tensor/storage.hpp"
 
-#include <malloc.h>
-
-#include <cstdlib>
-#include <mutex>
-#include <new>
-#include <string>
 #include <utility>
 
-#include "runtime/core/errors.hpp"
+#include "runtime/tensor/allocator.hpp"
 
 namespace distlab {
-namespace {
-constexpr size_t kAlignment = 64;
-
-// Note [Keeping freed tensor memory]
-// glibc serves blocks above M_MMAP_THRESHOLD (128 KiB by default, adapting
-// upwards only after a free) with mmap and returns them to the kernel on free,
-// and trims the heap top above M_TRIM_THRESHOLD. A training step frees and
-// reallocates the same multi-MiB gradients every iteration (zero_grad drops
-// them), so each backward page-faulted ~16 MiB back in: 3-5 ms of an ~15 ms MLP
-// step. Raising both thresholds once keeps that memory in the heap for reuse.
-void keepFreedMemoryInHeap() {
-  static std::once_flag once;
-  std::call_once(once, [] {
-    mallopt(M_MMAP_THRESHOLD, 128 << 20);
-    mallopt(M_TRIM_THRESHOLD, 256 << 20);
-  });
-}
-}  // namespace
-
 std::shared_ptr<Storage> Storage::allocate(size_t nbytes, Device device) {
-  if (!device.isCpu()) {
-    throw Error("Storage::allocate: no allocator for device " + device.str() + " (" +
-                std::to_string(nbytes) + " bytes requested); CUDA support is not built yet");
-  }
-  keepFreedMemoryInHeap();
-  // aligned_alloc needs a multiple of the alignment; never allocate 0 bytes so
-  // data() is a valid pointer even for empty tensors.
-  const size_t rounded = (nbytes + kAlignment - 1) / kAlignment * kAlignment;
-  void* data = std::aligned_alloc(kAlignment, rounded == 0 ? kAlignment : rounded);
-  if (data == nullptr) {
-    throw Error("Storage::allocate: out of memory allocating " + std::to_string(nbytes) +
-                " bytes on " + device.str());
-  }
-  return std::shared_ptr<Storage>(new Storage(data, nbytes, device, [](void* p) { std::free(p); }));
+  Allocation block = allocatorFor(device).allocate(nbytes, device);
+  return std::shared_ptr<Storage>(
+      new Storage(block.data, nbytes, device, std::move(block.deleter)));
 }
 
 std::shared_ptr<Storage> Storage::wrap(void* data, size_t nbytes, Device device,
