@@ -134,9 +134,9 @@ Tensor crossEntropyComposed(const Tensor& logits, const Tensor& targets, int64_t
   const Tensor t = targets.to(device);
   const Tensor valid = t.ne(ignoreIndex);
   const Tensor safe = t.maskedFill(valid.eq(false), 0).unsqueeze(1);
-  const TensorOptions opts{logits.dtype(), device, false};
-  Tensor pick = zeros(logits.sizes(), opts);
-  pick.scatterAdd_(1, safe, ones({logits.size(0), 1}, opts));
+  // One-hot rows by comparison with the class ids (elementwise kernels only).
+  const Tensor classes = arange(logits.size(1), TensorOptions{DType::kInt64, device});
+  Tensor pick = classes.unsqueeze(0).eq(safe).to(logits.dtype());
   pick.mul_(valid.to(logits.dtype()).unsqueeze(1));
   const Tensor total = sum(mul(logSoftmax(logits, 1), pick));
   return div(neg(total), valid.sum().to(logits.dtype()));

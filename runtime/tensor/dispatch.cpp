@@ -97,7 +97,7 @@ void ensureBuiltinDevices() {
   static const bool registered = [] {
     registerCpuDevice();
     registerMetaDevice();
-#ifdef DISTLAB_WITH_CUDA
+#if DISTLAB_HAVE_CUDA
     registerCudaDevice();
 #endif
     return true;

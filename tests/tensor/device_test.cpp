@@ -3,6 +3,7 @@
 // the same-device rule, and DefaultDeviceGuard for factories.
 #include <atomic>
 
+#include "distlab/config.hpp"
 #include "runtime/tensor/allocator.hpp"
 #include "runtime/tensor/dispatch.hpp"
 #include "tests/tensor/test_util.hpp"
@@ -32,7 +33,7 @@ TEST(DeviceDispatch, AllocatorsPerDeviceType) {
   auto storage = Storage::allocate(1 << 30, Device::meta());
   EXPECT_EQ(storage->data(), nullptr);
   EXPECT_EQ(storage->nbytes(), 1u << 30);
-#ifndef DISTLAB_WITH_CUDA
+#if !DISTLAB_HAVE_CUDA
   EXPECT_FALSE(hasAllocator(DeviceType::kCUDA));
   EXPECT_THROW_MSG(allocatorFor(Device::cuda(0)), Error,
                    "no allocator for device cuda:0: distlab was built without CUDA");
