@@ -44,7 +44,7 @@ Tensor embedding(const Tensor& weight, const Tensor& indices) {
   return recordFunction("EmbeddingBackward", {weight}, out,
                         [flat, sizes = weight.sizes(), dt = weight.dtype()](
                             const TensorList& g, const std::vector<bool>&) {
-                          Tensor r = zeros(sizes, detail::plain(dt));
+                          Tensor r = zeros(sizes, detail::plain(dt, g[0].device()));
                           r.indexAdd_(0, flat, g[0].reshape({-1, sizes[1]}));
                           return TensorList{r};
                         });
@@ -127,6 +127,23 @@ Tensor mseLoss(const Tensor& input, const Tensor& target) {
   return mean(mul(d, d));
 }
 
+namespace detail {
+
+Tensor crossEntropyComposed(const Tensor& logits, const Tensor& targets, int64_t ignoreIndex) {
+  const Device device = logits.device();
+  const Tensor t = targets.to(device);
+  const Tensor valid = t.ne(ignoreIndex);
+  const Tensor safe = t.maskedFill(valid.eq(false), 0).unsqueeze(1);
+  // One-hot rows by comparison with the class ids (elementwise kernels only).
+  const Tensor classes = arange(logits.size(1), TensorOptions{DType::kInt64, device});
+  Tensor pick = classes.unsqueeze(0).eq(safe).to(logits.dtype());
+  pick.mul_(valid.to(logits.dtype()).unsqueeze(1));
+  const Tensor total = sum(mul(logSoftmax(logits, 1), pick));
+  return div(neg(total), valid.sum().to(logits.dtype()));
+}
+
+}  // namespace detail
+
 Tensor crossEntropy(const Tensor& logits, const Tensor& targets, int64_t ignoreIndex) {
   DL_CHECK_T(ValueError, logits.dim() == 2, "crossEntropy: logits must be (N, C), got shape ",
              shapeToString(logits.sizes()));
@@ -135,12 +152,13 @@ Tensor crossEntropy(const Tensor& logits, const Tensor& targets, int64_t ignoreI
              shapeToString(targets.sizes()));
   DL_CHECK_T(ValueError, targets.dtype() == DType::kInt64,
              "crossEntropy: targets must be int64 class indices, got ", dtypeName(targets.dtype()));
+  if (!logits.device().isCpu()) return detail::crossEntropyComposed(logits, targets, ignoreIndex);
   Tensor logProbs = logits.logSoftmax(1);
   int64_t valid = 0;
   const double total = detail::nllSum(logProbs, targets, ignoreIndex, &valid);
   const double loss =
       valid == 0 ? std::numeric_limits<double>::quiet_NaN() : total / static_cast<double>(valid);
-  Tensor out = scalarTensor(loss, detail::plain(logits.dtype()));
+  Tensor out = scalarTensor(loss, detail::plain(logits.dtype(), Device::cpu()));
   return recordFunction(
       "NllLossBackward", {logits}, out,
       [lp = logProbs, t = targets.detach(), ignoreIndex, valid](const TensorList& g,

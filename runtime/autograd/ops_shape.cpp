@@ -81,7 +81,7 @@ Tensor narrow(const Tensor& a, int64_t dim, int64_t start, int64_t length) {
       "NarrowBackward", {a}, a.narrow(dim, start, length),
       [sizes = a.sizes(), dt = a.dtype(), dim, start, length](const TensorList& g,
                                                               const std::vector<bool>&) {
-        Tensor r = zeros(sizes, detail::plain(dt));
+        Tensor r = zeros(sizes, detail::plain(dt, g[0].device()));
         r.narrow(dim, start, length).copy_(g[0]);
         return TensorList{r};
       },
@@ -93,7 +93,7 @@ Tensor select(const Tensor& a, int64_t dim, int64_t index) {
       "SelectBackward", {a}, a.select(dim, index),
       [sizes = a.sizes(), dt = a.dtype(), dim, index](const TensorList& g,
                                                       const std::vector<bool>&) {
-        Tensor r = zeros(sizes, detail::plain(dt));
+        Tensor r = zeros(sizes, detail::plain(dt, g[0].device()));
         r.select(dim, index).copy_(g[0]);
         return TensorList{r};
       },
@@ -146,11 +146,11 @@ std::vector<Tensor> recordSplit(const char* name, const Tensor& a, TensorList pi
   for (const Tensor& p : pieces) shapes.push_back(p.sizes());
   recordFunction(
       name, {a}, pieces,
-      [shapes, d = wrapDim(dim, a.dim()), dt = a.dtype()](const TensorList& g,
-                                                          const std::vector<bool>&) {
+      [shapes, d = wrapDim(dim, a.dim()), dt = a.dtype(), dev = a.device()](
+          const TensorList& g, const std::vector<bool>&) {
         TensorList parts;
         for (size_t i = 0; i < shapes.size(); ++i) {
-          parts.push_back(g[i].defined() ? g[i] : zeros(shapes[i], detail::plain(dt)));
+          parts.push_back(g[i].defined() ? g[i] : zeros(shapes[i], detail::plain(dt, dev)));
         }
         return TensorList{distlab::cat(parts, d)};
       },

@@ -114,16 +114,19 @@ BackendPtr ProcessGroup::getBackend(DeviceType device) const {
 
 bool ProcessGroup::hasBackend(DeviceType device) const {
   std::lock_guard<std::mutex> lock(mutex_);
-  return backends_[static_cast<int>(device)] != nullptr;
+  const auto index = static_cast<size_t>(device);
+  return index < backends_.size() && backends_[index] != nullptr;
 }
 
 BackendPtr ProcessGroup::backendForDevice(DeviceType device, std::string_view op) const {
   std::lock_guard<std::mutex> lock(mutex_);
-  const BackendPtr& b = backends_[static_cast<int>(device)];
-  if (!b) {
+  // Meta tensors (no data) have no backend; backends_ holds cpu and cuda.
+  const auto index = static_cast<size_t>(device);
+  if (index >= backends_.size() || !backends_[index]) {
     throw DistBackendError(fmt::format("{}: group '{}' has no backend for device type {}", op,
-                                       name(), device == DeviceType::kCPU ? "cpu" : "cuda"));
+                                       name(), deviceTypeName(device)));
   }
+  const BackendPtr& b = backends_[index];
   return b;
 }
 

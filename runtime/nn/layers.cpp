@@ -23,6 +23,12 @@ Linear::Linear(int64_t inFeatures, int64_t outFeatures, Generator& gen, bool bia
   if (bias) registerParameter("bias", linearInit({outFeatures}, inFeatures, gen, dtype));
 }
 
+void Linear::resetParameters(Generator& gen) {
+  const DType dt = param("weight").dtype();
+  fillState("weight", linearInit({out_, in_}, in_, gen, dt));
+  if (hasBias_) fillState("bias", linearInit({out_}, in_, gen, dt));
+}
+
 TensorList Linear::forwardAll(const TensorList& inputs) {
   return {ops::linear(singleInput(inputs), param("weight"), hasBias_ ? param("bias") : Tensor())};
 }
@@ -32,6 +38,11 @@ Embedding::Embedding(int64_t numEmbeddings, int64_t embeddingDim, Generator& gen
   DL_CHECK_T(ValueError, numEmbeddings > 0 && embeddingDim > 0,
              "Embedding: sizes must be positive, got ", numEmbeddings, " x ", embeddingDim);
   registerParameter("weight", randn({numEmbeddings, embeddingDim}, gen, TensorOptions{dtype}));
+}
+
+void Embedding::resetParameters(Generator& gen) {
+  const Tensor& w = param("weight");
+  fillState("weight", randn(w.sizes(), gen, TensorOptions{w.dtype()}));
 }
 
 TensorList Embedding::forwardAll(const TensorList& inputs) {
@@ -47,6 +58,12 @@ LayerNorm::LayerNorm(Shape normalizedShape, double eps, bool elementwiseAffine, 
     registerParameter("weight", ones(shape_, TensorOptions{dtype}));
     registerParameter("bias", zeros(shape_, TensorOptions{dtype}));
   }
+}
+
+void LayerNorm::resetParameters(Generator&) {
+  if (!affine_) return;
+  fillState("weight", onesLike(param("weight")));
+  fillState("bias", zerosLike(param("bias")));
 }
 
 TensorList LayerNorm::forwardAll(const TensorList& inputs) {
@@ -73,6 +90,18 @@ BatchNorm1d::BatchNorm1d(int64_t numFeatures,
     registerBuffer("running_mean", zeros({numFeatures}, TensorOptions{dtype}));
     registerBuffer("running_var", ones({numFeatures}, TensorOptions{dtype}));
     registerBuffer("num_batches_tracked", zeros({}, TensorOptions{DType::kInt64}));
+  }
+}
+
+void BatchNorm1d::resetParameters(Generator&) {
+  if (affine_) {
+    fillState("weight", onesLike(param("weight")));
+    fillState("bias", zerosLike(param("bias")));
+  }
+  if (track_) {
+    fillState("running_mean", zerosLike(buffer("running_mean")));
+    fillState("running_var", onesLike(buffer("running_var")));
+    fillState("num_batches_tracked", zerosLike(buffer("num_batches_tracked")));
   }
 }
 

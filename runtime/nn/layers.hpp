@@ -5,6 +5,8 @@
 //   Linear     weight, bias ~ U(-1/sqrt(in), 1/sqrt(in))  (kaiming_uniform, a=sqrt(5))
 //   Embedding  weight ~ N(0, 1)
 //   LayerNorm  weight = 1, bias = 0;  BatchNorm1d the same, running stats 0 / 1
+// resetParameters(gen) re-draws them in place in the same order (Note [Meta
+// models] in module_device.cpp).
 #include <cstdint>
 
 #include "runtime/nn/module.hpp"
@@ -24,6 +26,7 @@ class Linear : public Module {
          bool bias = true,
          DType dtype = DType::kFloat32);
   TensorList forwardAll(const TensorList& inputs) override;
+  void resetParameters(Generator& gen) override;
   int64_t inFeatures() const { return in_; }
   int64_t outFeatures() const { return out_; }
 
@@ -40,6 +43,7 @@ class Embedding : public Module {
             Generator& gen,
             DType dtype = DType::kFloat32);
   TensorList forwardAll(const TensorList& inputs) override;  // int64 indices
+  void resetParameters(Generator& gen) override;
 };
 
 class LayerNorm : public Module {
@@ -49,6 +53,7 @@ class LayerNorm : public Module {
                      bool elementwiseAffine = true,
                      DType dtype = DType::kFloat32);
   TensorList forwardAll(const TensorList& inputs) override;
+  void resetParameters(Generator& gen) override;
 
  private:
   Shape shape_;
@@ -67,6 +72,7 @@ class BatchNorm1d : public Module {
                        bool trackRunningStats = true,
                        DType dtype = DType::kFloat32);
   TensorList forwardAll(const TensorList& inputs) override;
+  void resetParameters(Generator& gen) override;
 
  private:
   double eps_;

@@ -125,6 +125,16 @@ class Module {
   // ---- state ---------------------------------------------------------------------------
   // Parameters and persistent buffers, detached handles sharing storage.
   StateDict stateDict() const;
+  // ---- devices (Note [Meta models], module_device.cpp) ---------------------------------
+  // Replaces every parameter and buffer, recursively, with an uninitialised
+  // tensor of the same shape and dtype on `device`; requires_grad is kept and
+  // tied tensors stay tied (PyTorch: module.to_empty(device=...)).
+  void toEmpty(Device device);
+  // Re-draws this module's own parameters and buffers with the layer's
+  // default initialisation from `gen` (layers.hpp), in place. The base does
+  // nothing (modules without own state). See initializeParameters().
+  virtual void resetParameters(Generator& gen);
+
   // Copies values in place (no grad). Strict: missing/unexpected keys throw Error
   // listing them ("Error(s) in loading state_dict for <Type>: ..."); shape
   // mismatches always throw.
@@ -133,6 +143,8 @@ class Module {
  protected:
   // The single input of a one-input module; throws naming the module otherwise.
   const Tensor& singleInput(const TensorList& inputs) const;
+  // Copies `value` into the own parameter or buffer `name` in place (no grad).
+  void fillState(const std::string& name, const Tensor& value);
 
  public:
   struct Hooks;  // implementation detail (module.cpp)
@@ -150,5 +162,13 @@ class Module {
   std::vector<std::pair<std::string, std::shared_ptr<Module>>> children_;
   std::shared_ptr<Hooks> hooks_;
 };
+
+// Re-initialises every parameter and buffer of `root` from `gen`, visiting
+// modules depth first in registration order: with a fresh generator of the
+// seed a model was built with, it gives the values construction gave (a
+// tensor tied into a later module keeps its first module's values, as
+// construction does). The second half of materialising a meta model:
+//   model->toEmpty(Device::cpu()); initializeParameters(*model, gen);
+void initializeParameters(Module& root, Generator& gen);
 
 }  // namespace distlab::nn

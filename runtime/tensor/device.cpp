@@ -6,12 +6,22 @@
 
 namespace distlab {
 
+const char* deviceTypeName(DeviceType type) {
+  switch (type) {
+    case DeviceType::kCPU: return "cpu";
+    case DeviceType::kCUDA: return "cuda";
+    case DeviceType::kMeta: return "meta";
+  }
+  return "?";
+}
+
 std::string Device::str() const {
-  return isCpu() ? std::string("cpu") : "cuda:" + std::to_string(index);
+  return isCuda() ? "cuda:" + std::to_string(index) : std::string(deviceTypeName(type));
 }
 
 Device parseDevice(const std::string& text) {
   if (text == "cpu") return Device::cpu();
+  if (text == "meta") return Device::meta();
   if (text == "cuda") return Device::cuda(0);
   if (text.rfind("cuda:", 0) == 0 && text.size() > 5) {
     const std::string digits = text.substr(5);
@@ -19,7 +29,7 @@ Device parseDevice(const std::string& text) {
       return Device::cuda(std::atoi(digits.c_str()));
     }
   }
-  throw ValueError("unknown device '" + text + "'; expected cpu, cuda or cuda:N");
+  throw ValueError("unknown device '" + text + "'; expected cpu, cuda, cuda:N or meta");
 }
 
 }  // namespace distlab

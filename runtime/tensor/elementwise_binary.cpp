@@ -71,14 +71,16 @@ Scalar negate(const Scalar& s) {
 Tensor Tensor::add(const Tensor& other, Scalar alpha) const {
   const DType dt = detail::resultType(*this, other);
   checkAlpha("add", dt, alpha);
-  return detail::binaryOutOfPlace("add", *this, other, dt, addFactory(alpha));
+  return detail::binaryOutOfPlace("add", *this, other, dt, addFactory(alpha),
+                                  {alpha.toDouble()});
 }
 
 Tensor Tensor::sub(const Tensor& other, Scalar alpha) const {
   checkBoolSub("sub", dtype(), other.dtype());
   const DType dt = detail::resultType(*this, other);
   checkAlpha("sub", dt, alpha);
-  return detail::binaryOutOfPlace("sub", *this, other, dt, addFactory(negate(alpha)));
+  return detail::binaryOutOfPlace("sub", *this, other, dt, addFactory(negate(alpha)),
+                                  {-alpha.toDouble()});
 }
 
 Tensor Tensor::mul(const Tensor& other) const {
@@ -104,23 +106,23 @@ Tensor Tensor::minimum(const Tensor& other) const {
 
 Tensor Tensor::add(Scalar other) const {
   return detail::unaryOutOfPlace("add", *this, detail::resultType(*this, other),
-                                 scalarFactory(other, kPlus));
+                                 scalarFactory(other, kPlus), {other.toDouble()});
 }
 
 Tensor Tensor::sub(Scalar other) const {
   if (dtype() == DType::kBool && other.isIntegral()) checkBoolSub("sub", dtype(), DType::kBool);
   return detail::unaryOutOfPlace("sub", *this, detail::resultType(*this, other),
-                                 scalarFactory(other, kMinus));
+                                 scalarFactory(other, kMinus), {other.toDouble()});
 }
 
 Tensor Tensor::mul(Scalar other) const {
   return detail::unaryOutOfPlace("mul", *this, detail::resultType(*this, other),
-                                 scalarFactory(other, kTimes));
+                                 scalarFactory(other, kTimes), {other.toDouble()});
 }
 
 Tensor Tensor::div(Scalar other) const {
   return detail::unaryOutOfPlace("div", *this, floatResult(detail::resultType(*this, other)),
-                                 scalarFactory(other, kDivide));
+                                 scalarFactory(other, kDivide), {other.toDouble()});
 }
 
 // ---- in place ------------------------------------------------------------------
@@ -128,14 +130,16 @@ Tensor Tensor::div(Scalar other) const {
 Tensor& Tensor::add_(const Tensor& other, Scalar alpha) {
   checkAlpha("add_", dtype(), alpha);
   return detail::binaryInPlace("add_", *this, other, detail::resultType(*this, other),
-                               addFactory(alpha));
+                               addFactory(alpha),
+                                  {alpha.toDouble()});
 }
 
 Tensor& Tensor::sub_(const Tensor& other, Scalar alpha) {
   checkBoolSub("sub_", dtype(), other.dtype());
   checkAlpha("sub_", dtype(), alpha);
   return detail::binaryInPlace("sub_", *this, other, detail::resultType(*this, other),
-                               addFactory(negate(alpha)));
+                               addFactory(negate(alpha)),
+                                  {-alpha.toDouble()});
 }
 
 Tensor& Tensor::mul_(const Tensor& other) {
@@ -161,17 +165,17 @@ Tensor& Tensor::minimum_(const Tensor& other) {
 
 Tensor& Tensor::add_(Scalar other) {
   detail::checkInplaceCast("add_", detail::resultType(*this, other), dtype());
-  return detail::unaryInPlace("add_", *this, scalarFactory(other, kPlus));
+  return detail::unaryInPlace("add_", *this, scalarFactory(other, kPlus), {other.toDouble()});
 }
 
 Tensor& Tensor::mul_(Scalar other) {
   detail::checkInplaceCast("mul_", detail::resultType(*this, other), dtype());
-  return detail::unaryInPlace("mul_", *this, scalarFactory(other, kTimes));
+  return detail::unaryInPlace("mul_", *this, scalarFactory(other, kTimes), {other.toDouble()});
 }
 
 Tensor& Tensor::div_(Scalar other) {
   detail::checkInplaceCast("div_", floatResult(detail::resultType(*this, other)), dtype());
-  return detail::unaryInPlace("div_", *this, scalarFactory(other, kDivide));
+  return detail::unaryInPlace("div_", *this, scalarFactory(other, kDivide), {other.toDouble()});
 }
 
 }  // namespace distlab

@@ -25,7 +25,7 @@ Tensor compare(const char* op, const Tensor& a, const Scalar& s, Fn fn) {
     using M = OpMathT<decltype(tag)>;
     const M v = detail::scalarOpMath<decltype(tag)>(s);
     return [v, fn](M u) { return static_cast<M>(fn(u, v)); };
-  });
+  }, {s.toDouble()});
 }
 
 bool allTrue(const Tensor& mask) {
@@ -97,8 +97,9 @@ Tensor Tensor::maskedFill(const Tensor& mask, Scalar value) const {
 }
 
 Tensor& Tensor::maskedFill_(const Tensor& mask, Scalar value) {
-  detail::checkCpu("maskedFill_", *this);
-  detail::checkCpu("maskedFill_", mask);
+  detail::checkDefined("maskedFill_", *this);
+  detail::checkDefined("maskedFill_", mask);
+  detail::checkSameDevice("maskedFill_", *this, mask);
   if (mask.dtype() != DType::kBool) {
     throw ValueError(detail::concat("maskedFill_: expected a bool mask, got dtype ",
                                     dtypeName(mask.dtype())));
@@ -113,7 +114,11 @@ Tensor& Tensor::maskedFill_(const Tensor& mask, Scalar value) {
                                " cannot be broadcast to the tensor's shape ",
                                shapeToString(sizes())));
   }
-  const Tensor m = detail::expandTo(mask, sizes());
+  const Tensor m = detail::expandTo(mask.to(device()), sizes());
+  if (!device().isCpu()) {
+    runKernel(device(), "maskedFill_", {*this}, {*this, m}, {value.toDouble()});
+    return *this;
+  }
   dispatchDType(dtype(), [&](auto tag) {
     using T = decltype(tag);
     const T v = detail::scalarAs<T>(value);
@@ -123,18 +128,18 @@ Tensor& Tensor::maskedFill_(const Tensor& mask, Scalar value) {
 }
 
 bool Tensor::equal(const Tensor& other) const {
-  detail::checkCpu("equal", *this);
-  detail::checkCpu("equal", other);
-  if (sizes() != other.sizes() || dtype() != other.dtype()) return false;
-  return allTrue(eq(other));
+  const Tensor a = detail::hostValues("equal", *this);
+  const Tensor b = detail::hostValues("equal", other);
+  if (a.sizes() != b.sizes() || a.dtype() != b.dtype()) return false;
+  return allTrue(a.eq(b));
 }
 
 bool Tensor::allclose(const Tensor& other, double rtol, double atol) const {
-  detail::checkCpu("allclose", *this);
-  detail::checkCpu("allclose", other);
+  const Tensor hostA = detail::hostValues("allclose", *this);
+  const Tensor hostB = detail::hostValues("allclose", other);
   const Shape shape = detail::broadcastFor("allclose", sizes(), other.sizes());
-  const Tensor a = detail::expandTo(to(DType::kFloat64), shape);
-  const Tensor b = detail::expandTo(other.to(DType::kFloat64), shape);
+  const Tensor a = detail::expandTo(hostA.to(DType::kFloat64), shape);
+  const Tensor b = detail::expandTo(hostB.to(DType::kFloat64), shape);
   Tensor close = detail::makeEmpty(shape, DType::kBool);
   detail::binaryKernel<bool, double, double>(close, a, b, [rtol, atol](double x, double y) {
     if (x == y) return true;  // also equal infinities

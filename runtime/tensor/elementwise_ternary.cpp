@@ -10,7 +10,8 @@ using detail::OpMathT;
 
 // Brings `t` to self's dtype and shape (broadcast), checking the promotion.
 Tensor operandFor(const char* op, const Tensor& self, const Tensor& t) {
-  detail::checkCpu(op, t);
+  detail::checkDefined(op, t);
+  detail::checkSameDevice(op, self, t);
   detail::checkInplaceCast(op, detail::resultType(self, t), self.dtype());
   if (t.sizes() != self.sizes()) {
     const Shape shape = detail::broadcastFor(op, self.sizes(), t.sizes());
@@ -19,18 +20,23 @@ Tensor operandFor(const char* op, const Tensor& self, const Tensor& t) {
                                  " doesn't match the broadcast shape ", shapeToString(shape)));
     }
   }
-  return detail::expandTo(t.to(self.dtype()), self.sizes());
+  return detail::expandTo(t.to(self.device()).to(self.dtype()), self.sizes());
 }
 
 template <typename Fn>
 Tensor& fused(const char* op, Tensor& self, const Tensor& a, const Tensor& b, Scalar value,
               Fn fn) {
-  detail::checkCpu(op, self);
+  detail::checkDefined(op, self);
   const Tensor x = operandFor(op, self, a);
   const Tensor y = operandFor(op, self, b);
   if (!isFloatingPoint(self.dtype()) && !value.isIntegral()) {
     throw ValueError(detail::concat(op, ": for integral tensors, value must be an integer (got ",
                                     value.toDouble(), ")"));
+  }
+  if (!self.device().isCpu()) {
+    // Device kernel `op`: {self} = f({self, x, y}, value), x and y broadcast.
+    runKernel(self.device(), op, {self}, {self, x, y}, {value.toDouble()});
+    return self;
   }
   dispatchDType(self.dtype(), [&](auto tag) {
     using T = decltype(tag);

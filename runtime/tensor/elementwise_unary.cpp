@@ -92,17 +92,20 @@ Tensor Tensor::pow(Scalar exponent) const {
                                      decltype(u) r = 1;
                                      for (int64_t i = 0; i < e; ++i) r = r * u;
                                      return r;
-                                   }));
+                                   }),
+                                   {static_cast<double>(e)});
   }
   const double p = exponent.toDouble();
   if (p == 2.0) return detail::unaryOutOfPlace("pow", *this, dt, factoryOf([](auto u) {
                                                   return u * u;
-                                                }));
+                                                }),
+                                                {2.0});
   if (p == 1.0) return to(dt).clone();
-  if (p == 0.5) return detail::unaryOutOfPlace("pow", *this, dt, factoryOf(kSqrt));
+  if (p == 0.5) return detail::unaryOutOfPlace("pow", *this, dt, factoryOf(kSqrt), {0.5});
   return detail::unaryOutOfPlace("pow", *this, dt, factoryOf([p](auto u) {
                                    return std::pow(u, static_cast<decltype(u)>(p));
-                                 }));
+                                 }),
+                                 {p});
 }
 
 Tensor Tensor::clamp(std::optional<Scalar> min, std::optional<Scalar> max) const {
@@ -147,7 +150,7 @@ Tensor& Tensor::clamp_(std::optional<Scalar> min, std::optional<Scalar> max) {
       if (hasHi && u > h) u = h;
       return u;
     };
-  });
+  }, {hasLo ? lo.toDouble() : -INFINITY, hasHi ? hi.toDouble() : INFINITY});
 }
 
 }  // namespace distlab

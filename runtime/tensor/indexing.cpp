@@ -6,6 +6,7 @@
 #include "runtime/core/check.hpp"
 #include "runtime/tensor/detail/convert.hpp"
 #include "runtime/tensor/detail/tensor_util.hpp"
+#include "runtime/tensor/dispatch.hpp"
 #include "runtime/tensor/tensor.hpp"
 
 namespace distlab {
@@ -13,14 +14,20 @@ namespace {
 
 using detail::concat;
 
-std::vector<int64_t> indicesOf(const char* op, const Tensor& index) {
-  detail::checkCpu(op, index);
+// Checks the index tensor's dtype and device against `self`'s; true when the
+// operation runs on the CPU (else it goes to the device kernel).
+bool checkIndexTensor(const char* op, const Tensor& self, const Tensor& index) {
+  detail::checkDefined(op, self);
+  detail::checkDefined(op, index);
   if (index.dtype() != DType::kInt64 && index.dtype() != DType::kInt32) {
     throw ValueError(concat(op, ": expected an int64 index tensor, got dtype ",
                             dtypeName(index.dtype())));
   }
-  return index.toVector<int64_t>();
+  detail::checkSameDevice(op, self, index);
+  return self.device().isCpu();
 }
+
+std::vector<int64_t> indicesOf(const Tensor& index) { return index.toVector<int64_t>(); }
 
 int64_t checkIndex(const char* op, int64_t i, int64_t size, int64_t dim) {
   if (i < -size || i >= size) {
@@ -86,18 +93,22 @@ int64_t offsetOf(const std::vector<int64_t>& coord, const Shape& strides) {
 }  // namespace
 
 Tensor Tensor::indexSelect(int64_t dim, const Tensor& index) const {
-  detail::checkCpu("indexSelect", *this);
+  const bool cpu = checkIndexTensor("indexSelect", *this, index);
   if (index.dim() > 1) {
     throw ValueError(concat("indexSelect: index must be 1-D, got shape ",
                             shapeToString(index.sizes())));
   }
   dim = detail::wrapDim("indexSelect", dim, this->dim());
-  const auto idx = indicesOf("indexSelect", index);
+  Shape outShape = sizes();
+  if (!outShape.empty()) outShape[dim] = index.numel();
+  Tensor out = detail::makeEmpty(outShape, dtype(), device());
+  if (!cpu) {
+    runKernel(device(), "indexSelect", {out}, {*this, index.to(device())}, {}, {dim});
+    return out;
+  }
+  const auto idx = indicesOf(index);
   const Tensor src = contiguous();
   const int64_t size = this->dim() == 0 ? 1 : sizes()[dim];
-  Shape outShape = sizes();
-  if (!outShape.empty()) outShape[dim] = static_cast<int64_t>(idx.size());
-  Tensor out = detail::makeEmpty(outShape, dtype());
   const Split3 s = split3(sizes(), dim);
   const size_t rowBytes = static_cast<size_t>(s.inner) * elementSize();
   const char* in = static_cast<const char*>(src.rawData());
@@ -114,11 +125,15 @@ Tensor Tensor::indexSelect(int64_t dim, const Tensor& index) const {
 }
 
 Tensor Tensor::gather(int64_t dim, const Tensor& index) const {
-  detail::checkCpu("gather", *this);
+  const bool cpu = checkIndexTensor("gather", *this, index);
   dim = detail::wrapDim("gather", dim, this->dim());
   checkScatterShapes("gather", *this, index, dim, nullptr);
-  const auto idx = indicesOf("gather", index);
-  Tensor out = detail::makeEmpty(index.sizes(), dtype());
+  Tensor out = detail::makeEmpty(index.sizes(), dtype(), device());
+  if (!cpu) {
+    runKernel(device(), "gather", {out}, {*this, index.to(device())}, {}, {dim});
+    return out;
+  }
+  const auto idx = indicesOf(index);
   const int64_t size = this->dim() == 0 ? 1 : sizes()[dim];
   dispatchDType(dtype(), [&](auto tag) {
     using T = decltype(tag);
@@ -135,15 +150,19 @@ Tensor Tensor::gather(int64_t dim, const Tensor& index) const {
 }
 
 Tensor& Tensor::scatterAdd_(int64_t dim, const Tensor& index, const Tensor& source) {
-  detail::checkCpu("scatterAdd_", *this);
-  detail::checkCpu("scatterAdd_", source);
+  const bool cpu = checkIndexTensor("scatterAdd_", *this, index);
+  detail::checkSameDevice("scatterAdd_", *this, source);
   dim = detail::wrapDim("scatterAdd_", dim, this->dim());
   checkScatterShapes("scatterAdd_", *this, index, dim, &source);
   if (source.dtype() != dtype()) {
     throw Error(concat("scatterAdd_: expected source dtype ", dtypeName(dtype()), ", got ",
                        dtypeName(source.dtype())));
   }
-  const auto idx = indicesOf("scatterAdd_", index);
+  if (!cpu) {
+    runKernel(device(), "scatterAdd_", {*this}, {*this, index.to(device()), source}, {}, {dim});
+    return *this;
+  }
+  const auto idx = indicesOf(index);
   const int64_t size = this->dim() == 0 ? 1 : sizes()[dim];
   dispatchDType(dtype(), [&](auto tag) {
     using T = decltype(tag);
@@ -163,22 +182,26 @@ Tensor& Tensor::scatterAdd_(int64_t dim, const Tensor& index, const Tensor& sour
 }
 
 Tensor& Tensor::indexAdd_(int64_t dim, const Tensor& index, const Tensor& source) {
-  detail::checkCpu("indexAdd_", *this);
-  detail::checkCpu("indexAdd_", source);
+  const bool cpu = checkIndexTensor("indexAdd_", *this, index);
+  detail::checkSameDevice("indexAdd_", *this, source);
   dim = detail::wrapDim("indexAdd_", dim, this->dim());
-  const auto idx = indicesOf("indexAdd_", index);
   if (index.dim() > 1) {
     throw ValueError(concat("indexAdd_: index must be 1-D, got shape ",
                             shapeToString(index.sizes())));
   }
   Shape expected = sizes();
-  if (!expected.empty()) expected[dim] = static_cast<int64_t>(idx.size());
+  if (!expected.empty()) expected[dim] = index.numel();
   if (source.sizes() != expected) {
     throw ValueError(concat("indexAdd_: source shape ", shapeToString(source.sizes()),
                             " does not match the expected ", shapeToString(expected),
-                            " (self ", shapeToString(sizes()), " with ", idx.size(),
+                            " (self ", shapeToString(sizes()), " with ", index.numel(),
                             " indices along dim ", dim, ")"));
   }
+  if (!cpu) {
+    runKernel(device(), "indexAdd_", {*this}, {*this, index.to(device()), source}, {}, {dim});
+    return *this;
+  }
+  const auto idx = indicesOf(index);
   const int64_t size = this->dim() == 0 ? 1 : sizes()[dim];
   for (size_t j = 0; j < idx.size(); ++j) {
     const int64_t i = checkIndex("indexAdd_", idx[j], size, dim);

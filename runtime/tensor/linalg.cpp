@@ -25,6 +25,7 @@
 #include "runtime/core/check.hpp"
 #include "runtime/tensor/detail/convert.hpp"
 #include "runtime/tensor/detail/tensor_util.hpp"
+#include "runtime/tensor/dispatch.hpp"
 #include "runtime/tensor/tensor.hpp"
 
 namespace distlab {
@@ -141,6 +142,12 @@ Tensor batchedGemm(const Tensor& a, const Tensor& b) {
   const int64_t K = a.sizes()[2];
   const int64_t N = b.sizes()[2];
   const DType dt = a.dtype();
+  if (!a.device().isCpu()) {
+    // Device kernel "bmm": {out [batch, M, N]} = {a [batch, M, K]} x {b [batch, K, N]}.
+    Tensor out = detail::makeEmpty({batch, M, N}, dt, a.device());
+    runKernel(a.device(), "bmm", {out}, {a, b.to(a.device())});
+    return out;
+  }
   if (dt == DType::kFloat16 || dt == DType::kBFloat16) {
     return batchedGemm(a.to(DType::kFloat32), b.to(DType::kFloat32)).to(dt);
   }
@@ -159,8 +166,9 @@ Tensor batchedGemm(const Tensor& a, const Tensor& b) {
 }
 
 void checkOperands(const char* op, const Tensor& a, const Tensor& b) {
-  detail::checkCpu(op, a);
-  detail::checkCpu(op, b);
+  detail::checkDefined(op, a);
+  detail::checkDefined(op, b);
+  detail::checkSameDevice(op, a, b);
   if (a.dtype() != b.dtype()) {
     throw Error(concat(op, ": expected both operands to have the same dtype, but got ",
                        dtypeName(a.dtype()), " != ", dtypeName(b.dtype())));

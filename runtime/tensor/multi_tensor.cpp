@@ -3,6 +3,7 @@
 
 #include "runtime/core/check.hpp"
 #include "runtime/tensor/detail/tensor_util.hpp"
+#include "runtime/tensor/dispatch.hpp"
 #include "runtime/tensor/tensor.hpp"
 
 namespace distlab {
@@ -12,7 +13,7 @@ using detail::concat;
 Tensor cat(const std::vector<Tensor>& tensors, int64_t dim) {
   if (tensors.empty()) throw ValueError("cat: expected a non-empty list of tensors");
   const Tensor& first = tensors.front();
-  detail::checkCpu("cat", first);
+  detail::checkDefined("cat", first);
   if (first.dim() == 0) throw ValueError("cat: zero-dimensional tensor (at position 0) cannot be concatenated");
   dim = detail::wrapDim("cat", dim, first.dim());
   DType dtype = first.dtype();
@@ -20,7 +21,8 @@ Tensor cat(const std::vector<Tensor>& tensors, int64_t dim) {
   outShape[dim] = 0;
   for (size_t i = 0; i < tensors.size(); ++i) {
     const Tensor& t = tensors[i];
-    detail::checkCpu("cat", t);
+    detail::checkDefined("cat", t);
+    detail::checkSameDevice("cat", first, t);
     if (t.dim() != first.dim()) {
       throw ValueError(concat("cat: tensors must have the same number of dimensions: got ",
                               first.dim(), " and ", t.dim(), " (tensor number ", i, ")"));
@@ -35,7 +37,7 @@ Tensor cat(const std::vector<Tensor>& tensors, int64_t dim) {
     dtype = promoteTypes(dtype, t.dtype());
     outShape[dim] += t.sizes()[dim];
   }
-  Tensor out = detail::makeEmpty(outShape, dtype);
+  Tensor out = detail::makeEmpty(outShape, dtype, first.device());
   int64_t offset = 0;
   for (const Tensor& t : tensors) {
     out.narrow(dim, offset, t.sizes()[dim]).copy_(t);

@@ -140,9 +140,18 @@ void render(const Tensor& t, const Formatter& f, bool summarise, size_t indent, 
 
 std::string Tensor::toString() const {
   if (!defined()) return "tensor(undefined)";
-  if (!device().isCpu()) {
-    return "tensor(<" + shapeToString(sizes()) + " on " + device().str() + ">, dtype=" +
-           std::string(dtypeName(dtype())) + ")";
+  if (device().isMeta()) {  // PyTorch: tensor(..., device='meta', size=(2, 3))
+    std::string size;
+    for (int64_t d = 0; d < dim(); ++d) size += (d ? ", " : "") + std::to_string(sizes()[d]);
+    if (dim() == 1) size += ",";
+    std::string text = "tensor(..., device='meta', size=(" + size + ")";
+    if (dtype() != DType::kFloat32) text += ", dtype=" + std::string(dtypeName(dtype()));
+    return text + ")";
+  }
+  if (!device().isCpu()) {  // the values, then device='cuda:0'
+    std::string text = to(Device::cpu()).toString();
+    text.pop_back();
+    return text + ", device='" + device().str() + "')";
   }
   const bool summarise = numel() > kThreshold;
   std::vector<double> values;

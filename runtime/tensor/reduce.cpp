@@ -8,13 +8,14 @@
 #include "runtime/tensor/detail/convert.hpp"
 #include "runtime/tensor/detail/reduce_plan.hpp"
 #include "runtime/tensor/detail/tensor_util.hpp"
+#include "runtime/tensor/dispatch.hpp"
 #include "runtime/tensor/tensor.hpp"
 
 namespace distlab {
 namespace detail {
 
 ReducePlan planReduction(const char* op, const Tensor& t, const Shape& dims, bool keepdim) {
-  checkCpu(op, t);
+  checkDefined(op, t);
   const int64_t ndim = t.dim();
   std::vector<bool> reduced(static_cast<size_t>(ndim), dims.empty());
   for (int64_t d : dims) {
@@ -93,10 +94,16 @@ void checkFloating(const char* op, DType dtype) {
 }
 
 // Folds with `op` in the accumulator type of T, then writes post(acc) into a
-// new tensor of `outDtype`.
+// new tensor of `outDtype`. Off the CPU, runs the device kernel `name` with
+// ints {outer, reduce, inner} (Note [Reduction layout]) and `params`.
 template <typename AccOf, typename OpFactory, typename Post>
-Tensor foldInto(const detail::ReducePlan& p, DType outDtype, OpFactory opFactory, Post post) {
-  Tensor out = detail::makeEmpty(p.outShape, outDtype);
+Tensor foldInto(const char* name, const detail::ReducePlan& p, DType outDtype,
+                OpFactory opFactory, Post post, std::initializer_list<double> params = {}) {
+  Tensor out = detail::makeEmpty(p.outShape, outDtype, p.input.device());
+  if (!out.device().isCpu()) {
+    runKernel(out.device(), name, {out}, {p.input}, params, {p.outer, p.reduce, p.inner});
+    return out;
+  }
   dispatchDType(p.input.dtype(), [&](auto tag) {
     using T = decltype(tag);
     using Acc = typename AccOf::template type<T>;
@@ -131,21 +138,21 @@ const auto kIdentity = [](auto a) { return a; };
 
 Tensor Tensor::sum(const Shape& dims, bool keepdim) const {
   const auto p = detail::planReduction("sum", *this, dims, keepdim);
-  return foldInto<SumAccOf>(p, sumDtype(dtype()), kSumOp, kIdentity);
+  return foldInto<SumAccOf>("sum", p, sumDtype(dtype()), kSumOp, kIdentity);
 }
 
 Tensor Tensor::mean(const Shape& dims, bool keepdim) const {
   checkFloating("mean", dtype());
   const auto p = detail::planReduction("mean", *this, dims, keepdim);
   const double count = static_cast<double>(p.reduce);
-  return foldInto<SumAccOf>(p, dtype(), kSumOp, [count](auto a) {
+  return foldInto<SumAccOf>("mean", p, dtype(), kSumOp, [count](auto a) {
     return static_cast<decltype(a)>(static_cast<double>(a) / count);
   });
 }
 
 Tensor Tensor::prod(const Shape& dims, bool keepdim) const {
   const auto p = detail::planReduction("prod", *this, dims, keepdim);
-  return foldInto<SumAccOf>(p, sumDtype(dtype()), kProdOp, kIdentity);
+  return foldInto<SumAccOf>("prod", p, sumDtype(dtype()), kProdOp, kIdentity);
 }
 
 Tensor Tensor::norm(double pNorm, const Shape& dims, bool keepdim) const {
@@ -156,13 +163,13 @@ Tensor Tensor::norm(double pNorm, const Shape& dims, bool keepdim) const {
   }
   const auto p = detail::planReduction("norm", abs(), dims, keepdim);
   if (pNorm == 0.0) {
-    return foldInto<SumAccOf>(p, dtype(), [](auto zero) {
+    return foldInto<SumAccOf>("norm", p, dtype(), [](auto zero) {
       using A = decltype(zero);
       return std::make_pair(A{0}, [](A a, A b) { return static_cast<A>(a + (b != 0 ? 1 : 0)); });
-    }, kIdentity);
+    }, kIdentity, {0.0});
   }
   return foldInto<SumAccOf>(
-      p, dtype(),
+      "norm", p, dtype(),
       [pNorm](auto zero) {
         using A = decltype(zero);
         return std::make_pair(A{0}, [pNorm](A a, A b) {
@@ -176,7 +183,8 @@ Tensor Tensor::norm(double pNorm, const Shape& dims, bool keepdim) const {
         if (pNorm == 2.0) return static_cast<A>(std::sqrt(a));
         if (pNorm == 1.0) return a;
         return static_cast<A>(std::pow(a, static_cast<A>(1.0 / pNorm)));
-      });
+      },
+      {pNorm});
 }
 
 Tensor Tensor::var(const Shape& dims, bool unbiased, bool keepdim) const {

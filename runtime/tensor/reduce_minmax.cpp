@@ -6,6 +6,7 @@
 #include "runtime/tensor/detail/convert.hpp"
 #include "runtime/tensor/detail/reduce_plan.hpp"
 #include "runtime/tensor/detail/tensor_util.hpp"
+#include "runtime/tensor/dispatch.hpp"
 #include "runtime/tensor/tensor.hpp"
 
 namespace distlab {
@@ -29,8 +30,19 @@ void extreme(const char* op, const detail::ReducePlan& p, Tensor& values, Tensor
     throw ValueError(detail::concat(op, ": cannot reduce over an empty dimension (input of ",
                                     p.input.numel(), " elements); specify a non-empty dim"));
   }
-  values = detail::makeEmpty(p.outShape, p.input.dtype());
-  if (indices != nullptr) *indices = detail::makeEmpty(p.outShape, DType::kInt64);
+  const Device device = p.input.device();
+  values = detail::makeEmpty(p.outShape, p.input.dtype(), device);
+  if (indices != nullptr) *indices = detail::makeEmpty(p.outShape, DType::kInt64, device);
+  if (!device.isCpu()) {
+    // Device kernel `op`: outputs {values} or {values, indices}; ints {outer, reduce, inner}.
+    const std::initializer_list<int64_t> layout = {p.outer, p.reduce, p.inner};
+    if (indices != nullptr) {
+      runKernel(device, op, {values, *indices}, {p.input}, {}, layout);
+    } else {
+      runKernel(device, op, {values}, {p.input}, {}, layout);
+    }
+    return;
+  }
   dispatchDType(p.input.dtype(), [&](auto tag) {
     using T = decltype(tag);
     using M = detail::OpMathT<T>;

@@ -7,6 +7,7 @@
 #include "runtime/core/check.hpp"
 #include "runtime/tensor/detail/convert.hpp"
 #include "runtime/tensor/detail/tensor_util.hpp"
+#include "runtime/tensor/dispatch.hpp"
 #include "runtime/tensor/tensor.hpp"
 
 namespace distlab {
@@ -39,19 +40,23 @@ void softmaxLine(const T* x, T* y, int64_t n, int64_t step, std::vector<detail::
 
 template <bool kLog>
 Tensor softmaxImpl(const char* op, const Tensor& self, int64_t dim) {
-  detail::checkCpu(op, self);
+  detail::checkDefined(op, self);
   if (!isFloatingPoint(self.dtype())) {
     throw ValueError(detail::concat(op, ": expects a floating point tensor, got dtype ",
                                     dtypeName(self.dtype())));
   }
   dim = detail::wrapDim(op, dim, self.dim());
   const Tensor x = self.contiguous();
-  Tensor out = detail::makeEmpty(self.sizes(), self.dtype());
+  Tensor out = detail::makeEmpty(self.sizes(), self.dtype(), self.device());
   if (x.numel() == 0) return out;
   const int64_t n = x.dim() == 0 ? 1 : x.sizes()[dim];
   int64_t inner = 1;
   for (int64_t d = dim + 1; d < x.dim(); ++d) inner *= x.sizes()[d];
   const int64_t outer = x.numel() / (n * inner);
+  if (!out.device().isCpu()) {
+    runKernel(out.device(), op, {out}, {x}, {}, {outer, n, inner});
+    return out;
+  }
   dispatchDType(x.dtype(), [&](auto tag) {
     using T = decltype(tag);
     if constexpr (std::is_floating_point_v<T> || detail::kIsHalfLike<T>) {

@@ -15,8 +15,10 @@ namespace distlab {
 
 class Storage {
  public:
-  // Allocates `nbytes` on `device` (uninitialised). Throws on CUDA until the
-  // CUDA allocator exists, and on allocation failure with the size requested.
+  // Allocates `nbytes` on `device` (uninitialised) with the device's allocator
+  // (allocator.hpp). Throws for a device type without an allocator (CUDA in a
+  // build without CUDA) and on allocation failure with the size requested.
+  // Meta storage has data() == nullptr.
   static std::shared_ptr<Storage> allocate(size_t nbytes, Device device);
   // Wraps external memory; `deleter` (may be empty) runs when the storage dies.
   static std::shared_ptr<Storage> wrap(void* data, size_t nbytes, Device device,
@@ -46,7 +48,6 @@ class Storage {
 
  private:
   Storage(void* data, size_t nbytes, Device device, std::function<void(void*)> deleter);
-  static void* alignedAllocate(size_t nbytes, Device device);
 
   void* data_;
   size_t nbytes_;

@@ -140,7 +140,14 @@ class Tensor {
 
   // ---- conversion and copy --------------------------------------------------
   Tensor to(DType dtype) const;              // *this when already that dtype
+  // A contiguous copy on `device` (*this when already there); cross-device
+  // copies follow Note [Cross-device copies] (copy.cpp). A meta tensor cannot
+  // move to a device with memory: it has no values (use toEmpty).
   Tensor to(Device device) const;
+  // An uninitialised contiguous tensor of this shape and dtype on `device`,
+  // without autograd meta (PyTorch: torch.empty_like(t, device=...)); how a
+  // model built on meta is materialised.
+  Tensor toEmpty(Device device) const;
   // Copies src into *this elementwise (broadcasting src), converting dtypes.
   Tensor& copy_(const Tensor& src);
   Tensor& fill_(Scalar value);

@@ -1,9 +1,17 @@
 // Factory functions: empty/zeros/ones/full, ranges, random tensors, fromVector.
+//
+// Note [Factories on devices]
+// The device comes from the options, or from a DefaultDeviceGuard when the
+// options ask for the CPU (factoryDevice). Values that are computed element by
+// element (ranges, random numbers, fromVector) are produced on the host and
+// copied to the device, so a seed gives the same numbers on every device; on
+// meta nothing is computed and no random number is drawn (as in PyTorch).
 #include <cmath>
 
 #include "runtime/core/check.hpp"
 #include "runtime/tensor/detail/convert.hpp"
 #include "runtime/tensor/detail/tensor_util.hpp"
+#include "runtime/tensor/dispatch.hpp"
 #include "runtime/tensor/tensor.hpp"
 
 namespace distlab {
@@ -14,17 +22,32 @@ Tensor finish(Tensor t, const TensorOptions& options) {
   return t;
 }
 
+// A new contiguous tensor whose values `fill(cpuTensor)` writes on the host
+// (Note [Factories on devices]).
+template <typename Fill>
+Tensor hostFilled(const Shape& shape, const TensorOptions& options, Fill&& fill) {
+  const Device device = factoryDevice(options.device);
+  if (device.isMeta()) return detail::makeEmpty(shape, options.dtype, device);
+  Tensor out = detail::makeEmpty(shape, options.dtype, Device::cpu());
+  fill(out);
+  return out.to(device);
+}
+
 // Fills a new contiguous tensor element by element from `next()` (double).
 template <typename Next>
 Tensor generate(const Shape& shape, const TensorOptions& options, Next&& next) {
-  Tensor out = detail::makeEmpty(shape, options.dtype, options.device);
-  dispatchDType(options.dtype, [&](auto tag) {
-    using T = decltype(tag);
-    T* p = static_cast<T*>(out.rawData());
-    const int64_t n = out.numel();
-    for (int64_t i = 0; i < n; ++i) p[i] = detail::castTo<T>(next());
+  return hostFilled(shape, options, [&](Tensor& out) {
+    dispatchDType(options.dtype, [&](auto tag) {
+      using T = decltype(tag);
+      T* p = static_cast<T*>(out.rawData());
+      const int64_t n = out.numel();
+      for (int64_t i = 0; i < n; ++i) p[i] = detail::castTo<T>(next());
+    });
   });
-  return out;
+}
+
+Tensor emptyOn(const Shape& shape, const TensorOptions& options) {
+  return detail::makeEmpty(shape, options.dtype, factoryDevice(options.device));
 }
 
 void checkFloating(const char* op, DType dtype) {
@@ -37,11 +60,11 @@ void checkFloating(const char* op, DType dtype) {
 }  // namespace
 
 Tensor empty(const Shape& shape, TensorOptions options) {
-  return finish(detail::makeEmpty(shape, options.dtype, options.device), options);
+  return finish(emptyOn(shape, options), options);
 }
 
 Tensor zeros(const Shape& shape, TensorOptions options) {
-  Tensor t = detail::makeEmpty(shape, options.dtype, options.device);
+  Tensor t = emptyOn(shape, options);
   t.zero_();
   return finish(t, options);
 }
@@ -49,14 +72,25 @@ Tensor zeros(const Shape& shape, TensorOptions options) {
 Tensor ones(const Shape& shape, TensorOptions options) { return full(shape, 1, options); }
 
 Tensor full(const Shape& shape, Scalar value, TensorOptions options) {
-  Tensor t = detail::makeEmpty(shape, options.dtype, options.device);
+  Tensor t = emptyOn(shape, options);
   t.fill_(value);
   return finish(t, options);
 }
 
-Tensor emptyLike(const Tensor& like) { return empty(like.sizes(), {like.dtype(), like.device()}); }
-Tensor zerosLike(const Tensor& like) { return zeros(like.sizes(), {like.dtype(), like.device()}); }
-Tensor onesLike(const Tensor& like) { return ones(like.sizes(), {like.dtype(), like.device()}); }
+// The *Like factories keep `like`'s device, also under a DefaultDeviceGuard.
+Tensor emptyLike(const Tensor& like) {
+  return detail::makeEmpty(like.sizes(), like.dtype(), like.device());
+}
+Tensor zerosLike(const Tensor& like) {
+  Tensor t = emptyLike(like);
+  t.zero_();
+  return t;
+}
+Tensor onesLike(const Tensor& like) {
+  Tensor t = emptyLike(like);
+  t.fill_(1);
+  return t;
+}
 
 Tensor arange(int64_t end, TensorOptions options) {
   if (end < 0) throw ValueError(detail::concat("arange: end (", end, ") must be >= 0"));
@@ -113,19 +147,20 @@ Tensor randint(int64_t low, int64_t high, const Shape& shape, Generator& gen,
     throw ValueError(detail::concat("randint: expects low < high, got low=", low,
                                     " high=", high));
   }
-  Tensor out = detail::makeEmpty(shape, options.dtype, options.device);
-  dispatchDType(options.dtype, [&](auto tag) {
-    using T = decltype(tag);
-    T* p = static_cast<T*>(out.rawData());
-    const int64_t n = out.numel();
-    for (int64_t i = 0; i < n; ++i) {
-      const int64_t v = gen.randint(low, high);
-      if constexpr (std::is_integral_v<T>) {
-        p[i] = static_cast<T>(v);
-      } else {
-        p[i] = detail::castTo<T>(static_cast<double>(v));
+  Tensor out = hostFilled(shape, options, [&](Tensor& host) {
+    dispatchDType(options.dtype, [&](auto tag) {
+      using T = decltype(tag);
+      T* p = static_cast<T*>(host.rawData());
+      const int64_t n = host.numel();
+      for (int64_t i = 0; i < n; ++i) {
+        const int64_t v = gen.randint(low, high);
+        if constexpr (std::is_integral_v<T>) {
+          p[i] = static_cast<T>(v);
+        } else {
+          p[i] = detail::castTo<T>(static_cast<double>(v));
+        }
       }
-    }
+    });
   });
   return finish(out, options);
 }
@@ -138,11 +173,14 @@ Tensor fromVector(const std::vector<T>& values, const Shape& shape, TensorOption
                                     shapeNumel(sizes), " values but ", values.size(),
                                     " were given"));
   }
-  Tensor out = detail::makeEmpty(sizes, options.dtype, options.device);
-  dispatchDType(options.dtype, [&](auto tag) {
-    using O = decltype(tag);
-    O* p = static_cast<O*>(out.rawData());
-    for (size_t i = 0; i < values.size(); ++i) p[i] = detail::castTo<O>(static_cast<T>(values[i]));
+  Tensor out = hostFilled(sizes, options, [&](Tensor& host) {
+    dispatchDType(options.dtype, [&](auto tag) {
+      using O = decltype(tag);
+      O* p = static_cast<O*>(host.rawData());
+      for (size_t i = 0; i < values.size(); ++i) {
+        p[i] = detail::castTo<O>(static_cast<T>(values[i]));
+      }
+    });
   });
   return finish(out, options);
 }

@@ -5,6 +5,7 @@
 #include "runtime/tensor/autograd_meta.hpp"
 #include "runtime/tensor/detail/convert.hpp"
 #include "runtime/tensor/detail/tensor_util.hpp"
+#include "runtime/tensor/dispatch.hpp"
 #include "runtime/tensor/tensor.hpp"
 
 namespace distlab {
@@ -52,6 +53,9 @@ TensorOptions Tensor::options() const {
 
 void* Tensor::rawData() const {
   const TensorImpl& impl = implOf(*this, "rawData");
+  if (impl.storage->data() == nullptr && impl.storage->device().isMeta()) {
+    detail::throwNoData("rawData", *this);
+  }
   return static_cast<char*>(impl.storage->data()) +
          impl.offset * static_cast<int64_t>(distlab::elementSize(impl.dtype));
 }
@@ -67,7 +71,8 @@ T* Tensor::data() const {
 
 template <typename T>
 T Tensor::item() const {
-  detail::checkCpu("item", *this);
+  const Tensor host = detail::hostValues("item", *this);
+  if (!host.isSame(*this)) return host.item<T>();
   if (numel() != 1) {
     throw ValueError(detail::concat("item: a Tensor with ", numel(),
                                     " elements cannot be converted to Scalar (shape ",
@@ -81,8 +86,7 @@ T Tensor::item() const {
 
 template <typename T>
 std::vector<T> Tensor::toVector() const {
-  detail::checkCpu("toVector", *this);
-  const Tensor src = contiguous();
+  const Tensor src = detail::hostValues("toVector", *this).contiguous();
   std::vector<T> out(static_cast<size_t>(src.numel()));
   dispatchDType(src.dtype(), [&](auto tag) {
     using S = decltype(tag);

@@ -2,6 +2,7 @@
 #include "runtime/tensor/detail/tensor_util.hpp"
 
 #include "runtime/core/check.hpp"
+#include "runtime/tensor/dispatch.hpp"
 
 namespace distlab {
 namespace detail {
@@ -10,12 +11,12 @@ void checkDefined(const char* op, const Tensor& t) {
   if (!t.defined()) throw Error(concat(op, ": expected a defined tensor but got an undefined one"));
 }
 
-void checkCpu(const char* op, const Tensor& t) {
+Tensor hostValues(const char* op, const Tensor& t) {
   checkDefined(op, t);
-  if (!t.storage()->device().isCpu()) {
-    throw Error(concat(op, ": no kernel for device ", t.storage()->device().str(),
-                       " (only cpu kernels are built; CUDA kernels come with CUDA support)"));
-  }
+  const Device device = t.device();
+  if (device.isCpu()) return t;
+  if (device.isMeta()) throwNoData(op, t);
+  return t.to(Device::cpu());
 }
 
 int64_t wrapDim(const char* op, int64_t dim, int64_t ndim) {

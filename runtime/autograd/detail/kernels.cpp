@@ -5,6 +5,7 @@
 #include "runtime/autograd/detail/op_util.hpp"
 #include "runtime/core/check.hpp"
 #include "runtime/core/errors.hpp"
+#include "runtime/tensor/dispatch.hpp"
 
 namespace distlab::ops::detail {
 namespace {
@@ -35,12 +36,15 @@ Tensor sumToSize(const Tensor& grad, const Shape& shape, DType dtype) {
 }
 
 Tensor reluBackward(const Tensor& grad, const Tensor& output) {
+  if (!output.device().isCpu()) {  // composed from tensor kernels on other devices
+    return grad.mul(output.gt(0).to(grad.dtype())).to(output.dtype());
+  }
   const DType ct = computeType(output.dtype());
   Tensor g = grad.to(ct).contiguous();
   Tensor o = output.to(ct).contiguous();
   Tensor result = floatDispatch(o, [&](auto tag) {
     using T = decltype(tag);
-    Tensor r = empty(o.sizes(), plain(ct));
+    Tensor r = empty(o.sizes(), plain(ct, Device::cpu()));
     const T* gp = g.data<T>();
     const T* op = o.data<T>();
     T* rp = r.data<T>();
@@ -52,12 +56,18 @@ Tensor reluBackward(const Tensor& grad, const Tensor& output) {
 }
 
 Tensor geluBackward(const Tensor& grad, const Tensor& input) {
+  if (!input.device().isCpu()) {
+    // Device kernel "gelu_backward": {r} = {grad, input}, dtype of input.
+    Tensor r = empty(input.sizes(), plain(input));
+    runKernel(input.device(), "gelu_backward", {r}, {grad.to(input.device()), input});
+    return r;
+  }
   const DType ct = computeType(input.dtype());
   Tensor g = grad.to(ct).contiguous();
   Tensor x = input.to(ct).contiguous();
   Tensor result = floatDispatch(x, [&](auto tag) {
     using T = decltype(tag);
-    Tensor r = empty(x.sizes(), plain(ct));
+    Tensor r = empty(x.sizes(), plain(ct, Device::cpu()));
     const T* gp = g.data<T>();
     const T* xp = x.data<T>();
     T* rp = r.data<T>();
@@ -113,7 +123,7 @@ Tensor crossEntropyBackward(const Tensor& logProbs,
   const int64_t* tp = t.data<int64_t>();
   Tensor result = floatDispatch(lp, [&](auto tag) {
     using T = decltype(tag);
-    Tensor r = empty({n, c}, plain(ct));
+    Tensor r = empty({n, c}, plain(ct, Device::cpu()));
     const T* p = lp.data<T>();
     T* rp = r.data<T>();
     for (int64_t i = 0; i < n; ++i) {

@@ -6,7 +6,7 @@ namespace distlab::ops::detail {
 
 // Options for a plain (non-grad) tensor like `t`.
 inline TensorOptions plain(const Tensor& t) { return TensorOptions{t.dtype(), t.device(), false}; }
-inline TensorOptions plain(DType dtype) { return TensorOptions{dtype, Device::cpu(), false}; }
+inline TensorOptions plain(DType dtype, Device device) { return TensorOptions{dtype, device, false}; }
 
 // Sums a broadcast gradient back to `shape` and converts it to `dtype`
 // (the backward of broadcasting).
@@ -24,6 +24,11 @@ double nllSum(const Tensor& logProbs,
               const Tensor& targets,
               int64_t ignoreIndex,
               int64_t* validCount);
+// Cross-entropy from differentiable ops, for devices other than the CPU (the
+// CPU path reads the targets on the host): the mean over valid rows of
+// -logSoftmax(logits)[row, target], ignored rows masked out. Nothing is read
+// back to the host, so it also runs shape-only on meta. Runs on CPU too.
+Tensor crossEntropyComposed(const Tensor& logits, const Tensor& targets, int64_t ignoreIndex);
 // (softmax - onehot(target)) * scale for valid rows, 0 for ignored rows.
 Tensor crossEntropyBackward(const Tensor& logProbs,
                             const Tensor& targets,

@@ -26,7 +26,7 @@ TensorList CausalSelfAttention::forwardAll(const TensorList& inputs) {
   Tensor q = heads(qkv[0]), k = heads(qkv[1]), v = heads(qkv[2]);
   Tensor att = ops::mul(ops::matmul(q, ops::transpose(k, -2, -1)),
                         Scalar(1.0 / std::sqrt(static_cast<double>(hd))));
-  Tensor pos = arange(t);
+  Tensor pos = arange(t, TensorOptions{DType::kInt64, x.device()});
   Tensor future = pos.unsqueeze(0).gt(pos.unsqueeze(1));  // column > row
   att = ops::softmax(ops::maskedFill(att, future, -std::numeric_limits<double>::infinity()), -1);
   Tensor y = ops::reshape(ops::transpose(ops::matmul(att, v), 1, 2), {b, t, c});
@@ -68,7 +68,8 @@ TensorList Gpt::forwardAll(const TensorList& inputs) {
   DL_CHECK_T(ValueError, idx.dim() == 2 && idx.size(1) <= options_.blockSize,
              "Gpt: expected token ids (B, T) with T <= ", options_.blockSize, ", got shape ",
              shapeToString(idx.sizes()));
-  Tensor x = ops::add(wte_->forward(idx), wpe_->forward(arange(idx.size(1))));
+  const Tensor pos = arange(idx.size(1), TensorOptions{DType::kInt64, idx.device()});
+  Tensor x = ops::add(wte_->forward(idx), wpe_->forward(pos));
   for (const auto& block : *h_) x = block->forward(x);
   return {lmHead_->forward(lnF_->forward(x))};
 }

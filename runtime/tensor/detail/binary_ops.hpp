@@ -2,12 +2,17 @@
 // Drivers shared by the elementwise .cpp files: broadcasting, type promotion
 // and dispatch around detail::binaryKernel / unaryKernel. `factory(tag)`
 // returns the scalar functor for element type decltype(tag); it works on
-// OpMathT<T> values (float for the half types).
+// OpMathT<T> values (float for the half types). On a device other than the
+// CPU the drivers allocate the result there and run the device's kernel for
+// `op` (Note [Device dispatch]) with `params` as its scalars: the operation's
+// numeric parameters (alpha, the scalar operand, exponent, bounds).
+#include <initializer_list>
 #include <type_traits>
 
 #include "runtime/tensor/detail/convert.hpp"
 #include "runtime/tensor/detail/elementwise.hpp"
 #include "runtime/tensor/detail/tensor_util.hpp"
+#include "runtime/tensor/dispatch.hpp"
 
 namespace distlab::detail {
 
@@ -19,14 +24,20 @@ inline Tensor expandTo(const Tensor& t, const Shape& shape) {
 // when kBoolOut, for comparisons).
 template <bool kBoolOut = false, typename Factory>
 Tensor binaryOutOfPlace(const char* op, const Tensor& a, const Tensor& b, DType compute,
-                        Factory factory) {
+                        Factory factory, std::initializer_list<double> params = {}) {
   const DType outDtype = kBoolOut ? DType::kBool : compute;
-  checkCpu(op, a);
-  checkCpu(op, b);
+  checkDefined(op, a);
+  checkDefined(op, b);
+  checkSameDevice(op, a, b);
   const Shape shape = broadcastFor(op, a.sizes(), b.sizes());
-  const Tensor x = expandTo(a.to(compute), shape);
-  const Tensor y = expandTo(b.to(compute), shape);
-  Tensor out = makeEmpty(shape, outDtype);
+  const Device device = commonDevice(a, b);
+  const Tensor x = expandTo(a.to(device).to(compute), shape);
+  const Tensor y = expandTo(b.to(device).to(compute), shape);
+  Tensor out = makeEmpty(shape, outDtype, device);
+  if (!device.isCpu()) {
+    runKernel(device, op, {out}, {x, y}, params);
+    return out;
+  }
   dispatchDType(compute, [&](auto tag) {
     using T = decltype(tag);
     using M = OpMathT<T>;
@@ -42,9 +53,10 @@ Tensor binaryOutOfPlace(const char* op, const Tensor& a, const Tensor& b, DType 
 // self = f(self, other) in self's dtype; other must broadcast to self's shape.
 template <typename Factory>
 Tensor& binaryInPlace(const char* op, Tensor& self, const Tensor& other, DType result,
-                      Factory factory) {
-  checkCpu(op, self);
-  checkCpu(op, other);
+                      Factory factory, std::initializer_list<double> params = {}) {
+  checkDefined(op, self);
+  checkDefined(op, other);
+  checkSameDevice(op, self, other);
   checkInplaceCast(op, result, self.dtype());
   if (other.sizes() != self.sizes()) {
     const Shape shape = broadcastFor(op, self.sizes(), other.sizes());
@@ -53,7 +65,11 @@ Tensor& binaryInPlace(const char* op, Tensor& self, const Tensor& other, DType r
                          " doesn't match the broadcast shape ", shapeToString(shape)));
     }
   }
-  const Tensor y = expandTo(other.to(self.dtype()), self.sizes());
+  const Tensor y = expandTo(other.to(self.device()).to(self.dtype()), self.sizes());
+  if (!self.device().isCpu()) {
+    runKernel(self.device(), op, {self}, {self, y}, params);
+    return self;
+  }
   dispatchDType(self.dtype(), [&](auto tag) {
     using T = decltype(tag);
     using M = OpMathT<T>;
@@ -68,11 +84,16 @@ Tensor& binaryInPlace(const char* op, Tensor& self, const Tensor& other, DType r
 // out = f(a) computed and stored in `compute` (bool when kBoolOut). The
 // factory gets the compute type's tag.
 template <bool kBoolOut = false, typename Factory>
-Tensor unaryOutOfPlace(const char* op, const Tensor& a, DType compute, Factory factory) {
+Tensor unaryOutOfPlace(const char* op, const Tensor& a, DType compute, Factory factory,
+                       std::initializer_list<double> params = {}) {
   const DType outDtype = kBoolOut ? DType::kBool : compute;
-  checkCpu(op, a);
+  checkDefined(op, a);
   const Tensor x = a.to(compute);
-  Tensor out = makeEmpty(a.sizes(), outDtype);
+  Tensor out = makeEmpty(a.sizes(), outDtype, a.device());
+  if (!a.device().isCpu()) {
+    runKernel(a.device(), op, {out}, {x}, params);
+    return out;
+  }
   dispatchDType(compute, [&](auto tag) {
     using T = decltype(tag);
     using M = OpMathT<T>;
@@ -85,8 +106,13 @@ Tensor unaryOutOfPlace(const char* op, const Tensor& a, DType compute, Factory f
 
 // self = f(self) in self's dtype.
 template <typename Factory>
-Tensor& unaryInPlace(const char* op, Tensor& self, Factory factory) {
-  checkCpu(op, self);
+Tensor& unaryInPlace(const char* op, Tensor& self, Factory factory,
+                     std::initializer_list<double> params = {}) {
+  checkDefined(op, self);
+  if (!self.device().isCpu()) {
+    runKernel(self.device(), op, {self}, {self}, params);
+    return self;
+  }
   dispatchDType(self.dtype(), [&](auto tag) {
     using T = decltype(tag);
     using M = OpMathT<T>;

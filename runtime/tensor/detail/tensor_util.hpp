@@ -8,10 +8,11 @@
 
 namespace distlab::detail {
 
-// Throws Error naming the op and the device when `t` is not on the CPU (no
-// CUDA kernels exist yet) or undefined.
-void checkCpu(const char* op, const Tensor& t);
 void checkDefined(const char* op, const Tensor& t);
+// `t` itself on the CPU, a CPU copy of it on a device with memory; throws for
+// meta tensors, which have no values (for ops that read values on the host:
+// item, toVector, equal, printing).
+Tensor hostValues(const char* op, const Tensor& t);
 // Wraps a possibly negative dim into [0, ndim); ValueError when out of range.
 // A 0-dim tensor accepts dims -1 and 0 (as PyTorch does).
 int64_t wrapDim(const char* op, int64_t dim, int64_t ndim);

@@ -1,0 +1,15 @@
+#pragma once
+// CUDA kernels registered for DeviceType::kCUDA (Note [Device dispatch]).
+// Element types: float32, float64, int64, int32 and bool (masks, comparisons);
+// an operation on another dtype throws "<op> is not implemented for device
+// cuda:N with dtype <dtype>". All launches go to the current stream.
+#include "runtime/tensor/dispatch.hpp"
+
+namespace distlab::cuda {
+
+// Installs the kernels of cuda_elementwise.cu, cuda_reduce.cu and cuda_blas.cpp.
+void registerElementwiseKernels();
+void registerReduceKernels();
+void registerBlasKernels();
+
+}  // namespace distlab::cuda
