@@ -38,6 +38,20 @@ void parseRankExpect(const TomlReader& r, const toml::table& ranks, const Scenar
   }
 }
 
+// exposed_comm_max / overlap_ratio_min: fractions, training runs that succeed.
+void parseOverlapExpect(const TomlReader& r, const toml::table& t, Scenario& s) {
+  OverlapExpectation& o = s.expect.overlap;
+  o.exposedCommMax = r.number(t, "exposed_comm_max", NumRange{0, 1, true, ""});
+  o.overlapRatioMin = r.number(t, "overlap_ratio_min", NumRange{0, 1, false, ""});
+  for (const char* key : {"exposed_comm_max", "overlap_ratio_min"}) {
+    if (!t.contains(key)) continue;
+    if (s.workloadKind != "training" || s.expect.outcome != Outcome::kSuccess) {
+      r.fail(r.lineOfKey(t, key), fmt::format("'{}' needs a training workload with outcome = "
+                                              "\"success\" (it reads the steps' traces)", key));
+    }
+  }
+}
+
 }  // namespace
 
 void parseExpect(const TomlReader& r, const toml::table& root, Scenario& s) {
@@ -46,7 +60,7 @@ void parseExpect(const TomlReader& r, const toml::table& root, Scenario& s) {
   r.checkKeys(*t, "[expect]",
               {"outcome", "error", "message", "error_ranks", "culprits", "diagnosis",
                "detect_within", "params_equal", "params_match_reference", "params_differ",
-               "loss_decreased", "rank"});
+               "loss_decreased", "rank", "exposed_comm_max", "overlap_ratio_min"});
   Expectation& e = s.expect;
   e.pos = r.posOf(*t);
   auto outcome = r.choice(*t, "outcome", {"success", "error", "timeout"});
@@ -76,6 +90,7 @@ void parseExpect(const TomlReader& r, const toml::table& root, Scenario& s) {
   trainingOnly("params_match_reference", e.paramsMatchReference);
   trainingOnly("params_differ", e.paramsDifferAcrossRanks);
   trainingOnly("loss_decreased", e.lossDecreased);
+  parseOverlapExpect(r, *t, s);
   if (e.outcome == Outcome::kSuccess && (!e.error.empty() || !e.message.empty())) {
     r.fail(e.pos.line, "outcome = \"success\" cannot expect an error or message");
   }

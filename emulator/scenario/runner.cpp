@@ -16,6 +16,7 @@
 #include "emulator/scenario/rank_processes.hpp"
 #include "emulator/scenario/scenario_parser.hpp"
 #include "emulator/scenario/trace_writer.hpp"
+#include "emulator/trace/scenario_overlap.hpp"
 #include "runtime/core/clock.hpp"
 #include "runtime/core/errors.hpp"
 
@@ -127,6 +128,7 @@ void execute(const Scenario& s, const RunOptions& o, const std::string& dir,
   RankLaunch l;  // the launcher hosts the store (MASTER_ADDR/MASTER_PORT)
   l.executable = o.executable.empty() ? selfExecutable() : o.executable;
   l.args = {"scenario-rank", s.path, "--result-dir", dir};
+  if (o.trace) l.args.push_back("--trace");
   l.env = {{"TORCH_DISTRIBUTED_DEBUG", s.debugLevel},
            // Flight-recorder dumps go to the run's folder, not /tmp (Cleanup).
            {"TORCH_FR_DUMP_TEMP_FILE", dir + "/fr_rank_"}};
@@ -146,6 +148,16 @@ void execute(const Scenario& s, const RunOptions& o, const std::string& dir,
   rep.diagnosis = diagnose(s, launched.ranks, results, events, wallClockNowUs());
   appendFlightRecorderAnalysis(dir, s.worldSize, rep.diagnosis);
   rep.failures = checkExpectations(s, rep.diagnosis, launched.ranks, results);
+  std::optional<ScenarioTrace> traced;
+  try {
+    traced = collectScenarioTrace(s, dir, events);
+  } catch (const std::exception& e) {
+    rep.failures.push_back(fmt::format("{}: the ranks' traces could not be merged: {}", s.path,
+                                       e.what()));
+  }
+  if (rep.diagnosis.outcome == Outcome::kSuccess) {
+    for (auto& f : checkOverlapExpectations(s, traced)) rep.failures.push_back(std::move(f));
+  }
   if (launched.leftoverProcesses) {
     rep.failures.push_back(fmt::format("{}: a rank process outlived the run", s.path));
   }
@@ -162,10 +174,14 @@ void execute(const Scenario& s, const RunOptions& o, const std::string& dir,
   rep.passed = rep.failures.empty();
   rep.durationS = watch.elapsedSeconds();
   if (!o.outDir.empty()) {
-    std::ofstream(fmt::format("{}/{}.json", o.outDir, fileStem(s)))
-        << reportJson(s, rep, launched.ranks, results).dump(2) << "\n";
-    if (o.trace || s.trace) {
-      writeMergedTrace(fmt::format("{}/{}.trace.json", o.outDir, fileStem(s)), s, events);
+    nlohmann::json report = reportJson(s, rep, launched.ranks, results);
+    if (traced) report["overlap"] = overlapJson(traced->byRank);
+    std::ofstream(fmt::format("{}/{}.json", o.outDir, fileStem(s))) << report.dump(2) << "\n";
+    const std::string tracePath = fmt::format("{}/{}.trace.json", o.outDir, fileStem(s));
+    if (traced) {
+      std::ofstream(tracePath) << traced->merged.dump() << "\n";
+    } else if (o.trace || s.trace) {
+      writeMergedTrace(tracePath, s, events);  // no rank traced (all died early): event logs
     }
   }
   if (o.verbose && !rep.passed) {

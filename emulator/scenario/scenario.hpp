@@ -105,6 +105,14 @@ struct RankExpectation {
   SourcePos pos;
 };
 
+// Overlap expectations (Note [Overlap metrics]), checked on the steps after
+// the first of every rank's trace; each bound holds for the worst rank.
+struct OverlapExpectation {
+  std::optional<double> exposedCommMax;   // exposed communication / step time
+  std::optional<double> overlapRatioMin;  // overlapped / all communication
+  bool any() const { return exposedCommMax || overlapRatioMin; }
+};
+
 struct Expectation {
   Outcome outcome = Outcome::kSuccess;
   std::string error;                     // on every rank in errorRanks
@@ -118,6 +126,7 @@ struct Expectation {
   bool paramsDifferAcrossRanks = false;  // bit_flip scenarios: the checksum must differ
   bool lossDecreased = false;
   std::map<int, RankExpectation> perRank;
+  OverlapExpectation overlap;
   SourcePos pos;
 };
 

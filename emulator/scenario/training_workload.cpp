@@ -15,6 +15,7 @@
 #include "runtime/autograd/engine.hpp"
 #include "runtime/autograd/grad_mode.hpp"
 #include "runtime/autograd/ops.hpp"
+#include "runtime/core/trace.hpp"
 #include "runtime/optim/adam.hpp"
 #include "runtime/optim/sgd.hpp"
 
@@ -78,6 +79,7 @@ void runTrainingWorkload(const Scenario& s, int rank, const comm::ProcessGroupPt
   ctx.rank = rank;
   ctx.worldSize = s.worldSize;
   ctx.module = buildScenarioModel(tr);
+  nn::labelModulesForTrace(*ctx.module);
   ctx.group = world;
   auto engine = info->factory(ctx);
   auto params = engine->parameters();
@@ -94,6 +96,8 @@ void runTrainingWorkload(const Scenario& s, int rank, const comm::ProcessGroupPt
   }
   const int batches = tr.batchesOf(rank);
   for (int step = 0; step < batches; ++step) {
+    trace::Span stepSpan(trace::Category::kStep, "step ",
+                         trace::enabled() ? std::to_string(step) : std::string());
     plan.setStep(step);
     plan.log().write(fmt::format("step {}", step));
     for (const FaultSpec* f : plan.stepFaults(step)) plan.act(*f, 0);
@@ -119,11 +123,17 @@ void runTrainingWorkload(const Scenario& s, int rank, const comm::ProcessGroupPt
       plan.recordFired(*f, 0, fmt::format("bit {}", f->bit));
       flipGradientBit(params, f->bit);
     }
-    if (reference) reference->afterBackward(step, syncStep(tr, step), params);
+    if (reference) {
+      trace::SuppressGuard untraced;  // the single-process reference is not this rank's work
+      reference->afterBackward(step, syncStep(tr, step), params);
+    }
     if (syncStep(tr, step)) {
       opt->step();
       opt->zeroGrad();
-      if (reference) reference->afterOptimizerStep(params);
+      if (reference) {
+        trace::SuppressGuard untraced;
+        reference->afterOptimizerStep(params);
+      }
     }
     if (result.nonFiniteStep < 0) {  // Note [Non-finite numbers in result files]
       if (auto what = nonFiniteParameter(params)) noteNonFinite(result, step, *what);

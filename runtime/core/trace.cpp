@@ -36,6 +36,7 @@ Registry& registry() {
 thread_local std::shared_ptr<ThreadBuffer> tBuffer;
 thread_local std::string tName;
 thread_local std::vector<Label> tScopes;
+thread_local bool tSuppressed = false;
 
 ThreadBuffer& buffer() {
   if (!tBuffer) {
@@ -52,6 +53,7 @@ ThreadBuffer& buffer() {
 }
 
 void record(Event e) {
+  if (tSuppressed) return;
   ThreadBuffer& b = buffer();
   std::lock_guard<std::mutex> lock(b.mutex);
   if (b.events.size() >= kMaxEventsPerThread) {
@@ -162,6 +164,9 @@ Snapshot snapshot() {
                    [](const Event& a, const Event& b) { return a.track < b.track; });
   return s;
 }
+
+SuppressGuard::SuppressGuard() : previous_(tSuppressed) { tSuppressed = true; }
+SuppressGuard::~SuppressGuard() { tSuppressed = previous_; }
 
 void ScopeGuard::push(const Label& label) {
   tScopes.push_back(label);

@@ -135,6 +135,19 @@ inline constexpr size_t kMaxEventsPerThread = 1 << 20;
 // A copy of everything recorded so far.
 Snapshot snapshot();
 
+// Drops the calling thread's events while alive (a reference computation run
+// inside a traced step must not count as the step's compute).
+class SuppressGuard {
+ public:
+  SuppressGuard();
+  ~SuppressGuard();
+  SuppressGuard(const SuppressGuard&) = delete;
+  SuppressGuard& operator=(const SuppressGuard&) = delete;
+
+ private:
+  bool previous_;
+};
+
 // ---- scopes: which module an autograd node belongs to --------------------------
 // A label shared by a module and the nodes recorded under it.
 using Label = std::shared_ptr<const std::string>;

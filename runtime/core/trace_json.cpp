@@ -61,8 +61,10 @@ std::string chromeTraceJson(const Snapshot& s, const ChromeTraceInfo& info) {
   }
   out += fmt::format(
       "\n],\"displayTimeUnit\":\"ms\",\"otherData\":{{\"clock\":\"monotonic\","
-      "\"rank\":{},\"clock_offset_ns\":{},\"clock_bound_ns\":{},\"dropped_events\":{}}}}}\n",
-      info.pid, info.clockOffsetNs, info.clockBoundNs, s.dropped);
+      "\"rank\":{},\"clock_offset_ns\":{},\"clock_bound_ns\":{},\"dropped_events\":{},"
+      "\"anchor_wall_us\":{},\"anchor_mono_ns\":{}}}}}\n",
+      info.pid, info.clockOffsetNs, info.clockBoundNs, s.dropped, info.anchorWallUs,
+      info.anchorMonoNs);
   return out;
 }
 

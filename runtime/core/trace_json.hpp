@@ -20,6 +20,10 @@ struct ChromeTraceInfo {
   std::string processName;     // "rank 0"
   int64_t clockOffsetNs = 0;   // added to every timestamp (aligns to rank 0's clock)
   int64_t clockBoundNs = -1;   // the alignment's error bound; -1: not aligned
+  // One moment read on both clocks (0: none), so that wall-clock logs can be
+  // placed on the trace's timeline: mono = anchorMonoNs + (wall - anchorWallUs).
+  int64_t anchorWallUs = 0;
+  int64_t anchorMonoNs = 0;
 };
 
 // `text` as a JSON string literal, quotes included.

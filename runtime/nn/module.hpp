@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "runtime/autograd/hooks.hpp"
+#include "runtime/core/trace.hpp"
 #include "runtime/nn/state_dict.hpp"
 #include "runtime/tensor/tensor.hpp"
 
@@ -54,6 +55,13 @@ class Module {
 
   // The class name used in messages ("Linear", "TwoLinLayerNet").
   const std::string& typeName() const { return typeName_; }
+
+  // ---- tracing (runtime/core/trace.hpp) ---------------------------------------------
+  // The name of this module's spans ("forward <label>") and of the autograd
+  // nodes recorded inside its forward ("backward <label>"); the type name until
+  // labelModulesForTrace() gives it the FQN.
+  const trace::Label& traceLabel() const { return traceLabel_; }
+  void setTraceLabel(std::string label);
 
   // ---- forward --------------------------------------------------------------------
   // The computation; subclasses override. Called without hooks.
@@ -134,6 +142,11 @@ class Module {
   std::vector<std::string> nonPersistent_;
   std::vector<std::pair<std::string, std::shared_ptr<Module>>> children_;
   std::shared_ptr<Hooks> hooks_;
+  trace::Label traceLabel_;
 };
+
+// Labels `root` and every descendant with its FQN (the root with its type
+// name) for traces, so that "forward layers.0" names one module of a model.
+void labelModulesForTrace(Module& root);
 
 }  // namespace distlab::nn

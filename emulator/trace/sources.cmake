@@ -1,0 +1,9 @@
+# Traces: clock alignment through the store, merging the ranks' traces,
+# overlap metrics (Note [Overlap metrics]).
+list(APPEND DISTLAB_EMULATOR_SOURCES trace/overlap_metrics.cpp trace/trace_merge.cpp)
+list(APPEND DISTLAB_EMULATOR_DEPS nlohmann_json::nlohmann_json)
+if(TARGET distlab_comm)
+  list(APPEND DISTLAB_EMULATOR_SOURCES trace/clock_align.cpp trace/rank_trace.cpp
+                                       trace/scenario_overlap.cpp)
+  list(APPEND DISTLAB_EMULATOR_DEPS distlab::comm)
+endif()
