@@ -162,7 +162,10 @@ void Reducer::launchBucket(Bucket& bucket) {
                              bucket.gradients.nbytes()));
   }
   bucket.launchedNs = monotonicNowNs();
-  bucket.completedNs->store(0);
+  // A fresh stamp per launch: the previous iteration's stamping callback can
+  // still run after its wait returned (Note [Work completion order]: waiters
+  // wake before the Future's callbacks) and must not stamp this iteration.
+  bucket.completedNs = std::make_shared<std::atomic<int64_t>>(0);
   bool allUnused = options_.skipAllReduceUnusedParams;
   for (size_t v : bucket.variableIndices) allUnused = allUnused && locallyUnusedThisIteration_[v];
   bucket.communicated = !allUnused;

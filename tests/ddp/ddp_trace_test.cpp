@@ -61,7 +61,11 @@ void checkAgainstDdpTiming(const trace::Snapshot& s, const std::vector<StepRecor
               [](const auto& a, const auto& b) { return a.launchedNs < b.launchedNs; });
     for (size_t b = 0; b < buckets.size(); ++b) {
       EXPECT_GE(comms[b].first, buckets[b].launchedNs) << "step " << n << " bucket " << b;
-      EXPECT_LE(comms[b].second, buckets[b].completedNs) << "step " << n << " bucket " << b;
+      EXPECT_LE(comms[b].second, buckets[b].completedNs) << "step " << n << " bucket " << b
+          << " comm [" << comms[b].first << ", " << comms[b].second << "] bucket launched "
+          << buckets[b].launchedNs << " ready " << buckets[b].readyNs << " completed "
+          << buckets[b].completedNs << " index " << buckets[b].index << " comm end "
+          << t.backwardCommEndNs;
     }
     for (const auto* e : named(s, "backward ")) {
       if (e->tsNs < t.backwardComputeStartNs || e->tsNs > t.backwardCommEndNs) continue;
