@@ -15,6 +15,7 @@
 #include "runtime/autograd/engine.hpp"
 #include "runtime/autograd/grad_mode.hpp"
 #include "runtime/autograd/ops.hpp"
+#include "runtime/core/clock.hpp"
 #include "runtime/core/trace.hpp"
 #include "runtime/optim/adam.hpp"
 #include "runtime/optim/sgd.hpp"
@@ -96,8 +97,6 @@ void runTrainingWorkload(const Scenario& s, int rank, const comm::ProcessGroupPt
   }
   const int batches = tr.batchesOf(rank);
   for (int step = 0; step < batches; ++step) {
-    trace::Span stepSpan(trace::Category::kStep, "step ",
-                         trace::enabled() ? std::to_string(step) : std::string());
     plan.setStep(step);
     plan.log().write(fmt::format("step {}", step));
     for (const FaultSpec* f : plan.stepFaults(step)) plan.act(*f, 0);
@@ -106,6 +105,12 @@ void runTrainingWorkload(const Scenario& s, int rank, const comm::ProcessGroupPt
         plan.recordFired(*f, 0, fmt::format("{} extra batches", f->extraBatches));
       }
     }
+    // The step: data, forward, backward, optimizer (its span ends before the
+    // non-finite scan, which is the harness's work, not training's).
+    std::optional<trace::Span> stepSpan;
+    stepSpan.emplace(trace::Category::kStep, "step ",
+                     trace::enabled() ? std::to_string(step) : std::string());
+    Stopwatch stepWatch;
     engine->setGradSync(syncStep(tr, step));
     auto [x, y] = scenarioBatch(tr, rank, step);
     Tensor loss = scenarioLoss(engine->forward(x), y, !auxUnused);
@@ -135,6 +140,8 @@ void runTrainingWorkload(const Scenario& s, int rank, const comm::ProcessGroupPt
         reference->afterOptimizerStep(params);
       }
     }
+    result.stepMs.push_back(stepWatch.elapsedSeconds() * 1000);
+    stepSpan.reset();
     if (result.nonFiniteStep < 0) {  // Note [Non-finite numbers in result files]
       if (auto what = nonFiniteParameter(params)) noteNonFinite(result, step, *what);
     }
