@@ -99,7 +99,7 @@ std::pair<CLI::App*, std::function<int()>> addOverlapCommand(CLI::App& sub) {
   ov->add_option("--hooks", f->hooks, "Comma list of comm hooks at bucket_cap_mb 25 ('' none)");
   ov->add_option("--model", f->options.model, "mlp | residual_mlp");
   ov->add_option("--sizes", f->sizes, "The model's widths (scenario 'sizes')");
-  ov->add_option("--steps", f->options.steps, "Training steps per run (>= 2; the first is warm-up)");
+  ov->add_option("--steps", f->options.steps, "Training steps per run (>= 3; two are warm-up)");
   ov->add_option("--batch-size", f->options.batchSize, "Rows per rank per step");
   ov->add_flag("--no-tracing-overhead", f->noOverhead, "Skip the traced-vs-untraced runs");
   ov->add_option("--overhead-repeats", f->options.overheadRepeats, "Runs each, traced and not");
@@ -113,7 +113,7 @@ std::pair<CLI::App*, std::function<int()>> addOverlapCommand(CLI::App& sub) {
     o.hooks = f->hooks.empty() ? std::vector<std::string>{} : splitList(f->hooks, "--hooks");
     o.sizes = numberList<int64_t>(f->sizes, "--sizes", 1, 4096);
     o.tracingOverhead = !f->noOverhead;
-    if (o.steps < 2) throw ValueError("--steps must be at least 2 (the first is warm-up)");
+    if (o.steps < 3) throw ValueError("--steps must be at least 3 (the first two are warm-up)");
     if (o.batchSize < 1) throw ValueError("--batch-size must be at least 1");
     if (o.overheadRepeats < 1) throw ValueError("--overhead-repeats must be at least 1");
     if (!o.jsonPath.empty()) requireWritableFile("--json", o.jsonPath);

@@ -49,6 +49,9 @@ void parseOverlapExpect(const TomlReader& r, const toml::table& t, Scenario& s) 
       r.fail(r.lineOfKey(t, key), fmt::format("'{}' needs a training workload with outcome = "
                                               "\"success\" (it reads the steps' traces)", key));
     }
+    if (s.training.steps < 3) {
+      r.fail(r.lineOfKey(t, key), fmt::format("'{}' needs steps >= 3 (two are warm-up)", key));
+    }
   }
 }
 

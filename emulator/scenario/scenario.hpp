@@ -106,7 +106,7 @@ struct RankExpectation {
 };
 
 // Overlap expectations (Note [Overlap metrics]), checked on the steps after
-// the first of every rank's trace; each bound holds for the worst rank.
+// the first of every rank's trace, totals over all ranks.
 struct OverlapExpectation {
   std::optional<double> exposedCommMax;   // exposed communication / step time
   std::optional<double> overlapRatioMin;  // overlapped / all communication

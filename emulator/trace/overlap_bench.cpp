@@ -10,6 +10,7 @@
 
 #include "emulator/launcher/exit_guard.hpp"
 #include "emulator/scenario/runner.hpp"
+#include "emulator/trace/overlap_metrics.hpp"
 #include "runtime/core/errors.hpp"
 
 namespace distlab::emulator {
@@ -92,8 +93,8 @@ void printTable(const OverlapBenchOptions& o, const std::vector<OverlapRow>& row
                 std::ostream& out) {
   out << fmt::format(
       "# distlab bench overlap: DDP, model {} [{}], {} steps of batch {} per rank, shm "
-      "backend behind the link emulator\n# times: mean over ranks of the steps after the "
-      "first (ms); overlap, exposed%: the worst rank; vs_default: step time / that of "
+      "backend behind the link emulator\n# times: mean over ranks of the steps after two of "
+      "warm-up (ms); overlap, exposed%: the worst rank; vs_default: step time / that of "
       "bucket_cap_mb 25 without a hook\n",
       o.model, fmt::join(o.sizes, ", "), o.steps, o.batchSize);
   out << fmt::format("{:>5} {:<14} {:<14} {:>9} {:>9} {:>10} {:>9} {:>10} {:>8} {:>9} {:>10}\n",
@@ -122,7 +123,7 @@ double meanStepMs(const ScenarioReport& rep) {
   double total = 0;
   int n = 0;
   for (const auto& steps : rep.stepMs) {
-    for (size_t i = 1; i < steps.size(); ++i, ++n) total += steps[i];
+    for (size_t i = kWarmupSteps; i < steps.size(); ++i, ++n) total += steps[i];
   }
   return n > 0 ? total / n : 0;
 }

@@ -9,7 +9,7 @@
 // (world size, link model): a bucket_cap_mb sweep with DDP's built-in
 // allreduce, from tiny buckets to one bucket, and the comm hooks at the
 // default cap (noop: the headroom without communication; fp16_compress;
-// powersgd). Figures are means over ranks of the steps after the first; the
+// powersgd). Figures are means over ranks of the steps after two of warm-up; the
 // "vs default" column is the step time over that of bucket_cap_mb = 25
 // without a hook in the same (world size, link) -- a ratio measured side by
 // side in one run (house style 8). Progress goes to stderr, one line per run.

@@ -15,7 +15,8 @@
 //   rest (|step| - |C| - exposed: Python-level overhead here, data, checks);
 //   computeShare / exposedShare are those over |step|.
 // A summary over steps sums the times (ratios of sums, not means of ratios),
-// skipping the first `skipSteps` steps (warm-up: DDP rebuilds buckets there).
+// skipping the first `skipSteps` steps: warm-up, which for DDP is two steps
+// (the second forward broadcasts the rebuilt bucket order).
 #include <map>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -67,9 +68,11 @@ struct OverlapSummary {
 // (an event without ph/ts/pid, an 'e' without its 'b').
 std::vector<StepOverlap> stepOverlaps(const nlohmann::json& trace);
 
+inline constexpr int kWarmupSteps = 2;
+
 // Per rank, the steps after the first `skipSteps` of that rank.
 std::map<int, OverlapSummary> summarizeByRank(const std::vector<StepOverlap>& steps,
-                                              int skipSteps = 1);
+                                              int skipSteps = kWarmupSteps);
 
 // Reads a trace file (throws Error naming the path when it cannot be read or parsed).
 nlohmann::json readTraceFile(const std::string& path);

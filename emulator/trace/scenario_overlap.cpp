@@ -39,22 +39,31 @@ std::vector<std::string> checkOverlapExpectations(const Scenario& s,
                         "rank's trace had any",
                         s.path)};
   }
-  std::vector<std::string> failures;
+  // Totals over ranks: a rank that waits for a slower peer inside an
+  // allreduce sees that wait as exposed communication, so single ranks are
+  // noisy on a shared machine; the run as a whole is not.
+  OverlapSummary all;
+  std::string perRank;
   for (const auto& [rank, sum] : trace->byRank) {
-    if (o.exposedCommMax && sum.exposedShare() > *o.exposedCommMax) {
-      failures.push_back(fmt::format(
-          "{}: exposed communication is {:.1f}% of step time on rank {} ({:.3f} of {:.3f} ms "
-          "per step), above exposed_comm_max = {}",
-          s.path, 100 * sum.exposedShare(), rank, sum.exposedCommUs / sum.steps / 1000,
-          sum.meanStepUs() / 1000, *o.exposedCommMax));
-    }
-    if (o.overlapRatioMin && sum.overlapRatio() < *o.overlapRatioMin) {
-      failures.push_back(fmt::format(
-          "{}: overlap ratio {:.3f} on rank {} ({:.3f} of {:.3f} ms communication per step "
-          "exposed), below overlap_ratio_min = {}",
-          s.path, sum.overlapRatio(), rank, sum.exposedCommUs / sum.steps / 1000,
-          sum.commUs / sum.steps / 1000, *o.overlapRatioMin));
-    }
+    all.steps += sum.steps;
+    all.stepUs += sum.stepUs;
+    all.computeUs += sum.computeUs;
+    all.commUs += sum.commUs;
+    all.exposedCommUs += sum.exposedCommUs;
+    perRank += fmt::format("{}rank {}: overlap {:.3f}, exposed {:.1f}%", perRank.empty() ? "" : "; ",
+                           rank, sum.overlapRatio(), 100 * sum.exposedShare());
+  }
+  std::vector<std::string> failures;
+  if (o.exposedCommMax && all.exposedShare() > *o.exposedCommMax) {
+    failures.push_back(fmt::format(
+        "{}: exposed communication is {:.1f}% of step time over all ranks, above "
+        "exposed_comm_max = {} ({})",
+        s.path, 100 * all.exposedShare(), *o.exposedCommMax, perRank));
+  }
+  if (o.overlapRatioMin && all.overlapRatio() < *o.overlapRatioMin) {
+    failures.push_back(fmt::format(
+        "{}: overlap ratio {:.3f} over all ranks, below overlap_ratio_min = {} ({})", s.path,
+        all.overlapRatio(), *o.overlapRatioMin, perRank));
   }
   return failures;
 }

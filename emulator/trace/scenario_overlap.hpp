@@ -24,8 +24,9 @@ struct ScenarioTrace {
 std::optional<ScenarioTrace> collectScenarioTrace(const Scenario& s, const std::string& dir,
                                                   const std::vector<RankEvents>& events);
 
-// "file: exposed communication 31.0% of step time on rank 1 is above
-// exposed_comm_max = 0.25" style failures; empty when every bound holds.
+// "file: exposed communication is 31.0% of step time over all ranks, above
+// exposed_comm_max = 0.25 (rank 0: ...)" style failures (totals over ranks
+// and steps after the first); empty when every bound holds.
 std::vector<std::string> checkOverlapExpectations(const Scenario& s,
                                                   const std::optional<ScenarioTrace>& trace);
 

@@ -67,7 +67,7 @@ TensorList Module::call(const TensorList& inputs) {
   TensorList outputs;
   {
     // Hooks stay outside: FSDP's pre-forward hook waits for communication.
-    trace::Span span(trace::Category::kCompute, "forward ", *traceLabel_);
+    trace::Span span(traceCategory_, "forward ", *traceLabel_);
     trace::ScopeGuard scope(traceLabel_);
     outputs = forwardAll(args);
   }

@@ -62,6 +62,10 @@ class Module {
   // labelModulesForTrace() gives it the FQN.
   const trace::Label& traceLabel() const { return traceLabel_; }
   void setTraceLabel(std::string label);
+  // What this module's forward span counts as (Note [Trace categories]):
+  // kCompute, or kPhase for a wrapper whose forward also communicates (DDP
+  // syncs buffers and rebuilt buckets there) around a module that computes.
+  void setTraceCategory(trace::Category category) { traceCategory_ = category; }
 
   // ---- forward --------------------------------------------------------------------
   // The computation; subclasses override. Called without hooks.
@@ -143,6 +147,7 @@ class Module {
   std::vector<std::pair<std::string, std::shared_ptr<Module>>> children_;
   std::shared_ptr<Hooks> hooks_;
   trace::Label traceLabel_;
+  trace::Category traceCategory_ = trace::Category::kCompute;
 };
 
 // Labels `root` and every descendant with its FQN (the root with its type
