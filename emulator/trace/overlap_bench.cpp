@@ -12,6 +12,7 @@
 #include "emulator/scenario/runner.hpp"
 #include "emulator/trace/overlap_metrics.hpp"
 #include "runtime/core/errors.hpp"
+#include "runtime/tensor/blas_info.hpp"
 
 namespace distlab::emulator {
 namespace {
@@ -29,7 +30,7 @@ std::string scenarioText(const OverlapBenchOptions& o, const Config& c) {
       "description = \"distlab bench overlap\"\ngroup = \"bench\"\n\n"
       "[cluster]\nworld_size = {}\nbackend = \"shm\"\ntimeout = 60\nlink = \"{}\"\n\n"
       "[workload]\nkind = \"training\"\nmodel = \"{}\"\nsizes = [{}]\nengine = \"ddp\"\n"
-      "engine_options = {{ bucket_cap_mb = {}, start_powersgd_iter = 1 }}\n"
+      "engine_options = {{ bucket_cap_mb = {} }}\n"
       "optimizer = \"sgd\"\nlr = 0.001\nsteps = {}\nbatch_size = {}\n",
       c.worldSize, c.link, c.hook, c.capMb, c.worldSize, c.link, o.model,
       fmt::join(o.sizes, ", "), c.capMb, o.steps, o.batchSize * c.worldSize);
@@ -95,8 +96,8 @@ void printTable(const OverlapBenchOptions& o, const std::vector<OverlapRow>& row
       "# distlab bench overlap: DDP, model {} [{}], {} steps of batch {} per rank, shm "
       "backend behind the link emulator\n# times: mean over ranks of the steps after two of "
       "warm-up (ms); overlap, exposed%: the worst rank; vs_default: step time / that of "
-      "bucket_cap_mb 25 without a hook\n",
-      o.model, fmt::join(o.sizes, ", "), o.steps, o.batchSize);
+      "bucket_cap_mb 25 without a hook\n# {}\n",
+      o.model, fmt::join(o.sizes, ", "), o.steps, o.batchSize, blasSummary());
   out << fmt::format("{:>5} {:<14} {:<14} {:>9} {:>9} {:>10} {:>9} {:>10} {:>8} {:>9} {:>10}\n",
                      "world", "link", "hook", "bucket_mb", "step_ms", "compute_ms", "comm_ms",
                      "exposed_ms", "overlap", "exposed%", "vs_default");
