@@ -4,35 +4,22 @@
 // keys are file:line errors. Also `distlab bench overlap` on one small
 // configuration and its usage errors.
 #include <gtest/gtest.h>
-#include <sys/wait.h>
-
-#include <cstdio>
 #include <cstdlib>
-#include <set>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <string>
 
 #include "emulator/trace/trace_merge.hpp"
+#include "tests/support/run_command.hpp"
 #include "tests/support/temp_dir.hpp"
 
 namespace {
 
-struct RunResult {
-  int exitCode = -1;
-  std::string output;
-};
+using RunResult = distlab::testing::CommandOutput;
 
 RunResult runDistlab(const std::string& args) {
-  std::string cmd = std::string(DISTLAB_CLI_PATH) + " " + args + " 2>&1";
-  RunResult r;
-  FILE* p = popen(cmd.c_str(), "r");
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof buf, p)) > 0) r.output.append(buf, n);
-  int status = pclose(p);
-  r.exitCode = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  return r;
+  return distlab::testing::runCommandLine(std::string(DISTLAB_CLI_PATH) + " " + args);
 }
 
 // One bucket, launched when backward is over: nothing overlaps.
