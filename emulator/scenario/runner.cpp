@@ -17,6 +17,7 @@
 #include "emulator/scenario/scenario_parser.hpp"
 #include "emulator/scenario/trace_writer.hpp"
 #include "emulator/trace/scenario_overlap.hpp"
+#include "emulator/trace/step_time_ratio.hpp"
 #include "runtime/core/clock.hpp"
 #include "runtime/core/errors.hpp"
 
@@ -196,6 +197,27 @@ void execute(const Scenario& s, const RunOptions& o, const std::string& dir,
   }
 }
 
+// [expect.step_time_ratio]: runs the comparison configuration right after
+// this one (traced alike, so tracing cannot bias the ratio) and checks the
+// ratio of the steady step times.
+void compareStepTimes(const Scenario& s, const RunOptions& o, const std::string& dir,
+                      ScenarioReport& rep) {
+  const std::string other = dir + "/comparison.toml";
+  std::ofstream(other) << comparisonScenarioText(s.path);
+  RunOptions ro;
+  ro.executable = o.executable;
+  ro.trace = o.trace || s.trace || s.expect.overlap.any();
+  ScenarioReport cmp = runScenario(other, ro);
+  if (!cmp.passed) {
+    rep.failures.push_back(fmt::format("{}: the step_time_ratio comparison run failed: {}",
+                                       s.path, cmp.failures.empty() ? "" : cmp.failures.front()));
+  }
+  for (auto& f : checkStepTimeRatio(s, meanSteadyStepMs(rep.stepMs), meanSteadyStepMs(cmp.stepMs))) {
+    if (cmp.passed) rep.failures.push_back(std::move(f));
+  }
+  rep.passed = rep.failures.empty();
+}
+
 }  // namespace
 
 ScenarioReport runScenario(const std::string& path, const RunOptions& o) {
@@ -225,6 +247,7 @@ ScenarioReport runScenario(const std::string& path, const RunOptions& o) {
   }
   try {
     execute(s, o, dir, watch, rep);
+    if (rep.passed && s.expect.overlap.stepTimeRatio) compareStepTimes(s, o, dir, rep);
   } catch (const std::exception& e) {
     rep.failures.push_back(fmt::format("{}: the run failed: {}", path, e.what()));
     rep.passed = false;

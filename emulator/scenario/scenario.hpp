@@ -110,6 +110,12 @@ struct RankExpectation {
 struct OverlapExpectation {
   std::optional<double> exposedCommMax;   // exposed communication / step time
   std::optional<double> overlapRatioMin;  // overlapped / all communication
+  // [expect.step_time_ratio]: this scenario's mean step time over that of the
+  // same scenario with the table's engine_options / comm_hook, run right after
+  // it (emulator/trace/step_time_ratio.hpp).
+  bool stepTimeRatio = false;
+  std::optional<double> stepTimeRatioMax;
+  std::optional<double> stepTimeRatioMin;
   bool any() const { return exposedCommMax || overlapRatioMin; }
 };
 

@@ -9,5 +9,6 @@ endif()
 # The runner's side (merging a run's traces, overlap expectations) and the
 # overlap benchmark need the scenario runner.
 if("scenario/runner.cpp" IN_LIST DISTLAB_EMULATOR_SOURCES)
-  list(APPEND DISTLAB_EMULATOR_SOURCES trace/scenario_overlap.cpp trace/overlap_bench.cpp)
+  list(APPEND DISTLAB_EMULATOR_SOURCES trace/scenario_overlap.cpp trace/overlap_bench.cpp
+                                       trace/step_time_ratio.cpp)
 endif()

@@ -99,6 +99,21 @@ overlap_ratio_min = 0.5
             std::string::npos) << r.output;
 }
 
+TEST(OverlapScenario, StepTimeRatioAgainstASecondConfiguration) {
+  distlab::testing::TempDir dir;
+  // Any real step takes longer than 1% of another: the bound must fail, naming both times.
+  std::ofstream(dir.file("ratio.toml"))
+      << singleBucket("[expect.step_time_ratio]\ncomm_hook = \"noop\"\nmin = 100\n");
+  RunResult r = runDistlab("run " + dir.file("ratio.toml"));
+  EXPECT_EQ(r.exitCode, 1) << r.output;
+  EXPECT_NE(r.output.find("is below step_time_ratio.min = 100"), std::string::npos) << r.output;
+  std::ofstream(dir.file("empty.toml")) << singleBucket("[expect.step_time_ratio]\nmax = 2\n");
+  r = runDistlab("run " + dir.file("empty.toml"));
+  EXPECT_EQ(r.exitCode, 2) << r.output;
+  EXPECT_NE(r.output.find("needs engine_options and/or comm_hook"), std::string::npos)
+      << r.output;
+}
+
 TEST(OverlapBench, OneConfigurationAndUsageErrors) {
   distlab::testing::TempDir dir;
   RunResult r = runDistlab(
