@@ -212,7 +212,7 @@ void compareStepTimes(const Scenario& s, const RunOptions& o, const std::string&
     rep.failures.push_back(fmt::format("{}: the step_time_ratio comparison run failed: {}",
                                        s.path, cmp.failures.empty() ? "" : cmp.failures.front()));
   }
-  for (auto& f : checkStepTimeRatio(s, meanSteadyStepMs(rep.stepMs), meanSteadyStepMs(cmp.stepMs))) {
+  for (auto& f : checkStepTimeRatio(s, steadyStepMs(rep.stepMs), steadyStepMs(cmp.stepMs))) {
     if (cmp.passed) rep.failures.push_back(std::move(f));
   }
   rep.passed = rep.failures.empty();

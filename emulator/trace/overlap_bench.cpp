@@ -7,6 +7,7 @@
 #include <fstream>
 #include <iostream>
 #include <nlohmann/json.hpp>
+#include <thread>
 
 #include "emulator/launcher/exit_guard.hpp"
 #include "emulator/scenario/runner.hpp"
@@ -180,7 +181,9 @@ int runOverlapBench(const OverlapBenchOptions& o, std::ostream& out) {
   fillVsDefault(rows);
   printTable(o, rows, out);
   nlohmann::json doc = {{"model", o.model}, {"sizes", o.sizes}, {"steps", o.steps},
-                        {"batch_size", o.batchSize}, {"rows", rowsJson(rows)}};
+                        {"batch_size", o.batchSize}, {"rows", rowsJson(rows)},
+                        {"blas", blasSummary()},
+                        {"cores", std::thread::hardware_concurrency()}};
   if (o.tracingOverhead && !o.worldSizes.empty() && !o.links.empty()) {
     doc["tracing_overhead"] =
         measureTracingOverhead(o, {o.worldSizes.front(), o.links.front(), "none", 25},

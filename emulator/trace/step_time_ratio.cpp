@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <sstream>
 #include <toml++/toml.h>
 
@@ -38,14 +39,15 @@ std::string comparisonScenarioText(const std::string& path) {
   return out.str();
 }
 
-std::optional<double> meanSteadyStepMs(const std::vector<std::vector<double>>& stepMs) {
-  double total = 0;
-  int n = 0;
+std::optional<double> steadyStepMs(const std::vector<std::vector<double>>& stepMs) {
+  std::vector<double> all;
   for (const auto& steps : stepMs) {
-    for (size_t i = kWarmupSteps; i < steps.size(); ++i, ++n) total += steps[i];
+    for (size_t i = kWarmupSteps; i < steps.size(); ++i) all.push_back(steps[i]);
   }
-  if (n == 0) return std::nullopt;
-  return total / n;
+  if (all.empty()) return std::nullopt;
+  std::sort(all.begin(), all.end());
+  const size_t mid = all.size() / 2;
+  return all.size() % 2 ? all[mid] : (all[mid - 1] + all[mid]) / 2;
 }
 
 std::vector<std::string> checkStepTimeRatio(const Scenario& s, std::optional<double> mineMs,

@@ -1,5 +1,5 @@
 #pragma once
-// [expect.step_time_ratio]: a scenario's mean step time against that of the
+// [expect.step_time_ratio]: a scenario's median step time against that of the
 // same scenario with other engine options or another comm hook, run right
 // after it by the same runner on the same machine (house style 8: claims are
 // ratios measured side by side). Step times are what the ranks record for
@@ -18,8 +18,9 @@ namespace distlab::emulator {
 // Throws Error naming the file when it cannot be read.
 std::string comparisonScenarioText(const std::string& path);
 
-// Mean over ranks and steps after the warm-up; nullopt without such steps.
-std::optional<double> meanSteadyStepMs(const std::vector<std::vector<double>>& stepMs);
+// Median over ranks and steps after the warm-up (one step stalled by a busy
+// machine does not move it); nullopt without such steps.
+std::optional<double> steadyStepMs(const std::vector<std::vector<double>>& stepMs);
 
 // Failures of the bounds ("file: step time ratio 1.31 (12.0 vs 9.2 ms) is
 // above step_time_ratio.max = 1.2"); empty when they hold.
