@@ -34,14 +34,16 @@ struct OpBuffers {
   std::function<float(uint64_t)> expected;  // expected out[i]
 };
 
-OpBuffers makeOp(ProcessGroup& g, const std::string& op, uint64_t count) {
+// `async`: asyncOp=true (the progress thread's path) and Work::wait, else the
+// blocking path (asyncOp=false, run inline on the caller).
+OpBuffers makeOp(ProcessGroup& g, const std::string& op, uint64_t count, bool async) {
   const int n = g.size(), me = g.rank();
   const uint64_t m = count / n;  // per-rank part for the split ops
   OpBuffers b;
   if (op == "allreduce") {
     b.in = rankInput(me, count);
     b.out = b.in;
-    b.run = [&g, t = b.in] { g.allreduce(t, {.asyncOp = false})->wait(); };
+    b.run = [&g, async, t = b.in] { g.allreduce(t, {.asyncOp = async})->wait(); };
     b.expected = [n](uint64_t i) {
       float s = 0;
       for (int r = 0; r < n; ++r) s += inputValue(r, i);
@@ -50,15 +52,15 @@ OpBuffers makeOp(ProcessGroup& g, const std::string& op, uint64_t count) {
   } else if (op == "allgather") {
     b.in = rankInput(me, m);
     b.out = empty({static_cast<int64_t>(count)}, TensorOptions{DType::kFloat32});
-    b.run = [&g, in = b.in, out = b.out] {
-      g.allgatherIntoTensor(out, in, {.asyncOp = false})->wait();
+    b.run = [&g, async, in = b.in, out = b.out] {
+      g.allgatherIntoTensor(out, in, {.asyncOp = async})->wait();
     };
     b.expected = [m](uint64_t i) { return inputValue(static_cast<int>(i / m), i % m); };
   } else if (op == "reduce_scatter") {
     b.in = rankInput(me, count);
     b.out = empty({static_cast<int64_t>(m)}, TensorOptions{DType::kFloat32});
-    b.run = [&g, in = b.in, out = b.out] {
-      g.reduceScatterTensor(out, in, {.asyncOp = false})->wait();
+    b.run = [&g, async, in = b.in, out = b.out] {
+      g.reduceScatterTensor(out, in, {.asyncOp = async})->wait();
     };
     b.expected = [n, m, me](uint64_t i) {
       float s = 0;
@@ -68,13 +70,13 @@ OpBuffers makeOp(ProcessGroup& g, const std::string& op, uint64_t count) {
   } else if (op == "broadcast") {
     b.in = rankInput(me, count);
     b.out = b.in;
-    b.run = [&g, t = b.in] { g.broadcast(t, {.rootRank = 0, .asyncOp = false})->wait(); };
+    b.run = [&g, async, t = b.in] { g.broadcast(t, {.rootRank = 0, .asyncOp = async})->wait(); };
     b.expected = [](uint64_t i) { return inputValue(0, i); };
   } else if (op == "alltoall") {
     b.in = rankInput(me, count);
     b.out = empty({static_cast<int64_t>(count)}, TensorOptions{DType::kFloat32});
-    b.run = [&g, in = b.in, out = b.out] {
-      g.alltoallSingle(out, in, {}, {}, {.asyncOp = false})->wait();
+    b.run = [&g, async, in = b.in, out = b.out] {
+      g.alltoallSingle(out, in, {}, {}, {.asyncOp = async})->wait();
     };
     b.expected = [m, me](uint64_t i) { return inputValue(static_cast<int>(i / m), me * m + i % m); };
   } else {
@@ -107,13 +109,13 @@ std::vector<double> slowestTimes(ProcessGroup& g, const std::vector<double>& loc
   return slowest;
 }
 
-BenchRow benchOne(ProcessGroup& g, const std::string& backend, const std::string& op,
-                  uint64_t bytes, const CollectivesBenchOptions& options) {
+BenchRow benchOne(ProcessGroup& g, const std::string& backend, const std::string& mode,
+                  const std::string& op, uint64_t bytes, const CollectivesBenchOptions& options) {
   const int n = g.size();
   uint64_t count = std::max<uint64_t>(1, bytes / 4);
   if (op != "allreduce" && op != "broadcast") count = std::max<uint64_t>(n, count - count % n);
-  BenchRow row{backend, op, count * 4, count};
-  OpBuffers b = makeOp(g, op, count);
+  BenchRow row{backend, mode, op, count * 4, count};
+  OpBuffers b = makeOp(g, op, count, mode == "async");
   b.run();  // verification pass on the crafted inputs
   Tensor wrong = full({1}, countWrong(b), TensorOptions{DType::kInt64});
   g.allreduce(wrong, {.asyncOp = false})->wait();
@@ -180,16 +182,20 @@ std::vector<BenchRow> benchRank(ProcessGroup& group, const std::string& backend,
                                 const CollectivesBenchOptions& options) {
   std::vector<BenchRow> rows;
   warmUpGroup(group);
-  for (const auto& op : options.ops) {
-    for (uint64_t bytes = options.minBytes; bytes <= options.maxBytes; bytes *= 2) {
-      try {
-        rows.push_back(benchOne(group, backend, op, bytes, options));
-      } catch (const DistBackendError& e) {
-        if (std::string(e.what()).find("does not support") == std::string::npos) throw;
-        BenchRow row{backend, op, bytes, bytes / 4};
-        row.error = e.what();
-        rows.push_back(row);
-        break;  // the same for every size
+  std::vector<std::string> modes{"blocking"};
+  if (options.async) modes.push_back("async");
+  for (const auto& mode : modes) {
+    for (const auto& op : options.ops) {
+      for (uint64_t bytes = options.minBytes; bytes <= options.maxBytes; bytes *= 2) {
+        try {
+          rows.push_back(benchOne(group, backend, mode, op, bytes, options));
+        } catch (const DistBackendError& e) {
+          if (std::string(e.what()).find("does not support") == std::string::npos) throw;
+          BenchRow row{backend, mode, op, bytes, bytes / 4};
+          row.error = e.what();
+          rows.push_back(row);
+          break;  // the same for every size
+        }
       }
     }
   }

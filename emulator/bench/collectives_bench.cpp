@@ -17,6 +17,7 @@
 #include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
+#include "emulator/bench/peer_bench.hpp"
 #include "emulator/launcher/exit_guard.hpp"
 #include "runtime/comm/backend_registry.hpp"
 #include "runtime/comm/group_management.hpp"
@@ -30,17 +31,24 @@ namespace {
 
 using json = nlohmann::json;
 
-json rowToJson(const BenchRow& r) {
-  return json{{"backend", r.backend}, {"op", r.op},         {"bytes", r.bytes},
+// A peer runs the whole sweep in one process tree; 64 MiB x 5 ops at world 4
+// took under 2 minutes here.
+constexpr std::chrono::seconds kPeerLimit{900};
+
+}  // namespace
+
+json benchRowToJson(const BenchRow& r) {
+  return json{{"backend", r.backend}, {"mode", r.mode}, {"op", r.op},         {"bytes", r.bytes},
               {"count", r.count},     {"type", "float32"},  {"redop", "sum"},
               {"iters", r.iters},     {"time_p50_us", r.p50Us}, {"time_avg_us", r.avgUs},
               {"algbw_GBps", r.algbwGBps}, {"busbw_GBps", r.busbwGBps}, {"wrong", r.wrong},
               {"error", r.error}};
 }
 
-BenchRow rowFromJson(const json& j) {
+BenchRow benchRowFromJson(const json& j) {
   BenchRow r;
   r.backend = j["backend"];
+  r.mode = j.value("mode", "blocking");
   r.op = j["op"];
   r.bytes = j["bytes"];
   r.count = j["count"];
@@ -53,6 +61,8 @@ BenchRow rowFromJson(const json& j) {
   r.error = j["error"];
   return r;
 }
+
+namespace {
 
 // Forks worldSize ranks for one backend; rank 0 writes its rows to `resultPath`.
 std::vector<BenchRow> runForked(const std::string& backend, const CollectivesBenchOptions& o,
@@ -77,7 +87,7 @@ std::vector<BenchRow> runForked(const std::string& backend, const CollectivesBen
         auto rows = benchRank(*group, backend, o);
         if (rank == 0) {
           json out = json::array();
-          for (const auto& r : rows) out.push_back(rowToJson(r));
+          for (const auto& r : rows) out.push_back(benchRowToJson(r));
           std::ofstream(resultPath) << out.dump();
         }
         group->shutdown(std::chrono::seconds(5));
@@ -104,7 +114,7 @@ std::vector<BenchRow> runForked(const std::string& backend, const CollectivesBen
   std::ifstream in(resultPath);
   json rows = json::parse(in);
   std::vector<BenchRow> out;
-  for (const auto& j : rows) out.push_back(rowFromJson(j));
+  for (const auto& j : rows) out.push_back(benchRowFromJson(j));
   return out;
 }
 
@@ -114,12 +124,20 @@ std::string human(uint64_t bytes) {
   return fmt::format("{}", bytes);
 }
 
-void printTable(std::ostream& out, const std::string& backend, const std::vector<BenchRow>& rows,
-                const CollectivesBenchOptions& o) {
-  out << fmt::format("#\n# backend {}  world size {}  type float32  redop sum  warmup {}  iters {}\n",
-                     backend, o.worldSize, o.warmup, o.iters > 0 ? std::to_string(o.iters) : "auto");
+const char* modeTitle(const std::string& mode) {
+  return mode == "async" ? "asynchronous path (asyncOp=true, then Work::wait: progress thread)"
+                         : "blocking path (asyncOp=false: inline on the caller)";
+}
+
+void printTable(std::ostream& out, const std::string& backend, const std::string& mode,
+                const std::vector<BenchRow>& rows, const CollectivesBenchOptions& o) {
+  out << fmt::format("#\n# backend {}  {}\n# world size {}  type float32  redop sum  warmup {}  "
+                     "iters {}\n",
+                     backend, modeTitle(mode), o.worldSize, o.warmup,
+                     o.iters > 0 ? std::to_string(o.iters) : "auto");
   std::string lastOp;
   for (const auto& r : rows) {
+    if (r.mode != mode) continue;
     if (r.op != lastOp) {
       lastOp = r.op;
       out << fmt::format("#\n# {}  (busbw factor {:.3f})\n", r.op,
@@ -139,20 +157,48 @@ void printTable(std::ostream& out, const std::string& backend, const std::vector
   }
 }
 
+// One ratio table: `num` rows (of `numMode`) over the matching `den` rows.
+void printRatioTable(std::ostream& out, const std::string& title, const std::string& numName,
+                     const std::vector<BenchRow>& num, const std::string& numMode,
+                     const std::string& denName, const std::vector<BenchRow>& den,
+                     const std::string& denMode) {
+  out << fmt::format("#\n# {}\n", title);
+  out << fmt::format("# {:>16} {:>10} {:>14} {:>14} {:>8}\n", "op", "size(B)", numName + "(us)",
+                     denName + "(us)", "ratio");
+  for (const auto& a : num) {
+    if (a.mode != numMode || !a.error.empty()) continue;
+    for (const auto& b : den) {
+      if (b.mode == denMode && b.op == a.op && b.bytes == a.bytes && b.error.empty()) {
+        out << fmt::format("  {:>16} {:>10} {:>14.2f} {:>14.2f} {:>8.2f}\n", a.op, a.bytes,
+                           a.p50Us, b.p50Us, a.p50Us / b.p50Us);
+      }
+    }
+  }
+}
+
+std::vector<std::string> modesOf(const CollectivesBenchOptions& o) {
+  return o.async ? std::vector<std::string>{"blocking", "async"}
+                 : std::vector<std::string>{"blocking"};
+}
+
 void printRatios(std::ostream& out, const std::map<std::string, std::vector<BenchRow>>& all,
                  const CollectivesBenchOptions& o) {
   const std::string& base = o.backends[0];
-  for (size_t b = 1; b < o.backends.size(); ++b) {
-    const std::string& other = o.backends[b];
-    out << fmt::format("#\n# time ratio {}/{} (p50; < 1: {} is faster)\n", other, base, base);
-    out << fmt::format("# {:>16} {:>10} {:>12} {:>12} {:>8}\n", "op", "size(B)", base + "(us)",
-                       other + "(us)", "ratio");
-    for (const auto& r : all.at(base)) {
-      for (const auto& s : all.at(other)) {
-        if (s.op == r.op && s.bytes == r.bytes && r.error.empty() && s.error.empty()) {
-          out << fmt::format("  {:>16} {:>10} {:>12.2f} {:>12.2f} {:>8.2f}\n", r.op, r.bytes,
-                             r.p50Us, s.p50Us, s.p50Us / r.p50Us);
-        }
+  for (const auto& mode : modesOf(o)) {
+    for (size_t b = 1; b < o.backends.size(); ++b) {
+      const std::string& other = o.backends[b];
+      printRatioTable(out, fmt::format("time ratio {}/{}, {} path (p50; < 1: {} is faster)", other,
+                                       base, mode, other),
+                      other, all.at(other), mode, base, all.at(base), mode);
+    }
+  }
+  // Peers run their blocking calls; each distlab path is compared with them.
+  for (const auto& peer : o.peers) {
+    for (const auto& b : o.backends) {
+      for (const auto& mode : modesOf(o)) {
+        printRatioTable(out, fmt::format("time ratio distlab {} {} path / {} (p50; <= 1: distlab "
+                                         "is no slower)", b, mode, peer),
+                        b, all.at(b), mode, peer, all.at(peer), "blocking");
       }
     }
   }
@@ -178,6 +224,7 @@ void validate(const CollectivesBenchOptions& o) {
                                    fmt::join(kBenchOps, ",")));
     }
   }
+  for (const auto& peer : o.peers) checkPeerAvailable(peer);
   for (const auto& [key, value] : o.backendOptions) {
     if (std::find(kBenchBackendOptionKeys.begin(), kBenchBackendOptionKeys.end(), key) ==
         kBenchBackendOptionKeys.end()) {
@@ -215,6 +262,10 @@ int runCollectivesBench(const CollectivesBenchOptions& options, std::ostream& ou
   const bool launched = launchedRank.has_value() && launchedWorld.has_value();
   CollectivesBenchOptions o = options;
   if (launched) o.worldSize = static_cast<int>(*launchedWorld);
+  if (launched && !o.peers.empty()) {
+    throw ValueError("--peer: peers run beside forked ranks; run `distlab bench collectives "
+                     "--peer ...` directly, not under `distlab launch`");
+  }
   const double memcpyGBps = measureMemcpyGBps();
   std::map<std::string, std::vector<BenchRow>> all;
   if (launched) {
@@ -234,6 +285,8 @@ int runCollectivesBench(const CollectivesBenchOptions& options, std::ostream& ou
     // $TMPDIR/distlab_bench_*, removed even when the bench is killed.
     GuardedTempDir dir("distlab_bench_");
     for (const auto& b : o.backends) all[b] = runForked(b, o, dir.path());
+    // Peers after distlab, in the same run: their figures share its conditions.
+    for (const auto& p : o.peers) all[p] = runPeerBench(p, o, dir.path(), kPeerLimit);
   }
   out << fmt::format("# distlab bench collectives: world size {}, ranks as {}\n", o.worldSize,
                      launched ? "launched processes (env://)" : "forked processes");
@@ -242,10 +295,14 @@ int runCollectivesBench(const CollectivesBenchOptions& options, std::ostream& ou
          "(n-1)/n; broadcast 1 (nccl-tests)\n";
   int64_t wrong = 0;
   for (const auto& b : o.backends) {
-    printTable(out, b, all[b], o);
+    for (const auto& mode : modesOf(o)) printTable(out, b, mode, all[b], o);
     for (const auto& r : all[b]) wrong += r.wrong;
   }
-  if (o.backends.size() > 1) printRatios(out, all, o);
+  for (const auto& p : o.peers) {
+    printTable(out, p, "blocking", all[p], o);
+    for (const auto& r : all[p]) wrong += r.wrong;
+  }
+  if (o.backends.size() > 1 || !o.peers.empty()) printRatios(out, all, o);
   out << fmt::format("#\n# Out of bounds values : {} {}\n", wrong, wrong == 0 ? "OK" : "WRONG");
   if (!o.jsonPath.empty()) {
     json j{{"world_size", o.worldSize},
@@ -258,8 +315,8 @@ int runCollectivesBench(const CollectivesBenchOptions& options, std::ostream& ou
              {"alltoall", busBandwidthFactor("alltoall", o.worldSize)},
              {"broadcast", 1.0}}},
            {"rows", json::array()}};
-    for (const auto& b : o.backends) {
-      for (const auto& r : all[b]) j["rows"].push_back(rowToJson(r));
+    for (const auto& [name, rows] : all) {
+      for (const auto& r : rows) j["rows"].push_back(benchRowToJson(r));
     }
     std::ofstream(o.jsonPath) << j.dump(2) << "\n";
   }

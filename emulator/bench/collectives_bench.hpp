@@ -21,6 +21,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json_fwd.hpp>
+
 #include "runtime/comm/process_group.hpp"
 
 namespace distlab::emulator {
@@ -41,11 +43,16 @@ struct CollectivesBenchOptions {
   int iters = 0;   // 0: automatic (about 0.2 s per size, 5..2000)
   int warmup = 5;
   std::string jsonPath;  // empty: no JSON
+  // Also time the asynchronous path (asyncOp=true, then Work::wait): the one
+  // DDP and FSDP use, through the progress thread. Rows say which path they are.
+  bool async = false;
+  std::vector<std::string> peers;  // "mpi", "torch-gloo" (peer_bench.hpp)
   std::map<std::string, std::string> backendOptions;  // BackendContext::options
 };
 
 struct BenchRow {
   std::string backend;
+  std::string mode = "blocking";  // "blocking" (asyncOp=false) or "async"
   std::string op;
   uint64_t bytes = 0;
   uint64_t count = 0;
@@ -68,8 +75,13 @@ double measureMemcpyGBps();
 // wrong or a rank failed). Throws ValueError for bad options.
 int runCollectivesBench(const CollectivesBenchOptions& options, std::ostream& out);
 
+// A row as the JSON report (and the peers) write it, and back.
+nlohmann::json benchRowToJson(const BenchRow& row);
+BenchRow benchRowFromJson(const nlohmann::json& j);
+
 // One rank's part: runs every op and size on `group` (collective: all ranks
-// call it); the rows carry the cross-rank timings and #wrong on every rank.
+// call it), on the blocking path and, with options.async, the asynchronous
+// one; the rows carry the cross-rank timings and #wrong on every rank.
 std::vector<BenchRow> benchRank(comm::ProcessGroup& group, const std::string& backend,
                                 const CollectivesBenchOptions& options);
 

@@ -61,6 +61,7 @@ class DdpEngine : public TrainingEngine {
   nn::TensorList forward(const Tensor& input) override { return model_->call({input}); }
   void setGradSync(bool enabled) override { model_->setRequireBackwardGradSync(enabled); }
   std::vector<Tensor> parameters() override { return model_->module().parameters(); }
+  join::Joinable* joinable() override { return model_.get(); }
 
  private:
   std::shared_ptr<ddp::DistributedDataParallel> model_;
@@ -86,6 +87,7 @@ void registerDdpEngine() {
   info.commHooks = {"none", "allreduce", "fp16_compress", "bf16_compress", "noop", "powersgd",
                     "batched_powersgd"};
   info.distributed = true;
+  info.joinable = true;
   info.factory = [](const EngineContext& ctx) { return std::make_unique<DdpEngine>(ctx); };
   registerEngine(std::move(info));
 }

@@ -28,6 +28,7 @@ struct EngineInfo {
   std::map<std::string, std::pair<double, double>> optionRanges;
   std::vector<std::string> commHooks;         // accepted comm_hook values ({"none"} if none)
   bool distributed = true;                    // needs a process group
+  bool joinable = false;                      // TrainingEngine::joinable() is non-null
   std::function<std::unique_ptr<TrainingEngine>(const EngineContext&)> factory;
 };
 

@@ -69,6 +69,14 @@ struct TrainingWorkload {
   std::map<int, int> batchesPerRank;  // rank -> number of batches (default: steps)
   int noSyncEvery = 0;         // accumulate k-1 steps under no_sync, sync every k
   uint64_t seed = 1234;
+  // Uneven inputs: the loop runs inside join::Join over the engine (and ZeRO).
+  bool join = false;
+  bool throwOnEarlyTermination = false;
+  bool divideByInitialWorldSize = true;
+  // "none" | "zero" (ZeroRedundancyOptimizer around `optimizer`).
+  std::string optimizerSharding = "none";
+  bool overlapWithDdp = false;
+  bool parametersAsBucketView = false;
   SourcePos pos;
   int batchesOf(int rank) const {
     auto it = batchesPerRank.find(rank);

@@ -23,7 +23,7 @@ if(TARGET distlab_comm AND TARGET distlab_nn AND TARGET distlab_optim
     scenario/trace_writer.cpp
     scenario/runner.cpp)
   list(APPEND DISTLAB_EMULATOR_DEPS tomlplusplus::tomlplusplus nlohmann_json::nlohmann_json
-       fmt::fmt distlab::comm distlab::nn distlab::optim)
+       fmt::fmt distlab::comm distlab::nn distlab::optim distlab::join distlab::zero)
   if(TARGET distlab_ddp AND EXISTS "${CMAKE_CURRENT_LIST_DIR}/ddp_engine.cpp")
     list(APPEND DISTLAB_EMULATOR_SOURCES scenario/ddp_engine.cpp)
     list(APPEND DISTLAB_EMULATOR_DEPS distlab::ddp)

@@ -8,6 +8,7 @@
 
 #include "emulator/scenario/scenario.hpp"
 #include "runtime/comm/process_group.hpp"
+#include "runtime/join/join.hpp"
 #include "runtime/nn/module.hpp"
 
 namespace distlab::emulator {
@@ -31,6 +32,8 @@ class TrainingEngine {
   virtual void finishBackward() {}
   // The parameters the optimizer updates (the module's, in order).
   virtual std::vector<Tensor> parameters() = 0;
+  // The engine as a Joinable for `join = true` (EngineInfo::joinable engines).
+  virtual join::Joinable* joinable() { return nullptr; }
 };
 
 }  // namespace distlab::emulator

@@ -18,7 +18,9 @@
 #include "runtime/core/clock.hpp"
 #include "runtime/core/trace.hpp"
 #include "runtime/optim/adam.hpp"
+#include "runtime/optim/optimizer_factory.hpp"
 #include "runtime/optim/sgd.hpp"
+#include "runtime/zero/zero_redundancy_optimizer.hpp"
 
 namespace distlab::emulator {
 
@@ -69,6 +71,48 @@ std::optional<std::string> nonFiniteParameter(const std::vector<Tensor>& params)
   return std::nullopt;
 }
 
+// The run's optimizer: the plain one, or (optimizer_sharding = "zero")
+// ZeroRedundancyOptimizer around the same kind.
+struct RunOptimizer {
+  std::unique_ptr<optim::Optimizer> plain;
+  std::unique_ptr<zero::ZeroRedundancyOptimizer> zero;
+  void stepAndZeroGrad() {
+    if (zero) {
+      zero->step();
+      zero->zeroGrad();
+    } else {
+      plain->step();
+      plain->zeroGrad();
+    }
+  }
+};
+
+RunOptimizer makeRunOptimizer(const TrainingWorkload& tr, const std::vector<Tensor>& params,
+                              const comm::ProcessGroupPtr& world) {
+  RunOptimizer out;
+  if (tr.optimizerSharding != "zero") {
+    out.plain = makeOptimizer(tr, params);
+    return out;
+  }
+  zero::ZeroOptions zo;
+  zo.parametersAsBucketView = tr.parametersAsBucketView;
+  zo.overlapWithDdp = tr.overlapWithDdp;
+  out.zero = std::make_unique<zero::ZeroRedundancyOptimizer>(
+      params, optim::optimizerFactory(tr.optimizer), world, zo, optim::Options{{"lr", tr.lr}});
+  return out;
+}
+
+// The engine first, then ZeRO (its hook steps with the gradients DDP's left).
+std::unique_ptr<join::Join> makeJoin(const TrainingWorkload& tr, TrainingEngine& engine,
+                                     RunOptimizer& opt) {
+  std::vector<join::Joinable*> joinables{engine.joinable()};
+  if (opt.zero) joinables.push_back(opt.zero.get());
+  join::JoinOptions o;
+  o.throwOnEarlyTermination = tr.throwOnEarlyTermination;
+  o.kwargs.flags["divide_by_initial_world_size"] = tr.divideByInitialWorldSize;
+  return std::make_unique<join::Join>(std::move(joinables), std::move(o));
+}
+
 }  // namespace
 
 void runTrainingWorkload(const Scenario& s, int rank, const comm::ProcessGroupPtr& world,
@@ -84,7 +128,7 @@ void runTrainingWorkload(const Scenario& s, int rank, const comm::ProcessGroupPt
   ctx.group = world;
   auto engine = info->factory(ctx);
   auto params = engine->parameters();
-  auto opt = makeOptimizer(tr, params);
+  RunOptimizer opt = makeRunOptimizer(tr, params, world);
   const bool auxUnused = plan.engineFault("unused_param", -1) != nullptr;
   if (auxUnused) {
     setAuxUsed(*ctx.module, false);
@@ -95,6 +139,10 @@ void runTrainingWorkload(const Scenario& s, int rank, const comm::ProcessGroupPt
   if (s.expect.paramsMatchReference && rank == 0) {
     reference = std::make_unique<ReferenceChecker>(s, info->distributed ? s.worldSize : 1);
   }
+  // Note [Join in the training driver]: with join = true the whole loop is
+  // the Join scope; a rank that ran out of batches shadows in exit().
+  std::unique_ptr<join::Join> joinScope;
+  if (tr.join) joinScope = makeJoin(tr, *engine, opt);
   const int batches = tr.batchesOf(rank);
   for (int step = 0; step < batches; ++step) {
     plan.setStep(step);
@@ -133,8 +181,7 @@ void runTrainingWorkload(const Scenario& s, int rank, const comm::ProcessGroupPt
       reference->afterBackward(step, syncStep(tr, step), params);
     }
     if (syncStep(tr, step)) {
-      opt->step();
-      opt->zeroGrad();
+      opt.stepAndZeroGrad();
       if (reference) {
         trace::SuppressGuard untraced;
         reference->afterOptimizerStep(params);
@@ -146,6 +193,11 @@ void runTrainingWorkload(const Scenario& s, int rank, const comm::ProcessGroupPt
       if (auto what = nonFiniteParameter(params)) noteNonFinite(result, step, *what);
     }
     result.stepsRun = step + 1;
+  }
+  if (joinScope) {
+    plan.log().write(fmt::format("join: out of batches after {} steps", batches));
+    joinScope->exit();
+    plan.log().write(fmt::format("join: shadowed {} iterations", joinScope->shadowedIterations()));
   }
   result.paramChecksum = tensorsChecksum(params);
   if (reference) {

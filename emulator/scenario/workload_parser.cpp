@@ -112,10 +112,57 @@ void parseCollectiveWorkload(const TomlReader& r, const toml::table& w, Scenario
   }
 }
 
+// `key` may only be set together with `needed` (named in the message).
+void requireWith(const TomlReader& r, const toml::table& w, const std::string& key, bool ok,
+                 const std::string& needed) {
+  if (w.get(key) && !ok) {
+    r.fail(r.lineOfKey(w, key), fmt::format("'{}' needs {}", key, needed));
+  }
+}
+
+// join, throw_on_early_termination, divide_by_initial_world_size,
+// optimizer_sharding, overlap_with_ddp, parameters_as_bucket_view.
+void parseJoinAndSharding(const TomlReader& r, const toml::table& w, const EngineInfo& engine,
+                          TrainingWorkload& tr) {
+  if (auto v = r.boolean(w, "join")) tr.join = *v;
+  if (tr.join && !engine.joinable) {
+    r.fail(r.lineOfKey(w, "join"),
+           fmt::format("join = true needs a Joinable engine; engine '{}' is not (use engine = "
+                       "\"ddp\")", tr.engine));
+  }
+  requireWith(r, w, "throw_on_early_termination", tr.join, "join = true");
+  requireWith(r, w, "divide_by_initial_world_size", tr.join, "join = true");
+  if (auto v = r.boolean(w, "throw_on_early_termination")) tr.throwOnEarlyTermination = *v;
+  if (auto v = r.boolean(w, "divide_by_initial_world_size")) tr.divideByInitialWorldSize = *v;
+  if (auto v = r.choice(w, "optimizer_sharding", {"none", "zero"})) tr.optimizerSharding = *v;
+  const bool zero = tr.optimizerSharding == "zero";
+  if (zero && !engine.distributed) {
+    r.fail(r.lineOfKey(w, "optimizer_sharding"),
+           fmt::format("optimizer_sharding = \"zero\" needs a distributed engine; engine '{}' "
+                       "is not (use engine = \"ddp\")", tr.engine));
+  }
+  requireWith(r, w, "overlap_with_ddp", zero, "optimizer_sharding = \"zero\"");
+  requireWith(r, w, "parameters_as_bucket_view", zero, "optimizer_sharding = \"zero\"");
+  if (auto v = r.boolean(w, "overlap_with_ddp")) tr.overlapWithDdp = *v;
+  if (auto v = r.boolean(w, "parameters_as_bucket_view")) tr.parametersAsBucketView = *v;
+  if (tr.overlapWithDdp) {
+    r.fail(r.lineOfKey(w, "overlap_with_ddp"),
+           "overlap_with_ddp = true is not supported yet (ZeroRedundancyOptimizer's DDP "
+           "overlap hook is not built); remove the key or set it to false");
+  }
+  if (tr.overlapWithDdp && tr.engine != "ddp") {
+    r.fail(r.lineOfKey(w, "overlap_with_ddp"),
+           fmt::format("overlap_with_ddp = true needs engine = \"ddp\" (engine is '{}')",
+                       tr.engine));
+  }
+}
+
 void parseTrainingWorkload(const TomlReader& r, const toml::table& w, Scenario& s) {
   r.checkKeys(w, "[workload] (kind = \"training\")",
               {"kind", "model", "sizes", "engine", "engine_options", "comm_hook", "optimizer",
-               "lr", "steps", "batch_size", "batches", "no_sync_every", "seed"});
+               "lr", "steps", "batch_size", "batches", "no_sync_every", "seed", "join",
+               "throw_on_early_termination", "divide_by_initial_world_size",
+               "optimizer_sharding", "overlap_with_ddp", "parameters_as_bucket_view"});
   auto& tr = s.training;
   tr.pos = r.posOf(w);
   if (auto m = r.choice(w, "model", {"mlp", "residual_mlp", "two_layer"})) tr.model = *m;
@@ -178,6 +225,7 @@ void parseTrainingWorkload(const TomlReader& r, const toml::table& w, Scenario& 
       tr.batchesPerRank[rank] = static_cast<int>(n);
     }
   }
+  if (engine) parseJoinAndSharding(r, w, *engine, tr);
 }
 
 }  // namespace distlab::emulator::detail

@@ -1,7 +1,5 @@
 #include "runtime/comm/progress_thread.hpp"
 
-#include <sched.h>
-
 #include <chrono>
 
 #include "runtime/core/clock.hpp"
@@ -9,11 +7,10 @@
 
 namespace distlab::comm {
 namespace {
-// How long the idle thread keeps looking for new work before it sleeps: long
-// enough to catch the next operation of a tight loop, short enough not to
-// steal a core from compute for long.
+// How long the idle thread keeps looking for new work before it sleeps: the
+// next operation of a burst (DDP launches buckets back to back) is picked up
+// without a wake-up, and an idle thread gives its core back within 20 us.
 constexpr int64_t kSpinNs = 20'000;
-constexpr int64_t kYieldNs = 200'000;
 }  // namespace
 
 ProgressThread::ProgressThread(std::string name) : name_(std::move(name)) {
@@ -25,34 +22,45 @@ ProgressThread::ProgressThread(std::string name) : name_(std::move(name)) {
 
 ProgressThread::~ProgressThread() { stop(); }
 
-bool ProgressThread::runOrEnqueue(Task fn, bool inlineOk) {
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    if (!(inlineOk && queue_.empty() && !busy_)) {
-      queue_.push_back(std::move(fn));
-      submitted_.fetch_add(1, std::memory_order_release);
-      if (sleeping_.load(std::memory_order_acquire)) cv_.notify_one();
-      return false;
-    }
-    busy_ = true;
-  }
+void ProgressThread::runLocked(std::unique_lock<std::mutex>& lock, Task& fn) {
+  busy_ = true;
+  lock.unlock();
   fn();
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    busy_ = false;
-    if (!queue_.empty()) cv_.notify_one();
-    if (queue_.empty()) idleCv_.notify_all();
+  lock.lock();
+  busy_ = false;
+  if (!queue_.empty() && sleeping_) cv_.notify_one();
+  if (queue_.empty()) idleCv_.notify_all();
+}
+
+uint64_t ProgressThread::runOrEnqueue(Task fn, bool inlineOk) {
+  std::unique_lock<std::mutex> lock(mutex_);
+  if (inlineOk && queue_.empty() && !busy_) {
+    runLocked(lock, fn);
+    return 0;
   }
+  const uint64_t ticket = nextTicket_++;
+  queue_.push_back(Queued{ticket, std::move(fn)});
+  submitted_.fetch_add(1, std::memory_order_release);
+  if (sleeping_) cv_.notify_one();
+  return ticket;
+}
+
+bool ProgressThread::runIfNext(uint64_t ticket) {
+  std::unique_lock<std::mutex> lock(mutex_);
+  if (busy_ || stopping_ || queue_.empty() || queue_.front().ticket != ticket) return false;
+  Task fn = std::move(queue_.front().fn);
+  queue_.pop_front();
+  runLocked(lock, fn);
   return true;
 }
 
 void ProgressThread::dropQueued(const std::function<void(Task&)>& onDrop) {
-  std::deque<Task> dropped;
+  std::deque<Queued> dropped;
   {
     std::lock_guard<std::mutex> lock(mutex_);
     dropped.swap(queue_);
   }
-  for (auto& t : dropped) onDrop(t);
+  for (auto& q : dropped) onDrop(q.fn);
   idleCv_.notify_all();
 }
 
@@ -80,20 +88,18 @@ void ProgressThread::stop() {
 bool ProgressThread::waitForTask(std::unique_lock<std::mutex>& lock) {
   const int64_t start = monotonicNowNs();
   while (!stopping_ && (queue_.empty() || busy_)) {
-    const int64_t idleNs = monotonicNowNs() - start;
-    if (idleNs < kSpinNs + kYieldNs) {
+    if (monotonicNowNs() - start < kSpinNs) {
       const uint64_t seen = submitted_.load(std::memory_order_acquire);
       lock.unlock();
-      if (idleNs >= kSpinNs) sched_yield();
       while (submitted_.load(std::memory_order_acquire) == seen &&
              monotonicNowNs() - start < kSpinNs) {
       }
       lock.lock();
       continue;
     }
-    sleeping_.store(true, std::memory_order_release);
+    sleeping_ = true;
     cv_.wait_for(lock, std::chrono::milliseconds(100));
-    sleeping_.store(false, std::memory_order_release);
+    sleeping_ = false;
   }
   return !stopping_;
 }
@@ -101,14 +107,9 @@ bool ProgressThread::waitForTask(std::unique_lock<std::mutex>& lock) {
 void ProgressThread::loop() {
   std::unique_lock<std::mutex> lock(mutex_);
   while (waitForTask(lock)) {
-    Task task = std::move(queue_.front());
+    Task task = std::move(queue_.front().fn);
     queue_.pop_front();
-    busy_ = true;
-    lock.unlock();
-    task();
-    lock.lock();
-    busy_ = false;
-    if (queue_.empty()) idleCv_.notify_all();
+    runLocked(lock, task);
   }
 }
 

@@ -5,16 +5,27 @@
 //
 // runOrEnqueue(fn, inlineOk): when inlineOk and nothing is queued or running,
 // fn runs on the calling thread (a blocking call skips two thread hand-offs);
-// otherwise it is queued. Either way operations run strictly in the order they
-// were submitted, never concurrently.
+// otherwise it is queued and gets a ticket. Either way operations run strictly
+// in the order they were submitted, never concurrently.
 //
-// Waiting for work: the thread spins briefly, yields, then sleeps on a
-// condition variable, so a burst of small operations is picked up in
-// microseconds without burning a core when idle.
-// stop() drains nothing: queued tasks get `onDrop` (fail them) and the thread
-// exits after the running task returns. Thread-safe.
+// Note [Waiting helps]
+// A caller that waits for an operation that has not started yet would only
+// sleep while this thread wakes up and runs it: two thread hand-offs (tens of
+// us on a busy machine) and one more runnable thread competing for the cores.
+// So Work::wait calls runIfNext(ticket): when the operation is at the head of
+// the queue and nothing runs, the waiter takes it and runs it itself; this
+// thread never sees it. Issue order is kept (only the head is taken, under the
+// same lock as the thread's own pop), and the operation runs exactly the code
+// it would have run here, so sequence numbers, observers, the flight recorder
+// and timeouts see no difference.
+//
+// Waiting for work: the thread spins briefly, then sleeps on a condition
+// variable (no yield loop: an idle communication thread must leave the cores
+// to compute). stop() drains nothing: queued tasks get `onDrop` (fail them)
+// and the thread exits after the running task returns. Thread-safe.
 #include <atomic>
 #include <condition_variable>
+#include <cstdint>
 #include <deque>
 #include <functional>
 #include <mutex>
@@ -23,17 +34,27 @@
 
 namespace distlab::comm {
 
-class ProgressThread {
+// What Work::wait needs of a queue it may help (Note [Waiting helps]).
+class InlineRunner {
+ public:
+  virtual ~InlineRunner() = default;
+  // Runs the queued task `ticket` on the calling thread when it is next and
+  // nothing runs; returns whether it did.
+  virtual bool runIfNext(uint64_t ticket) = 0;
+};
+
+class ProgressThread : public InlineRunner {
  public:
   using Task = std::function<void()>;
 
   explicit ProgressThread(std::string name);
-  ~ProgressThread();  // stop()
+  ~ProgressThread() override;  // stop()
   ProgressThread(const ProgressThread&) = delete;
   ProgressThread& operator=(const ProgressThread&) = delete;
 
-  // Returns true when fn ran inline (it has completed).
-  bool runOrEnqueue(Task fn, bool inlineOk);
+  // Returns 0 when fn ran inline (it has completed), else its ticket.
+  uint64_t runOrEnqueue(Task fn, bool inlineOk);
+  bool runIfNext(uint64_t ticket) override;
   // Hands queued tasks to `onDrop` (in order) instead of running them.
   void dropQueued(const std::function<void(Task&)>& onDrop);
   // Blocks until the queue is empty and nothing runs, or `timeout` passes;
@@ -43,18 +64,25 @@ class ProgressThread {
   bool idle() const;
 
  private:
+  struct Queued {
+    uint64_t ticket;
+    Task fn;
+  };
   void loop();
   bool waitForTask(std::unique_lock<std::mutex>& lock);
+  // Runs `fn` with busy_ set, the lock released; returns with it held.
+  void runLocked(std::unique_lock<std::mutex>& lock, Task& fn);
 
   std::string name_;
   mutable std::mutex mutex_;
   std::condition_variable cv_;      // task queued / stop
   std::condition_variable idleCv_;  // queue drained
-  std::deque<Task> queue_;          // GUARDED_BY(mutex_)
+  std::deque<Queued> queue_;        // GUARDED_BY(mutex_)
   bool busy_ = false;               // a task runs (thread or inline); GUARDED_BY(mutex_)
   bool stopping_ = false;           // GUARDED_BY(mutex_)
+  uint64_t nextTicket_ = 1;         // GUARDED_BY(mutex_)
   std::atomic<uint64_t> submitted_{0};
-  std::atomic<bool> sleeping_{false};
+  bool sleeping_ = false;           // GUARDED_BY(mutex_)
   std::thread thread_;
 };
 

@@ -70,6 +70,11 @@ void sum2(T* out, const T* a, const T* b, size_t count) {
   for (size_t i = 0; i < count; ++i) out[i] = a[i] + b[i];
 }
 
+template <typename T>
+void sum2Twice(T* out, T* copy, const T* a, const T* b, size_t count) {
+  for (size_t i = 0; i < count; ++i) out[i] = copy[i] = a[i] + b[i];
+}
+
 }  // namespace
 
 bool isReduceOpSupported(ReduceOp op, DType dtype) {
@@ -92,6 +97,25 @@ void checkReduceOpSupported(ReduceOp op, DType dtype, std::string_view where) {
     throw ValueError(std::string(where) + ": ReduceOp " + std::string(reduceOpName(op)) +
                      " is not defined for dtype " + std::string(dtypeName(dtype)));
   }
+}
+
+void reduceNAndCopy(void* out, void* copy, const void* const* srcs, int n, size_t count,
+                    DType dtype, ReduceOp op) {
+  if (count == 0 || n <= 0) return;
+  if (n == 2 && (op.kind == ReduceOp::kSum || op.kind == ReduceOp::kPremulSum)) {
+    if (dtype == DType::kFloat32) {
+      return sum2Twice(static_cast<float*>(out), static_cast<float*>(copy),
+                       static_cast<const float*>(srcs[0]), static_cast<const float*>(srcs[1]),
+                       count);
+    }
+    if (dtype == DType::kFloat64) {
+      return sum2Twice(static_cast<double*>(out), static_cast<double*>(copy),
+                       static_cast<const double*>(srcs[0]), static_cast<const double*>(srcs[1]),
+                       count);
+    }
+  }
+  reduceN(out, srcs, n, count, dtype, op);
+  std::memcpy(copy, out, count * elementSize(dtype));
 }
 
 void reduceN(void* out, const void* const* srcs, int n, size_t count, DType dtype, ReduceOp op) {

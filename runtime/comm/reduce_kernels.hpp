@@ -32,6 +32,13 @@ void checkReduceOpSupported(ReduceOp op, DType dtype, std::string_view where);
 // by a given scalar locally before reduction").
 void reduceN(void* out, const void* const* srcs, int n, size_t count, DType dtype, ReduceOp op);
 
+// reduceN into `out` and the same values into `copy` (must not alias anything):
+// one pass for the common SUM of two float32/float64 sources, so the shm
+// all-reduce publishes its reduced part while writing its output instead of
+// reading it back (Note [shm large messages]).
+void reduceNAndCopy(void* out, void* copy, const void* const* srcs, int n, size_t count,
+                    DType dtype, ReduceOp op);
+
 // acc[i] = reduce(acc[i], src[i]) (a two-input step; AVG and PREMUL_SUM act as SUM,
 // finish AVG with scaleInPlace(1/n)).
 void reduceInto(void* acc, const void* src, size_t count, DType dtype, ReduceOp op);

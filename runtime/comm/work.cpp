@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "runtime/comm/progress_thread.hpp"
 #include "runtime/core/clock.hpp"
 #include "runtime/core/errors.hpp"
 
@@ -95,8 +96,18 @@ std::vector<Tensor> Work::result() const {
   return state_ == WorkState::kCompleted ? outputs_ : std::vector<Tensor>{};
 }
 
+void Work::setInlineRunner(std::weak_ptr<InlineRunner> runner, uint64_t ticket) {
+  runner_ = std::move(runner);
+  ticket_ = ticket;
+}
+
 bool Work::wait(Milliseconds timeout) {
   if (timeout < Milliseconds(0)) timeout = info_.timeout + Milliseconds(5000);
+  // Note [Waiting helps]: only when the operation's own deadline ends the run
+  // before this wait's would (running it here cannot overrun `timeout`).
+  if (ticket_ != 0 && timeout >= info_.timeout) {
+    if (auto runner = runner_.lock()) runner->runIfNext(ticket_);
+  }
   std::unique_lock<std::mutex> lock(mutex_);
   // Note [Work completion order]: released_ is set after the observers ran.
   const bool done = cv_.wait_for(lock, timeout, [&] { return released_; });

@@ -76,6 +76,7 @@ struct WorkInfo {
 };
 
 class Work;
+class InlineRunner;  // progress_thread.hpp
 
 // Notified of state changes. Called on the thread that makes the transition,
 // outside the Work's lock; must not block. An observer added after a
@@ -140,6 +141,11 @@ class Work : public std::enable_shared_from_this<Work> {
   // Closes the bracket and completes the Work with `error`, or with the
   // failure deferred inside the bracket, which wins.
   void endExecution(std::exception_ptr error);
+  // The queue this Work's operation waits in, and its ticket there: wait()
+  // with a timeout no shorter than the operation's own runs the operation on
+  // the waiting thread when it is next (Note [Waiting helps]). Call before
+  // handing the Work to anyone but the backend.
+  void setInlineRunner(std::weak_ptr<InlineRunner> runner, uint64_t ticket);
 
  private:
   void complete(std::exception_ptr error);
@@ -159,6 +165,8 @@ class Work : public std::enable_shared_from_this<Work> {
   int sourceRank_ = -1;                                      // GUARDED_BY(mutex_)
   std::shared_ptr<Future> future_;                           // created on first use
   std::vector<std::shared_ptr<WorkObserver>> observers_;     // GUARDED_BY(mutex_)
+  std::weak_ptr<InlineRunner> runner_;  // set once, before the Work is shared
+  uint64_t ticket_ = 0;
 };
 
 using WorkPtr = std::shared_ptr<Work>;

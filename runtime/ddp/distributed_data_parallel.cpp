@@ -172,6 +172,10 @@ nn::TensorList DistributedDataParallel::forwardAll(const nn::TensorList& inputs)
     updateRuntimeStats();
     if (reducer_) reducer_->prepareForForward();
   }
+  // Note [DDP under Join] (ddp_join.cpp): the vote comes first.
+  if (comm::WorkPtr vote = join::Join::notifyJoinContext(*this); vote && reducer_) {
+    reducer_->setForwardPassWorkHandle(std::move(vote), divideByInitialWorldSize_);
+  }
   if (gradOn && reducer_ && reducer_->rebuildBuckets()) {
     DL_LOG(INFO, "Reducer buckets have been rebuilt in this iteration.");
     logging_.hasRebuiltBuckets = true;
@@ -182,9 +186,8 @@ nn::TensorList DistributedDataParallel::forwardAll(const nn::TensorList& inputs)
       logging_.rebuiltPerBucketSizeLimits.push_back(b.sizeLimit);
     }
   }
-  if (willSyncModuleBuffers()) {
-    broadcastCoalesced(group_, module_->buffers(), kBroadcastBucketBytes, 0);
-  }
+  if (willSyncModuleBuffers()) syncModuleBuffers(/*joined=*/false);
+  if (joinConfig().enable) checkGlobalRequiresBackwardGradSync(/*joined=*/false);
   nn::TensorList outputs = module_->call(inputs);
   if (sync) {
     requireForwardParamSync_ = true;

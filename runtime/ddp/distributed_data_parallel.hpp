@@ -21,6 +21,14 @@
 // Reducer (searching unused parameters with find_unused_parameters).
 // The backward of a function of the outputs is the third synchronisation point.
 //
+// Join (Note [DDP under Join], ddp_join.cpp): DDP is a join::Joinable. Inside an
+// enabled Join, forward first calls Join::notifyJoinContext (the Reducer learns
+// the number of ranks still training from that vote when
+// divide_by_initial_world_size is false), agrees on the rank to broadcast
+// buffers from (the highest rank still training), and allreduces whether this
+// iteration synchronises gradients; a joined rank's hook shadows all of that
+// and the backward collectives.
+//
 // State dict: the module is registered as child "module", so keys read
 // "module.layers.0.weight" as in PyTorch. Not thread-safe; one DDP instance
 // per rank, used from one thread.
@@ -34,6 +42,7 @@
 #include "runtime/ddp/ddp_options.hpp"
 #include "runtime/ddp/grad_bucket.hpp"
 #include "runtime/ddp/reducer.hpp"
+#include "runtime/join/join.hpp"
 #include "runtime/nn/module.hpp"
 
 namespace distlab::ddp {
@@ -41,7 +50,7 @@ namespace distlab::ddp {
 // PyTorch's broadcast bucket size for module states (250 MiB).
 inline constexpr int64_t kBroadcastBucketBytes = 250LL * 1024 * 1024;
 
-class DistributedDataParallel : public nn::Module {
+class DistributedDataParallel : public nn::Module, public join::Joinable {
  public:
   DistributedDataParallel(std::shared_ptr<nn::Module> module, comm::ProcessGroupPtr group,
                           DDPOptions options = {});
@@ -82,6 +91,18 @@ class DistributedDataParallel : public nn::Module {
   // PyTorch _set_static_graph(): before the first forward only.
   void setStaticGraph();
 
+  // ---- Join (ddp_join.cpp) -------------------------------------------------------------
+  // PyTorch ddp.join(): a Join over this model alone, forwarding
+  // divide_by_initial_world_size. End the scope with exit() (join.hpp).
+  join::Join join(bool divideByInitialWorldSize = true, bool enable = true,
+                  bool throwOnEarlyTermination = false);
+  // kwargs: "divide_by_initial_world_size" (default true). Error when some
+  // parameters' all-reduce is delayed (delay_all_reduce_named_params): its
+  // position among the bucket collectives is not fixed, so it cannot be shadowed.
+  std::unique_ptr<join::JoinHook> joinHook(const join::JoinKwargs& kwargs) override;
+  Device joinDevice() const override;
+  comm::ProcessGroupPtr joinProcessGroup() const override { return group_; }
+
   // ---- introspection ----------------------------------------------------------------------
   // A snapshot of the statistics, runtime fields refreshed from the reducer.
   DDPLoggingData loggingData() const;
@@ -96,6 +117,13 @@ class DistributedDataParallel : public nn::Module {
   void fillConstructionData();
   void updateRuntimeStats();
   bool willSyncModuleBuffers() const;
+  // Join helpers (ddp_join.cpp).
+  class JoinHookImpl;
+  void syncModuleBuffers(bool joined);
+  comm::WorkPtr checkGlobalRequiresBackwardGradSync(bool joined);
+  int findCommonRank(bool candidate);
+  void matchAllReduceForBackward();
+  void syncFinalModel(bool isLastJoiner);
 
   std::shared_ptr<nn::Module> module_;
   comm::ProcessGroupPtr group_;
@@ -103,6 +131,7 @@ class DistributedDataParallel : public nn::Module {
   std::unique_ptr<Reducer> reducer_;
   bool requireBackwardGradSync_ = true;
   bool requireForwardParamSync_ = true;
+  bool divideByInitialWorldSize_ = true;
 
   // delay_all_reduce_named_params.
   std::vector<Tensor> delayedParams_;

@@ -83,7 +83,16 @@ std::vector<BucketTiming> Reducer::lastBucketTimings() const {
 }
 
 int64_t Reducer::divFactor() const {
-  return divFactorOverride_ ? *divFactorOverride_ : group_->size();
+  if (divFactorOverride_) return *divFactorOverride_;
+  if (voteFactor_) return *voteFactor_;
+  if (forwardVote_) {
+    forwardVote_->wait(group_->timeout());
+    const std::vector<Tensor> sum = forwardVote_->result();
+    if (sum.empty()) throw Error("DDP: the Join vote allreduce completed without a result");
+    voteFactor_ = static_cast<int64_t>(sum.front().to(Device::cpu()).item<float>());
+    return *voteFactor_;
+  }
+  return group_->size();
 }
 
 namespace detail {

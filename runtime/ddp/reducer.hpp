@@ -105,6 +105,24 @@ class Reducer {
   const std::string& commHookName() const { return hookName_; }
   // The divisor of the built-in path (default: world size). Join uses it.
   void setDivFactor(std::optional<int64_t> factor) { divFactorOverride_ = factor; }
+  // Join (Note [DDP under Join]): `vote` is this iteration's notifyJoinContext
+  // allreduce (its sum = the ranks still training). Unless `useStaticWorldSize`,
+  // the built-in path divides this iteration's gradients by that sum (waited
+  // for when the first gradient is copied into a bucket). A comm hook owns
+  // its division and is unaffected. Call after prepareForForward().
+  void setForwardPassWorkHandle(comm::WorkPtr vote, bool useStaticWorldSize);
+  // Join, on a joined rank: runs the registered comm hook (or the built-in
+  // allreduce, undivided) on a zero-filled copy of bucket `bucketIndex`,
+  // matching that bucket's collective on the ranks still training.
+  FuturePtr runCommHookOnZeroBucket(size_t bucketIndex);
+  // Join, on a joined rank: writes the result of that shadowed bucket (the
+  // peers' averaged gradient) into the parameters' .grad, so a Joinable after
+  // DDP (ZeroRedundancyOptimizer) steps with the gradient the peers use.
+  void writeShadowResult(size_t bucketIndex, const Tensor& result);
+  // Join, on a joined rank: the used-map allreduce of a find_unused_parameters
+  // iteration (this rank's map, all zeros when nothing was accumulated); null
+  // when such an iteration issues none. Issue after every bucket's Future completed.
+  comm::WorkPtr matchUsedMapAllreduce();
   // Join: a joined rank shadowing an iteration records every parameter as
   // ready (in index order) so its rebuild matches the peers' (PyTorch
   // _push_all_rebuilt_params). No-op once buckets were rebuilt.
@@ -194,6 +212,8 @@ class Reducer {
   int64_t numIterations_ = 0;
   int64_t numBwdCalls_ = 0;
   std::optional<int64_t> divFactorOverride_;
+  comm::WorkPtr forwardVote_;                 // Join's vote of this iteration
+  mutable std::optional<int64_t> voteFactor_; // its sum, once read
 
   // Static graph and can_set_static_graph.
   std::vector<int64_t> hookCounts_;              // PyTorch numGradHooksTriggeredMap_

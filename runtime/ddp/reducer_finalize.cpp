@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include "runtime/comm/debug/watchdog.hpp"
 #include "runtime/core/debug_level.hpp"
 #include "runtime/core/errors.hpp"
 #include "runtime/core/logging.hpp"
@@ -96,13 +97,22 @@ void Reducer::waitForBucket(Bucket& bucket) {
     bucket.future->wait(group_->timeout());
   } catch (const DistTimeoutError& e) {
     // Name what DDP was waiting for (a skipped backward or an unused
-    // parameter on a peer shows up here).
+    // parameter on a peer shows up here), with the collective's own failure
+    // (the watchdog's report naming the operation and the ranks it waits for)
+    // when it arrives within a grace: the bucket's wait started after the
+    // collective was issued, so the two timeouts race.
+    std::string cause = e.what();
+    try {
+      bucket.future->value(comm::watchdogGrace(group_->timeout()));
+    } catch (const std::exception& own) {
+      cause = own.what();
+    }
     throw DistTimeoutError(fmt::format(
         "DDP (rank {}, group '{}'): bucket {} of {} ({} bytes, {} parameters) of iteration {} "
         "did not complete within {} ms; a peer may have skipped backward or left a parameter "
         "unused: {}",
         group_->rank(), group_->name(), bucket.index, buckets_.size(), bucket.gradients.nbytes(),
-        bucket.variableIndices.size(), numIterations_, group_->timeout().count(), e.what()));
+        bucket.variableIndices.size(), numIterations_, group_->timeout().count(), cause));
   }
   // The stamping callback may still be running on the completing thread.
   int64_t expected = 0;

@@ -19,6 +19,8 @@ void Reducer::prepareForForward() {
   timing_ = IterationTiming{};
   timing_.iteration = numIterations_;
   timing_.forwardComputeStartNs = monotonicNowNs();
+  forwardVote_.reset();
+  voteFactor_.reset();
 }
 
 void Reducer::resetBucketCounting() {

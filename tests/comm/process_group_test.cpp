@@ -265,5 +265,34 @@ TEST(ReduceKernels, BoolHalfAndPremul) {
   EXPECT_THROW(parseReduceOp("mean"), ValueError);
 }
 
+// The one-pass fast path (two float sources, SUM) and the generic path agree
+// with reduceN bit for bit, also when `out` aliases a source (the shm
+// all-reduce reduces its own part in place).
+TEST(ReduceKernels, ReduceNAndCopyEqualsReduceNThenCopy) {
+  for (DType dtype : {DType::kFloat32, DType::kFloat64, DType::kInt32}) {
+    for (ReduceOp op : {ReduceOp(ReduceOp::kSum), ReduceOp(ReduceOp::kMax)}) {
+      for (int n : {2, 3}) {
+        const size_t count = 37;
+        std::vector<Tensor> in;
+        for (int r = 0; r < n; ++r) {
+          in.push_back(arange(static_cast<double>(r), r + 0.3 * count, 0.3, TensorOptions{dtype})
+                           .slice(0, 0, static_cast<int64_t>(count))
+                           .contiguous());
+        }
+        std::vector<const void*> srcs;
+        for (auto& t : in) srcs.push_back(t.rawData());
+        Tensor expected = empty({static_cast<int64_t>(count)}, TensorOptions{dtype});
+        reduceN(expected.rawData(), srcs.data(), n, count, dtype, op);
+        Tensor out = in[0].clone();
+        srcs[0] = out.rawData();  // out aliases source 0
+        Tensor copy = empty({static_cast<int64_t>(count)}, TensorOptions{dtype});
+        reduceNAndCopy(out.rawData(), copy.rawData(), srcs.data(), n, count, dtype, op);
+        EXPECT_TRUE(out.equal(expected)) << dtypeName(dtype) << " n=" << n;
+        EXPECT_TRUE(copy.equal(expected)) << dtypeName(dtype) << " n=" << n;
+      }
+    }
+  }
+}
+
 }  // namespace
 }  // namespace distlab::testing

@@ -6,6 +6,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <thread>
 
 #include "runtime/comm/debug/process_group_wrapper.hpp"
@@ -171,6 +172,25 @@ TEST(DetailChecks, ExtraCollectiveOnOneRank) {
                                                       : "  Op type: ALLREDUCEvs BARRIER"));
         EXPECT_THAT(c.what, HasSubstr("Culprit rank(s): 2"));
       });
+}
+
+// Note [DETAIL through the backend]: on shm the fingerprints travel through
+// the helper group, so a correct collective leaves no key in the store
+// (DISTLAB_DETAIL_EXCHANGE=store, the ctest variant of this suite: one per rank).
+TEST(DetailChecks, FingerprintsTravelThroughTheChosenExchange) {
+  const char* env = std::getenv("DISTLAB_DETAIL_EXCHANGE");
+  const bool throughStore = env != nullptr && std::string(env) == "store";
+  TempDir dumps;
+  const std::string dir = dumps.path();
+  spawn(SpawnMode::kProcesses, kWorld, [&](RankContext& ctx) {
+    auto pg = initDebugRank(ctx, DebugLevel::kDetail, dir);
+    pg->allreduce(ones({4}))->wait();
+    pg->allreduce(ones({4}))->wait();  // round 2 completes only after every rank wrote round 1
+    for (int r = 0; r < kWorld; ++r) {
+      const std::string key = "dbg/" + pg->name() + "/c/1/" + std::to_string(r);
+      EXPECT_EQ(ctx.store->check({key}), throughStore) << key;
+    }
+  }, spawnOptions());
 }
 
 TEST(DetailChecks, MismatchedPointToPointFailsBothSides) {

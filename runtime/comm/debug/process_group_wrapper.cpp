@@ -38,6 +38,7 @@ ProcessGroupWrapper::ProcessGroupWrapper(BackendPtr inner, const BackendContext&
       globalRanks_(ctx.globalRanks),
       names_(ctx.groupName, ctx.globalRanks, ctx.size) {
   globalRanks_ = names_.globalRanks();
+  helper_ = makeHelper(this->inner(), ctx);
   registerLiveness(store_, globalRanks_[rank_]);
   setTimeoutDiagnoser(groupName_, globalRanks_[rank_], [this] { return describeUnmatched(); });
 }
@@ -58,15 +59,14 @@ std::string ProcessGroupWrapper::collectiveKey(uint64_t seq, int rank) const {
 }
 
 void ProcessGroupWrapper::checkCollective(const CollectiveFingerprint& fp, Milliseconds timeout) {
-  ExchangeSpec spec{fmt::format("{}c/{}/", keyBase_, fp.seq), rank_, globalRanks_, true};
-  ExchangeResult result = exchangeValues(*store_, spec, fp.serialize(), Deadline::after(timeout));
+  ExchangeResult result = exchange(fp, timeout);
   if (!result.complete()) throwBarrierFailure(fp, result, timeout);
+  remember(fp.seq, result.values);
   std::vector<CollectiveFingerprint> all;
   for (const auto& v : result.values) all.push_back(CollectiveFingerprint::parse(v));
   bool differ = !peerCountMismatches(all).empty();
   for (const auto& other : all) differ |= !fingerprintDifferences(fp, other).empty();
   if (differ) throwMismatch(all);
-  forgetOld(fp.seq);
 }
 
 void ProcessGroupWrapper::forgetOld(uint64_t seq) {
@@ -84,12 +84,8 @@ std::string ProcessGroupWrapper::historyLine(int rank, const CollectiveFingerpri
   std::vector<std::string> parts;
   const uint64_t first = current.seq > kHistory ? current.seq - kHistory : 1;
   for (uint64_t s = first; s < current.seq; ++s) {
-    try {
-      const std::string key = collectiveKey(s, rank);
-      if (store_->check({key})) {
-        parts.push_back(CollectiveFingerprint::parse(store_->getString(key)).shortString());
-      }
-    } catch (const std::exception&) {
+    if (auto text = pastFingerprint(s, rank)) {
+      parts.push_back(CollectiveFingerprint::parse(*text).shortString());
     }
   }
   parts.push_back(current.shortString() + " <- failed here");
@@ -106,10 +102,9 @@ void ProcessGroupWrapper::throwBarrierFailure(const CollectiveFingerprint& fp,
     lines += fmt::format("\n  {}: {}", names_.name(m.rank), m.liveness.detail);
     std::string last = "it has issued no collective in this group";
     for (uint64_t s = fp.seq - 1; s >= 1 && s + kHistory >= fp.seq; --s) {
-      const std::string key = collectiveKey(s, m.rank);
-      if (store_->check({key})) {
+      if (auto text = pastFingerprint(s, m.rank)) {
         last = "its last collective in this group: " +
-               CollectiveFingerprint::parse(store_->getString(key)).shortString();
+               CollectiveFingerprint::parse(*text).shortString();
         break;
       }
     }

@@ -4,9 +4,9 @@
 // (pytorch-internals §1.1, seed-inventory §10.2).
 //
 // Before each collective, on the calling thread, it exchanges this rank's
-// CollectiveFingerprint with every other rank through the store under
-// "dbg/<group>/c/<seq>/" (StoreExchange: a monitored barrier and the
-// fingerprint all-gather in one round, for every backend). Then:
+// CollectiveFingerprint with every other rank (Note [DETAIL through the
+// backend]): a monitored barrier and the fingerprint all-gather in one round.
+// Then:
 // - a rank that does not arrive within the operation's timeout fails the call
 //   on every arrived rank with DistTimeoutError (DistPeerFailureError when the
 //   missing rank is dead, reported as soon as it is seen dead):
@@ -42,8 +42,27 @@
 // recvAnysource is not checked.
 //
 // Thread-safety: as the inner backend (ProcessGroup serialises issue).
+//
+// Note [DETAIL through the backend]
+// A store round costs 130-230 us per collective (one TCP round trip per key),
+// ~10x a small shm allreduce. On shm the fingerprints travel instead through
+// a helper instance of the group's own backend (its own small segment, group
+// name "<group>/detail", its own sequence numbers, so the group's numbering,
+// flight recorder and watchdog see nothing of it): one blocking all-gather of
+// a 512-byte slot per rank, the text in the slot, or in the store under the
+// old key when it does not fit. When a rank does not come in time or dies,
+// the helper's error names the ranks it waited for (Note [Who did not
+// arrive]); the wrapper probes their liveness in the store and raises the
+// same report the store exchange gives. The broken helper is dropped and
+// later rounds use the store. Other backends (gloo: a helper would add a
+// second full mesh of sockets per group) use the store exchange under
+// "dbg/<group>/c/<seq>/" (StoreExchange), as does every backend when
+// DISTLAB_DETAIL_EXCHANGE=store. History lines come from the fingerprints
+// this rank received, so both ways give identical reports.
 #include <condition_variable>
+#include <deque>
 #include <map>
+#include <optional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -94,6 +113,8 @@ class ProcessGroupWrapper : public ForwardingBackend {
   WorkPtr barrier(const BarrierOptions& opts) override;
   WorkPtr send(const Tensor& tensor, int dstRank, const SendOptions& opts) override;
   WorkPtr recv(const Tensor& tensor, int srcRank, const RecvOptions& opts) override;
+  void abort(const std::string& reason) override;     // the helper too
+  void shutdown(Milliseconds timeout) override;       // the helper too
 
  private:
   struct PendingP2P {
@@ -114,6 +135,15 @@ class ProcessGroupWrapper : public ForwardingBackend {
   std::string historyLine(int rank, const CollectiveFingerprint& current);
   std::string collectiveKey(uint64_t seq, int rank) const;
   void forgetOld(uint64_t seq);
+  // Fingerprint exchange (process_group_wrapper_exchange.cpp).
+  static BackendPtr makeHelper(const BackendPtr& inner, const BackendContext& ctx);
+  ExchangeResult exchange(const CollectiveFingerprint& fp, Milliseconds timeout);
+  ExchangeResult missingResult(const std::vector<int>& ranks, bool peerDied);
+  BackendPtr helper() const;
+  // The serialized fingerprint `rank` sent for collective `seq`, if this rank
+  // still keeps it (the last kHistory + 2 rounds).
+  std::optional<std::string> pastFingerprint(uint64_t seq, int rank) const;
+  void remember(uint64_t seq, const std::vector<std::string>& values);
 
   // Point to point (process_group_wrapper_p2p.cpp).
   WorkPtr checkedP2P(bool isSend, const Tensor& tensor, int peer, int tag, Milliseconds timeout,
@@ -133,6 +163,10 @@ class ProcessGroupWrapper : public ForwardingBackend {
   std::vector<int> globalRanks_;
   RankNames names_;  // every message names ranks through it (Note [Naming ranks])
   bool canDelete_ = true;
+  mutable std::mutex helperMutex_;
+  BackendPtr helper_;        // GUARDED_BY(helperMutex_); null: the store exchange
+  uint64_t helperSeq_ = 0;   // the helper's own collective numbers
+  std::deque<std::pair<uint64_t, std::vector<std::string>>> recent_;  // (seq, by rank)
 
   std::mutex p2pMutex_;
   std::map<std::pair<int, int>, uint64_t> sendCounts_, recvCounts_;  // (peer, tag)

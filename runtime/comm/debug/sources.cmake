@@ -12,6 +12,7 @@ if(TARGET distlab_tensor)
     debug/monitor_backend.cpp
     debug/process_group_wrapper.cpp
     debug/process_group_wrapper_p2p.cpp
+    debug/process_group_wrapper_exchange.cpp
     debug/debug_install.cpp)
   list(APPEND DISTLAB_COMM_PRIVATE_DEPS nlohmann_json::nlohmann_json)
 endif()

@@ -10,7 +10,7 @@
 namespace distlab::comm {
 
 bool ExchangeResult::anyDead() const {
-  return std::any_of(missing.begin(), missing.end(), [](const MissingRank& m) {
+  return peerDied || std::any_of(missing.begin(), missing.end(), [](const MissingRank& m) {
     return m.liveness.status == RankStatus::kDead;
   });
 }

@@ -28,6 +28,7 @@ struct MissingRank {
 struct ExchangeResult {
   std::vector<std::string> values;    // by group rank; empty strings when incomplete
   std::vector<MissingRank> missing;   // ranks whose key never came (ascending)
+  bool peerDied = false;              // the transport saw a missing rank die
   bool complete() const { return missing.empty(); }
   bool anyDead() const;
 };

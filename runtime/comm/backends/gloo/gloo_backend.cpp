@@ -76,7 +76,7 @@ GlooBackend::GlooBackend(const BackendContext& context)
   monitor_ = std::make_unique<PeerMonitor>(mc);
   monitor_->watch(contexts_);
   monitor_->start();
-  progress_ = std::make_unique<ProgressThread>("gloo:" + ctx_.groupName);
+  progress_ = std::make_shared<ProgressThread>("gloo:" + ctx_.groupName);
   p2p_ = std::make_unique<GlooP2P>(*this, contexts_[0], *monitor_);
 }
 
@@ -211,7 +211,8 @@ WorkPtr GlooBackend::submit(WorkInfo workInfo, std::vector<Tensor> outputs, bool
       work->finish(e);
     }
   };
-  progress_->runOrEnqueue(std::move(task), !asyncOp);
+  const uint64_t ticket = progress_->runOrEnqueue(std::move(task), !asyncOp);
+  if (ticket != 0) work->setInlineRunner(progress_, ticket);  // Note [Waiting helps]
   return work;
 }
 

@@ -152,7 +152,7 @@ class GlooBackend : public Backend {
   std::vector<std::shared_ptr<::gloo::transport::Device>> devices_;  // tracked
   std::vector<std::shared_ptr<::gloo::Context>> contexts_;
   std::unique_ptr<PeerMonitor> monitor_;
-  std::unique_ptr<ProgressThread> progress_;
+  std::shared_ptr<ProgressThread> progress_;
   std::unique_ptr<GlooP2P> p2p_;
   mutable std::mutex errorMutex_;
   std::optional<std::string> error_;  // GUARDED_BY(errorMutex_)

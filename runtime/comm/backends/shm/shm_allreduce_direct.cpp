@@ -6,6 +6,7 @@
 // Every rank computes the same reduction in the same order: results are
 // bitwise identical everywhere.
 #include <algorithm>
+#include <array>
 
 #include "runtime/comm/backends/shm/shm_algorithms.hpp"
 #include "runtime/comm/reduce_kernels.hpp"
@@ -15,7 +16,7 @@ namespace distlab::comm::shm {
 void allreduceDirect(ShmOp& op, uint8_t* data, uint64_t count, DType dtype, ReduceOp redop) {
   const uint64_t es = elementSize(dtype);
   const uint64_t chunk = op.slotBytes() / es;
-  std::vector<const void*> srcs(op.size());
+  std::array<const void*, kMaxWorldSize> srcs{};  // no allocation per op
   uint64_t off = 0;
   do {
     const uint64_t n = std::min(chunk, count - off);

@@ -3,11 +3,25 @@
 //     1. stage the parts other ranks reduce into my slot (my own part stays in
 //        my input: one copy less; PREMUL_SUM stages it too, pre-scaled); sync;
 //     2. reduce part r of every rank (rank order; mine from my input) into my
-//        output and into part r of my NEXT slot (free: the sync proved everyone
-//        left the step before);
+//        output and, in the same pass, into part r of my NEXT slot (free: the
+//        sync proved everyone left the step before);
 //     3. sync; copy every other rank's part q from its slot into my output.
 // Each part is reduced by one rank only, so results are identical everywhere.
+//
+// Note [shm large messages]
+// The user's tensors live in each rank's private memory, so every byte that
+// crosses ranks goes through a slot. Per chunk of N bytes at world n, a rank
+// reads (n-1)/n N and writes it to its slot (stage), reads n parts of N/n and
+// writes its reduced part to its output and its slot in one pass, and copies
+// the (n-1)/n N reduced by the others into its output:
+//   read  N (1 + 2(n-1)/n),  write 2N      (world 2: 2N + 2N = 2x a memcpy of N).
+// Each rank must read its input and write its output (N + N), and what it
+// sends and receives must be written to and read from shared memory once
+// each, so this is the floor for private buffers; a single-copy path needs
+// the peers' memory (CMA, process_vm_readv), which container seccomp profiles
+// forbid. bench collectives reports how close a run comes to it.
 #include <algorithm>
+#include <array>
 #include <cstring>
 
 #include "runtime/comm/backends/shm/shm_algorithms.hpp"
@@ -20,7 +34,7 @@ void allreduceRsAg(ShmOp& op, uint8_t* data, uint64_t count, DType dtype, Reduce
   const int size = op.size();
   const int me = op.rank();
   const uint64_t chunk = op.slotBytes() / es;
-  std::vector<const void*> srcs(size);
+  std::array<const void*, kMaxWorldSize> srcs{};  // no allocation per op
   uint64_t off = 0;
   do {
     const uint64_t n = std::min(chunk, count - off);
@@ -38,9 +52,8 @@ void allreduceRsAg(ShmOp& op, uint8_t* data, uint64_t count, DType dtype, Reduce
     const uint64_t b = partBegin(me) * es;
     for (int r = 0; r < size; ++r) srcs[r] = op.readSlot(r) + b;
     if (ownFromInput) srcs[me] = data + off * es + b;
-    uint8_t* mine = op.writeSlot() + b;
-    reduceN(mine, srcs.data(), size, partLen(me), dtype, redop);
-    std::memcpy(data + off * es + b, mine, partLen(me) * es);
+    reduceNAndCopy(data + off * es + b, op.writeSlot() + b, srcs.data(), size, partLen(me), dtype,
+                   redop);
     op.sync();
     for (int q = 0; q < size; ++q) {
       if (q == me || partLen(q) == 0) continue;

@@ -80,7 +80,8 @@ ShmBackend::ShmBackend(const BackendContext& context)
   group_.size = ctx_.size;
   group_.groupName = ctx_.groupName;
   group_.aborted = &aborted_;
-  progress_ = std::make_unique<ProgressThread>("shm:" + ctx_.groupName);
+  group_.wait = waitPolicyFor(ctx_.size);
+  progress_ = std::make_shared<ProgressThread>("shm:" + ctx_.groupName);
   p2p_ = std::make_unique<ShmP2P>(*segment_, *peers_, ctx_.groupName,
                                   [this](std::exception_ptr e, FailureKind kind) {
                                     markFailed(e, kind);
@@ -165,7 +166,8 @@ WorkPtr ShmBackend::submit(WorkInfo workInfo, std::vector<Tensor> outputs, bool 
     }
     work->endExecution(error);
   };
-  progress_->runOrEnqueue(std::move(task), !asyncOp);
+  const uint64_t ticket = progress_->runOrEnqueue(std::move(task), !asyncOp);
+  if (ticket != 0) work->setInlineRunner(progress_, ticket);  // Note [Waiting helps]
   return work;
 }
 

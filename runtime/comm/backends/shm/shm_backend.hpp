@@ -113,7 +113,7 @@ class ShmBackend : public Backend {
   std::exception_ptr cancelError_;  // why group_.cancelled was set (collective thread reads)
   mutable std::mutex errorMutex_;
   std::optional<std::string> error_;  // GUARDED_BY(errorMutex_)
-  std::unique_ptr<ProgressThread> progress_;
+  std::shared_ptr<ProgressThread> progress_;
   std::unique_ptr<ShmP2P> p2p_;
 };
 

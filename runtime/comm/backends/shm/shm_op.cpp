@@ -2,22 +2,39 @@
 
 #include <fmt/format.h>
 
+#include <cstddef>
+#include <cstring>
+
 #include "runtime/comm/backends/shm/shm_wait.hpp"
+#include "runtime/comm/rank_errors.hpp"
 #include "runtime/core/errors.hpp"
 #include "runtime/tensor/dtype.hpp"
 
 namespace distlab::comm::shm {
 
-void throwPeerFailure(ShmSegment& segment, int peer, const std::string& context) {
+void throwPeerFailure(ShmSegment& segment, int peer, const std::string& context,
+                      const std::vector<int>* missing) {
   RankControl& c = segment.control(peer);
   const auto kind = static_cast<FailureKind>(c.failed.load(std::memory_order_acquire));
   const std::string msg = fmt::format("{}: rank {} failed: {}", context, peer,
                                       std::string(c.reason, strnlen(c.reason, sizeof(c.reason))));
   switch (kind) {
-    case FailureKind::kTimeout: throw DistTimeoutError(msg);
-    case FailureKind::kPeerDied: throw DistPeerFailureError(msg);
+    case FailureKind::kTimeout:
+      if (missing) throw DistRanksTimeoutError(msg, *missing);
+      throw DistTimeoutError(msg);
+    case FailureKind::kPeerDied:
+      if (missing) throw DistRanksPeerFailureError(msg, *missing);
+      throw DistPeerFailureError(msg);
     default: throw DistBackendError(msg);
   }
+}
+
+std::vector<int> ShmOp::notArrived() const {
+  std::vector<int> out;
+  for (int r = 0; r < g_.size; ++r) {
+    if (g_.segment->control(r).step.load(std::memory_order_acquire) < g_.step) out.push_back(r);
+  }
+  return out;
 }
 
 ShmOp::ShmOp(ShmGroup& group, const OpDesc& mine, bool equalBytes, Milliseconds timeout)
@@ -26,6 +43,7 @@ ShmOp::ShmOp(ShmGroup& group, const OpDesc& mine, bool equalBytes, Milliseconds 
       equalBytes_(equalBytes),
       timeout_(timeout),
       deadline_(Deadline::after(timeout)) {
+  if (g_.descs.size() < static_cast<size_t>(g_.size)) g_.descs.resize(g_.size);
   RankControl& me = g_.segment->control(g_.rank);
   me.seq.store(mine.seq, std::memory_order_relaxed);
   me.opType.store(mine.opType, std::memory_order_relaxed);
@@ -47,11 +65,23 @@ void ShmOp::throwCancelled() {
                                   "backend (watchdog timeout or Work::abort)");
 }
 
+namespace {
+// Copies what is published of a descriptor (see OpDesc): the head, and n
+// counts of each array when it has counts.
+void copyDesc(OpDesc& to, const OpDesc& from, int n) {
+  std::memcpy(&to, &from, offsetof(OpDesc, sendCounts));
+  if (from.hasCounts) {
+    std::memcpy(to.sendCounts, from.sendCounts, sizeof(uint64_t) * n);
+    std::memcpy(to.recvCounts, from.recvCounts, sizeof(uint64_t) * n);
+  }
+}
+}  // namespace
+
 void ShmOp::sync() {
   if (cancelled()) throwCancelled();
   ShmSegment& seg = *g_.segment;
   const uint64_t target = g_.step + 1;
-  if (first_) seg.desc(g_.rank, target & 1) = mine_;
+  if (first_) copyDesc(seg.desc(g_.rank, target & 1), mine_, g_.size);
   RankControl& me = seg.control(g_.rank);
   me.step.store(target, std::memory_order_release);
   g_.step = target;
@@ -66,13 +96,12 @@ void ShmOp::sync() {
         }
         return next == n || cancelled();
       },
-      [&] { poll(); });
+      [&] { poll(); }, g_.wait);
   // Even when every peer arrived: a cancelled op must not read or write more.
   if (cancelled()) throwCancelled();
   if (first_) {
     first_ = false;
-    descs_.resize(n);
-    for (int r = 0; r < n; ++r) descs_[r] = seg.desc(r, target & 1);
+    for (int r = 0; r < n; ++r) copyDesc(g_.descs[r], seg.desc(r, target & 1), n);
     validate();
   }
 }
@@ -86,12 +115,13 @@ void ShmOp::poll() {
   for (int r = 0; r < g_.size; ++r) {
     if (r == g_.rank) continue;
     if (seg.control(r).failed.load(std::memory_order_acquire) != 0) {
-      throwPeerFailure(seg, r, what());
+      const std::vector<int> missing = notArrived();
+      throwPeerFailure(seg, r, what(), &missing);
     }
     if (seg.control(r).step.load(std::memory_order_acquire) < target && !g_.peers->alive(r)) {
-      throw DistPeerFailureError(fmt::format(
+      throw DistRanksPeerFailureError(fmt::format(
           "{}: rank {} (pid {}) exited while this rank waited for it ({})", what(), r,
-          g_.peers->pid(r), describeRank(seg, r)));
+          g_.peers->pid(r), describeRank(seg, r)), notArrived());
     }
   }
   if (deadline_.expired()) throwTimeout();
@@ -99,16 +129,17 @@ void ShmOp::poll() {
 
 void ShmOp::throwTimeout() {
   ShmSegment& seg = *g_.segment;
+  const std::vector<int> ranks = notArrived();
   std::string missing, progress;
-  for (int r = 0; r < g_.size; ++r) {
-    if (seg.control(r).step.load(std::memory_order_acquire) < g_.step) {
-      missing += (missing.empty() ? "" : ", ") + std::to_string(r);
-      progress += "; " + describeRank(seg, r);
-    }
+  for (int r : ranks) {
+    missing += (missing.empty() ? "" : ", ") + std::to_string(r);
+    progress += "; " + describeRank(seg, r);
   }
-  throw DistTimeoutError(fmt::format(
-      "{} timed out after {} ms: ranks [{}] have not arrived (this rank waits at step {}{})",
-      what(), timeout_.count(), missing, g_.step, progress));
+  throw DistRanksTimeoutError(
+      fmt::format(
+          "{} timed out after {} ms: ranks [{}] have not arrived (this rank waits at step {}{})",
+          what(), timeout_.count(), missing, g_.step, progress),
+      ranks);
 }
 
 namespace {
@@ -122,10 +153,10 @@ std::string describeDesc(const OpDesc& d) {
 }  // namespace
 
 void ShmOp::validate() {
-  const OpDesc& a = descs_[0];
+  const OpDesc& a = g_.descs[0];
   std::string diff;
   for (int r = 1; r < g_.size && diff.empty(); ++r) {
-    const OpDesc& b = descs_[r];
+    const OpDesc& b = g_.descs[r];
     if (a.seq != b.seq || a.opType != b.opType || a.dtype != b.dtype ||
         a.reduceOp != b.reduceOp || a.root != b.root || (equalBytes_ && a.bytes != b.bytes)) {
       diff = fmt::format("rank 0 runs {}, but rank {} runs {}", describeDesc(a), r,
@@ -135,9 +166,9 @@ void ShmOp::validate() {
   if (diff.empty() && mine_.hasCounts) {
     for (int p = 0; p < g_.size && diff.empty(); ++p) {
       for (int q = 0; q < g_.size; ++q) {
-        if (descs_[p].sendCounts[q] != descs_[q].recvCounts[p]) {
+        if (g_.descs[p].sendCounts[q] != g_.descs[q].recvCounts[p]) {
           diff = fmt::format("rank {} sends {} bytes to rank {}, which expects {} bytes",
-                             p, descs_[p].sendCounts[q], q, descs_[q].recvCounts[p]);
+                             p, g_.descs[p].sendCounts[q], q, g_.descs[q].recvCounts[p]);
           break;
         }
       }

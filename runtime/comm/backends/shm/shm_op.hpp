@@ -16,7 +16,8 @@
 //
 // Waiting follows Note [shm waiting]. Failures: DistTimeoutError (deadline; the
 // message names the ranks that have not arrived and where they are),
-// DistPeerFailureError (a rank's process exited), DistBackendError (mismatch,
+// DistPeerFailureError (a rank's process exited) -- both as the rank_errors.hpp
+// subclasses carrying the ranks not arrived --, DistBackendError (mismatch,
 // abort, or a peer that published a failure — mirrored with its kind), and
 // DistBackendError "cancelled" when ShmGroup::cancelled is set: checked before
 // arriving at a step and on every wake-up, so a cancelled op never proceeds to
@@ -28,6 +29,7 @@
 
 #include "runtime/comm/backends/shm/shm_peers.hpp"
 #include "runtime/comm/backends/shm/shm_segment.hpp"
+#include "runtime/comm/backends/shm/shm_wait.hpp"
 #include "runtime/comm/types.hpp"
 #include "runtime/core/clock.hpp"
 
@@ -42,6 +44,8 @@ struct ShmGroup {
   std::string groupName;
   uint64_t step = 0;                       // this rank's arrived steps (collective thread only)
   std::atomic<bool>* aborted = nullptr;     // local abort request
+  WaitPolicy wait;                          // Note [shm waiting]
+  std::vector<OpDesc> descs;                // every rank's descriptor of the running op
   // Set while an operation runs: its Work was failed from outside (Note [Work
   // failure and the caller's tensors]); the op stops before its next step.
   std::atomic<bool> cancelled{false};
@@ -63,12 +67,15 @@ class ShmOp {
   const uint8_t* readSlot(int r);
   // Arrive and wait for every rank (see the Note).
   void sync();
-  // Descriptors of the first step (valid after the first sync).
-  const OpDesc& desc(int r) const { return descs_[r]; }
+  // Descriptors of the first step (valid after the first sync; the counts only
+  // for ranks below size() and only when hasCounts).
+  const OpDesc& desc(int r) const { return g_.descs[r]; }
 
  private:
   void validate();
   void poll();
+  // Ranks that have not arrived at the current step (Note [Who did not arrive]).
+  std::vector<int> notArrived() const;
   bool cancelled() const { return g_.cancelled.load(std::memory_order_acquire); }
   [[noreturn]] void throwCancelled();
   [[noreturn]] void throwTimeout();
@@ -80,10 +87,11 @@ class ShmOp {
   bool first_ = true;
   Milliseconds timeout_;
   Deadline deadline_;
-  std::vector<OpDesc> descs_;
 };
 
-// Mirrors a peer's published failure as the same exception kind.
-[[noreturn]] void throwPeerFailure(ShmSegment& segment, int peer, const std::string& context);
+// Mirrors a peer's published failure as the same exception kind; with
+// `missing`, as the rank_errors.hpp kind naming those ranks.
+[[noreturn]] void throwPeerFailure(ShmSegment& segment, int peer, const std::string& context,
+                                   const std::vector<int>* missing = nullptr);
 
 }  // namespace distlab::comm::shm

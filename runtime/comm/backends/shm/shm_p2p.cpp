@@ -101,7 +101,7 @@ std::string ShmP2P::what() const {
 
 void ShmP2P::ringPeer(int peer) {
   RankControl& c = seg_.control(peer);
-  ring(c.p2pBell, c.p2pSleepers);
+  ringAlways(c.p2pBell, c.p2pSleepers);
 }
 
 void ShmP2P::postSend(WorkPtr work, const Tensor& tensor, int dst, int tag, uint64_t seq,
@@ -398,6 +398,10 @@ void ShmP2P::checkFailures() {
   }
 }
 
+// The engine's idle wait is for new work, not for a peer in the middle of a
+// step: spin only briefly, never yield (Note [shm waiting]).
+constexpr WaitPolicy kIdleWait{2'000, 0};
+
 void ShmP2P::loop() {
   RankControl& me = seg_.control(rank_);
   while (!stopping_.load(std::memory_order_acquire)) {
@@ -410,7 +414,7 @@ void ShmP2P::loop() {
           return me.p2pBell.load(std::memory_order_acquire) != seen ||
                  stopping_.load(std::memory_order_acquire);
         },
-        [&] { checkFailures(); }, kIdleYieldNs);
+        [&] { checkFailures(); }, kIdleWait);
   }
 }
 

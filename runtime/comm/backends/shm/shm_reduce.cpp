@@ -1,6 +1,7 @@
 // Direct reduce: as the direct allreduce, but only the root reduces:
 //   per chunk: stage into my slot; sync; root reduces all slots into its tensor.
 #include <algorithm>
+#include <array>
 
 #include "runtime/comm/backends/shm/shm_algorithms.hpp"
 #include "runtime/comm/reduce_kernels.hpp"
@@ -11,7 +12,7 @@ void reduceDirect(ShmOp& op, uint8_t* data, uint64_t count, DType dtype, ReduceO
                   int root) {
   const uint64_t es = elementSize(dtype);
   const uint64_t chunk = op.slotBytes() / es;
-  std::vector<const void*> srcs(op.size());
+  std::array<const void*, kMaxWorldSize> srcs{};  // no allocation per op
   uint64_t off = 0;
   do {
     const uint64_t n = std::min(chunk, count - off);

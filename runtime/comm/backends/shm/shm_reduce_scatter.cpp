@@ -2,6 +2,7 @@
 // rank stages piece k of ins[q] in part q; sync; rank q reduces part q of all
 // slots (rank order) into its output piece.
 #include <algorithm>
+#include <array>
 
 #include "runtime/comm/backends/shm/shm_algorithms.hpp"
 #include "runtime/comm/reduce_kernels.hpp"
@@ -13,7 +14,7 @@ void reduceScatterParts(ShmOp& op, const std::vector<const uint8_t*>& ins, uint8
   const uint64_t es = elementSize(dtype);
   const uint64_t part = op.partBytes();
   const uint64_t chunk = part / es;
-  std::vector<const void*> srcs(op.size());
+  std::array<const void*, kMaxWorldSize> srcs{};  // no allocation per op
   uint64_t off = 0;
   do {
     const uint64_t n = std::min(chunk, count - off);

@@ -1,44 +1,117 @@
 #pragma once
-// Waiting on shared memory: spin briefly, then yield, then sleep on a futex.
+// Waiting on shared memory: spin briefly, then (only when ranks outnumber
+// cores) yield briefly, then sleep on a futex.
 //
 // Note [shm waiting]
-// With as many ranks as cores, a peer answers in well under a microsecond and
-// spinning wins. With more ranks than cores (4 or 8 ranks on 2 cores here), a
-// spinning waiter holds the core the peer needs: pure spinning measured 12 ms
-// per tiny allreduce at 4 ranks, futex-only 76 us, spin+yield 9 us. So: spin for
-// kSpinNs, yield until kYieldNs (long: on a busy machine a futex sleeper waits
-// for a whole scheduler slice to run again; 2 ms cost 4x at 2 MiB allreduce), then futex-wait on a "bell" word that every
-// arrival bumps (the waker only pays for FUTEX_WAKE when someone sleeps).
-// The futex sleeps at most kPollInterval, so `poll` (deadline, dead peers,
+// A waiter must leave the cores to the work that needs them: the peer it waits
+// for, and the caller's compute (DDP runs backward on the main thread while the
+// progress thread waits in a bucket's allreduce). So no long spin or yield
+// loop: a waiter spins for WaitPolicy::spinNs (a peer that holds a core answers
+// within a few us: spinning then saves a futex round trip), then, only when
+// the group has more ranks than this process may use cores, yields for up to
+// WaitPolicy::yieldNs (measured in wave 1: with 4 ranks on 2 cores a futex
+// sleeper waits a scheduler slice per step, 76 us per tiny allreduce against 9
+// us with yields), then sleeps on a futex "bell". Arrivals ring the bell only
+// when somebody sleeps on it (ring() reads the sleeper count after its own
+// store; a sleeper registers before its last check: Note [shm bell]), so the
+// common, fast case costs no shared read-modify-write and no system call.
+// The futex sleeps at most kPollIntervalNs, so `poll` (deadline, dead peers,
 // failure flags) runs at least that often (first after kFirstPollNs): a dead
 // peer is seen within ~0.1 s.
+//
+// Note [shm bell]
+// Waker: publish the state (a release store), then ring(): a seq_cst fence,
+// read `sleepers`, and only if non-zero bump `bell` and FUTEX_WAKE. Sleeper:
+// sleepers++ (seq_cst), read `bell`, re-check done(), FUTEX_WAIT(bell, seen).
+// Dekker: either the sleeper's re-check sees the state, or the waker sees the
+// sleeper and bumps the bell, which makes the FUTEX_WAIT return at once.
+#include <sched.h>
+
 #include <atomic>
 #include <cstdint>
-#include <functional>
+
+#include "runtime/core/clock.hpp"
 
 namespace distlab::comm::shm {
 
-inline constexpr int64_t kSpinNs = 3'000;
-inline constexpr int64_t kYieldNs = 20'000'000;
 inline constexpr int64_t kPollIntervalNs = 50'000'000;
 inline constexpr int64_t kFirstPollNs = 1'000'000;
 
-// The p2p engine's idle wait yields for less: it waits for new work, not for a
-// peer in the middle of a step.
-inline constexpr int64_t kIdleYieldNs = 1'000'000;
+struct WaitPolicy {
+  int64_t spinNs = 10'000;
+  int64_t yieldNs = 0;
+};
+// The policy for a group of `ranks` processes on this machine: spin longer and
+// never yield when every rank can hold a core; spin briefly and yield up to
+// 100 us when ranks outnumber the cores this process may run on.
+WaitPolicy waitPolicyFor(int ranks);
 
 // futex on a word in (possibly shared) memory; not FUTEX_PRIVATE.
 void futexWait(std::atomic<uint32_t>* word, uint32_t expected, int64_t timeoutNs);
 void futexWakeAll(std::atomic<uint32_t>* word);
 
-// Bumps `bell` and wakes sleepers (if any).
-void ring(std::atomic<uint32_t>& bell, std::atomic<uint32_t>& sleepers);
+// Wakes the sleepers of `bell`, if any (Note [shm bell]). Call after the store
+// that publishes what they wait for.
+inline void ring(std::atomic<uint32_t>& bell, std::atomic<uint32_t>& sleepers) {
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  if (sleepers.load(std::memory_order_seq_cst) == 0) return;
+  bell.fetch_add(1, std::memory_order_seq_cst);
+  futexWakeAll(&bell);
+}
 
-// Blocks until done() is true. `poll` runs kFirstPollNs into the wait, then every
-// kPollIntervalNs; it throws to end the wait (deadline passed,
-// peer died). done() must be cheap; both run on the calling thread.
-void waitUntil(std::atomic<uint32_t>& bell, std::atomic<uint32_t>& sleepers,
-               const std::function<bool()>& done, const std::function<void()>& poll,
-               int64_t yieldNs = kYieldNs);
+// For waits whose done() watches the bell itself (the p2p engine waits for
+// "anything new"): always bumps, wakes only when somebody sleeps.
+inline void ringAlways(std::atomic<uint32_t>& bell, std::atomic<uint32_t>& sleepers) {
+  bell.fetch_add(1, std::memory_order_seq_cst);
+  if (sleepers.load(std::memory_order_seq_cst) > 0) futexWakeAll(&bell);
+}
+
+inline void cpuRelax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#endif
+}
+
+// Blocks until done() is true. `poll` runs kFirstPollNs into the wait, then
+// every kPollIntervalNs; it throws to end the wait (deadline passed, peer
+// died). done() must be cheap; both run on the calling thread. Templates, so
+// the hot path allocates nothing.
+template <class Done, class Poll>
+void waitUntil(std::atomic<uint32_t>& bell, std::atomic<uint32_t>& sleepers, const Done& done,
+               const Poll& poll, const WaitPolicy& policy) {
+  if (done()) return;
+  const int64_t start = monotonicNowNs();
+  int64_t now = start;
+  while (now - start < policy.spinNs) {
+    for (int i = 0; i < 64; ++i) {
+      if (done()) return;
+      cpuRelax();
+    }
+    now = monotonicNowNs();
+  }
+  int64_t lastPoll = start - kPollIntervalNs + kFirstPollNs;
+  while (now - start < policy.spinNs + policy.yieldNs) {
+    sched_yield();
+    if (done()) return;
+    now = monotonicNowNs();
+  }
+  for (;;) {
+    sleepers.fetch_add(1, std::memory_order_seq_cst);
+    const uint32_t seen = bell.load(std::memory_order_seq_cst);
+    if (done()) {
+      sleepers.fetch_sub(1, std::memory_order_seq_cst);
+      return;
+    }
+    const int64_t untilPoll = lastPoll + kPollIntervalNs - now;
+    futexWait(&bell, seen, untilPoll > 0 ? untilPoll : 1);
+    sleepers.fetch_sub(1, std::memory_order_seq_cst);
+    if (done()) return;
+    now = monotonicNowNs();
+    if (now - lastPoll >= kPollIntervalNs) {
+      poll();
+      lastPoll = now;
+    }
+  }
+}
 
 }  // namespace distlab::comm::shm

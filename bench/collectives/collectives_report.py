@@ -1,0 +1,180 @@
+#!/usr/bin/env python3
+"""Writes reports/collectives_shm.md from `distlab bench collectives --json` files.
+
+    distlab bench collectives --world-size 2 --async --peer mpi,torch-gloo --json ws2.json
+    distlab bench collectives --world-size 4 --async --peer mpi --json ws4.json
+    bench/collectives/collectives_report.py ws2.json ws4.json > reports/collectives_shm.md
+    bench/collectives/collectives_report.py --before old_ws2.json ws2.json ws4.json  # + before/after
+
+Standard library only. Ratios compare rows of one JSON file: one run, one set of conditions.
+"""
+import json
+import platform
+import sys
+
+
+def human(n):
+    for unit, shift in (("M", 20), ("K", 10)):
+        if n >= 1 << shift:
+            return f"{n >> shift}{unit}"
+    return str(n)
+
+
+def rows_by(data, backend, mode, op):
+    return {r["bytes"]: r for r in data["rows"]
+            if r["backend"] == backend and r.get("mode", "blocking") == mode and r["op"] == op
+            and not r["error"]}
+
+
+def cpu_model():
+    try:
+        for line in open("/proc/cpuinfo"):
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown"
+
+
+def verdict(size, blocking, asynchronous):
+    """The issue's targets at world 2: blocking <= 1.0x MPI at every size; async <= 2x up to
+    4 KiB and <= 1x from 256 KiB."""
+    out = ["ok" if blocking <= 1.0 else "MISS"]
+    if asynchronous is None:
+        out.append("")
+    elif size <= 4096:
+        out.append("ok" if asynchronous <= 2.0 else "MISS")
+    elif size >= 256 * 1024:
+        out.append("ok" if asynchronous <= 1.0 else "MISS")
+    else:
+        out.append("-")
+    return out
+
+
+def allreduce_table(data, peers):
+    blocking = rows_by(data, "shm", "blocking", "allreduce")
+    asyn = rows_by(data, "shm", "async", "allreduce")
+    peer_rows = {p: rows_by(data, p, "blocking", "allreduce") for p in peers}
+    head = ["size", "shm blocking (us)", "shm async (us)"] + [f"{p} (us)" for p in peers]
+    if "mpi" in peers:
+        head += ["blocking / mpi", "async / mpi", "target blocking", "target async"]
+    head += ["busbw blocking (GB/s)"]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for size in sorted(blocking):
+        b = blocking[size]
+        a = asyn.get(size)
+        cells = [human(size), f"{b['time_p50_us']:.2f}", f"{a['time_p50_us']:.2f}" if a else "-"]
+        for p in peers:
+            r = peer_rows[p].get(size)
+            cells.append(f"{r['time_p50_us']:.2f}" if r else "-")
+        if "mpi" in peers and size in peer_rows["mpi"]:
+            m = peer_rows["mpi"][size]["time_p50_us"]
+            rb = b["time_p50_us"] / m
+            ra = a["time_p50_us"] / m if a else None
+            cells += [f"{rb:.2f}", f"{ra:.2f}" if ra is not None else "-"]
+            cells += verdict(size, rb, ra)
+        cells.append(f"{b['busbw_GBps']:.3f}")
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def other_ops_table(data):
+    ops = ["allgather", "reduce_scatter", "broadcast", "alltoall"]
+    sizes = [8 * 4, 4096, 256 * 1024, 4 << 20, 64 << 20]
+    head = ["op"] + [f"{human(s)}: shm blocking / mpi" for s in sizes]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for op in ops:
+        shm = rows_by(data, "shm", "blocking", op)
+        mpi = rows_by(data, "mpi", "blocking", op)
+        if not shm or not mpi:
+            continue
+        cells = [op]
+        for s in sizes:
+            near = min(shm, key=lambda k: abs(k - s))
+            cells.append(f"{shm[near]['time_p50_us'] / mpi[near]['time_p50_us']:.2f}"
+                         if near in mpi else "-")
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def bound_line(data):
+    """Note [shm large messages]: per rank, read N(1 + 2(n-1)/n) and write 2N bytes."""
+    n = data["world_size"]
+    rows = rows_by(data, "shm", "blocking", "allreduce")
+    if not rows:
+        return ""
+    size = max(rows)
+    t = rows[size]["time_p50_us"] * 1e-6
+    moved = size * (1 + 2 * (n - 1) / n) + 2 * size
+    memcpy = data["memcpy_GBps"] * 1e9
+    floor = moved / 2 / memcpy  # a memcpy of X bytes reads X and writes X
+    return (f"allreduce {human(size)} at world {n}: {rows[size]['busbw_GBps']:.2f} GB/s busbw = "
+            f"{rows[size]['busbw_GBps'] * 1e9 / memcpy:.2f}x the run's memcpy "
+            f"({data['memcpy_GBps']:.2f} GB/s). Each rank must read and write "
+            f"{moved / 2**20:.0f} MiB (Note [shm large messages]), which takes "
+            f"{floor * 1e3:.2f} ms at memcpy speed; the run took {t * 1e3:.2f} ms: "
+            f"{floor / t:.2f} of that floor.")
+
+
+def before_after(before, after):
+    """allreduce p50 before and after a change, each against Open MPI in its own run."""
+    head = ["size", "blocking before (us)", "blocking after (us)", "async before (us)",
+            "async after (us)", "blocking/mpi before", "blocking/mpi after", "async/mpi before",
+            "async/mpi after"]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    rows = {}
+    for tag, data in (("b", before), ("a", after)):
+        rows[tag] = (rows_by(data, "shm", "blocking", "allreduce"),
+                     rows_by(data, "shm", "async", "allreduce"),
+                     rows_by(data, "mpi", "blocking", "allreduce"))
+    for size in sorted(set(rows["b"][0]) & set(rows["a"][0])):
+        cells = [human(size)]
+        for mode in (0, 1):
+            for tag in ("b", "a"):
+                r = rows[tag][mode].get(size)
+                cells.append(f"{r['time_p50_us']:.2f}" if r else "-")
+        for mode in (0, 1):
+            for tag in ("b", "a"):
+                r, m = rows[tag][mode].get(size), rows[tag][2].get(size)
+                cells.append(f"{r['time_p50_us'] / m['time_p50_us']:.2f}" if r and m else "-")
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def main(paths):
+    before = None
+    if paths and paths[0] == "--before":
+        before = json.load(open(paths[1]))
+        paths = paths[2:]
+    print("# Collectives on the shm backend, with Open MPI and PyTorch gloo in the same run\n")
+    print(f"Machine: {cpu_model()}, {__import__('os').cpu_count()} cores (shared), "
+          f"{platform.system()} {platform.release()}. Generated by "
+          "`bench/collectives/collectives_report.py` from these runs:\n")
+    for p in paths:
+        data = json.load(open(p))
+        peers = sorted({r["backend"] for r in data["rows"]} - {"shm", "gloo"})
+        print(f"```\ndistlab bench collectives --world-size {data['world_size']} --async "
+              f"--peer {','.join(peers)} --json {p}\n```")
+    for p in paths:
+        data = json.load(open(p))
+        peers = sorted({r["backend"] for r in data["rows"]} - {"shm", "gloo"})
+        n = data["world_size"]
+        print(f"\n## World size {n} (memcpy {data['memcpy_GBps']:.2f} GB/s in this run)\n")
+        print("allreduce, float32 SUM, p50 of the slowest rank per iteration. *blocking*: "
+              "asyncOp=false, inline on the caller; *async*: asyncOp=true then Work::wait "
+              "(the path DDP and FSDP use); peers run their blocking calls.\n")
+        print(allreduce_table(data, peers))
+        print("\n" + bound_line(data))
+        if "mpi" in peers:
+            print("\nOther collectives, time ratio shm (blocking) / Open MPI at sizes near:\n")
+            print(other_ops_table(data))
+        if before is not None and before["world_size"] == n:
+            print(f"\n### Before and after (world {n}; each run with its own Open MPI rows)\n")
+            print(before_after(before, data))
+    return 0
+
+
+if __name__ == "__main__":
+    if len(sys.argv) < 2:
+        sys.exit(__doc__)
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,141 @@
+#!/usr/bin/python3
+"""The PyTorch side of `distlab bench collectives --peer torch-gloo`.
+
+Times torch.distributed's all_reduce, all_gather_into_tensor, reduce_scatter_tensor,
+broadcast and all_to_all_single on the gloo backend (blocking calls) with the same
+sizes, inputs, iteration rule and statistics as distlab's rows
+(emulator/bench/collective_timer.cpp), and writes rank 0's rows as JSON.
+Ranks are forked processes meeting through a FileStore next to --out.
+gloo has no reduce_scatter: such rows carry the error, as distlab's do.
+"""
+import argparse
+import json
+import os
+import sys
+import time
+
+
+def input_values(torch, rank, count):
+    i = torch.arange(count, dtype=torch.int64)
+    return (((rank * 7 + i * 3) % 13) - 6).to(torch.float32)
+
+
+def make_op(torch, dist, name, count, me, n):
+    m = count // n
+    if name == "allreduce":
+        t = input_values(torch, me, count)
+        expected = sum(input_values(torch, r, count) for r in range(n))
+        return (lambda: dist.all_reduce(t)), t, expected
+    if name == "allgather":
+        src, out = input_values(torch, me, m), torch.empty(count)
+        expected = torch.cat([input_values(torch, r, m) for r in range(n)])
+        return (lambda: dist.all_gather_into_tensor(out, src)), out, expected
+    if name == "reduce_scatter":
+        src, out = input_values(torch, me, count), torch.empty(m)
+        expected = sum(input_values(torch, r, count) for r in range(n))[me * m:(me + 1) * m]
+        return (lambda: dist.reduce_scatter_tensor(out, src)), out, expected
+    if name == "broadcast":
+        t = input_values(torch, me, count)
+        return (lambda: dist.broadcast(t, 0)), t, input_values(torch, 0, count)
+    if name == "alltoall":
+        src, out = input_values(torch, me, count), torch.empty(count)
+        expected = torch.cat([input_values(torch, r, count)[me * m:(me + 1) * m] for r in range(n)])
+        return (lambda: dist.all_to_all_single(out, src)), out, expected
+    raise SystemExit(f"distlab_torch_gloo_peer: unknown op {name}")
+
+
+def bench_one(torch, dist, args, name, nbytes, me, n):
+    count = max(1, nbytes // 4)
+    if name not in ("allreduce", "broadcast"):
+        count = max(n, count - count % n)
+    row = {"backend": "torch-gloo", "mode": "blocking", "op": name, "bytes": count * 4,
+           "count": count, "iters": 0, "time_p50_us": 0, "time_avg_us": 0, "algbw_GBps": 0,
+           "busbw_GBps": 0, "wrong": 0, "error": ""}
+    run, out, expected = make_op(torch, dist, name, count, me, n)
+    try:
+        run()
+    except RuntimeError as e:  # e.g. gloo: reduce_scatter not supported
+        row["error"] = str(e).splitlines()[0]
+        return row
+    wrong = torch.tensor([int((out != expected).sum())], dtype=torch.int64)
+    dist.all_reduce(wrong)
+    start = time.perf_counter()
+    for _ in range(args.warmup):
+        run()
+    iters = args.iters
+    if iters <= 0:
+        per = (time.perf_counter() - start) / max(1, args.warmup)
+        iters = int(min(max(0.2 / max(per, 1e-7), 5.0), 2000.0))
+    it = torch.tensor([iters], dtype=torch.int64)
+    dist.broadcast(it, 0)
+    iters = int(it.item())
+    dist.barrier()
+    local = torch.empty(iters, dtype=torch.float64)
+    for i in range(iters):
+        t0 = time.perf_counter_ns()
+        run()
+        local[i] = (time.perf_counter_ns() - t0) / 1e3
+    dist.all_reduce(local, op=dist.ReduceOp.MAX)
+    times = sorted(local.tolist())
+    p50 = times[iters // 2]
+    factor = 2.0 * (n - 1) / n if name == "allreduce" else 1.0 if name == "broadcast" else (n - 1) / n
+    algbw = count * 4 / (p50 * 1e3)
+    row.update(iters=iters, time_p50_us=p50, time_avg_us=sum(times) / iters, algbw_GBps=algbw,
+               busbw_GBps=algbw * factor, wrong=int(wrong.item()))
+    return row
+
+
+def rank_main(me, args):
+    import torch
+    import torch.distributed as dist
+    torch.set_num_threads(1)
+    store = dist.FileStore(args.out + ".store", args.world_size)
+    dist.init_process_group("gloo", store=store, rank=me, world_size=args.world_size)
+    n = args.world_size
+    rows = []
+    for name in args.ops.split(","):
+        nbytes = args.min_bytes
+        while nbytes <= args.max_bytes:
+            row = bench_one(torch, dist, args, name, nbytes, me, n)
+            rows.append(row)
+            if row["error"]:
+                break  # the same for every size
+            nbytes *= 2
+    if me == 0:
+        with open(args.out, "w") as f:
+            json.dump(rows, f)
+    dist.destroy_process_group()
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__)
+    p.add_argument("--world-size", type=int, required=True)
+    p.add_argument("--ops", required=True)
+    p.add_argument("--min-bytes", type=int, required=True)
+    p.add_argument("--max-bytes", type=int, required=True)
+    p.add_argument("--iters", type=int, default=0)
+    p.add_argument("--warmup", type=int, default=5)
+    p.add_argument("--out", required=True)
+    args = p.parse_args()
+    if not 1 <= args.world_size <= 64 or not 1 <= args.min_bytes <= args.max_bytes:
+        p.error("need 1 <= --world-size <= 64 and 1 <= --min-bytes <= --max-bytes")
+    pids = []
+    for me in range(args.world_size):
+        pid = os.fork()
+        if pid == 0:
+            code = 0
+            try:
+                rank_main(me, args)
+            except BaseException as e:  # report, then leave without running the parent's code
+                print(f"distlab_torch_gloo_peer: rank {me}: {e}", file=sys.stderr)
+                code = 1
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os._exit(code)
+        pids.append(pid)
+    failed = [pid for pid in pids if os.waitpid(pid, 0)[1] != 0]
+    sys.exit(1 if failed else 0)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,130 @@
+// ProcessGroupWrapper: how fingerprints travel (Note [DETAIL through the backend]).
+#include <fmt/format.h>
+
+#include <cstring>
+
+#include "runtime/comm/backend_registry.hpp"
+#include "runtime/comm/debug/process_group_wrapper.hpp"
+#include "runtime/comm/rank_errors.hpp"
+#include "runtime/core/env.hpp"
+#include "runtime/core/errors.hpp"
+
+namespace distlab::comm {
+namespace {
+
+// One rank's slot in the helper all-gather: a 4-byte length, then the
+// fingerprint text. Longer texts (alltoall counts of large groups, long
+// coalesced lists) travel through the store; the length says so.
+constexpr int64_t kSlotBytes = 512;
+constexpr uint32_t kInStoreFlag = 0x80000000u;
+
+bool exchangeThroughBackend() {
+  const auto choice = env::getChoice("DISTLAB_DETAIL_EXCHANGE", {"backend", "store"});
+  return !choice || *choice == "backend";
+}
+
+}  // namespace
+
+BackendPtr ProcessGroupWrapper::makeHelper(const BackendPtr& inner, const BackendContext& ctx) {
+  if (ctx.size < 2 || inner->name() != "shm" || !exchangeThroughBackend()) return nullptr;
+  BackendContext h = ctx;
+  h.storePrefix = ctx.storePrefix + "detail/";
+  h.groupName = ctx.groupName + "/detail";
+  // Small: n slots of kSlotBytes per step, no point-to-point traffic.
+  h.options = {{"shm.slot_bytes", std::to_string(std::max<int64_t>(4096, 64 * kSlotBytes))},
+               {"shm.channel_bytes", "4096"}};
+  return createBackend("shm", h);
+}
+
+ExchangeResult ProcessGroupWrapper::exchange(const CollectiveFingerprint& fp,
+                                             Milliseconds timeout) {
+  const std::string text = fp.serialize();
+  const BackendPtr helper = this->helper();
+  if (!helper) {
+    ExchangeSpec spec{fmt::format("{}c/{}/", keyBase_, fp.seq), rank_, globalRanks_, true};
+    ExchangeResult result = exchangeValues(*store_, spec, text, Deadline::after(timeout));
+    if (result.complete()) forgetOld(fp.seq);
+    return result;
+  }
+  const int n = static_cast<int>(globalRanks_.size());
+  Tensor mine = zeros({kSlotBytes}, TensorOptions{DType::kUInt8});
+  Tensor all = empty({n * kSlotBytes}, TensorOptions{DType::kUInt8});
+  const bool inStore = text.size() > static_cast<size_t>(kSlotBytes) - 4;
+  const uint32_t header = static_cast<uint32_t>(text.size()) | (inStore ? kInStoreFlag : 0);
+  std::memcpy(mine.rawData(), &header, 4);
+  if (inStore) {
+    store_->setString(collectiveKey(fp.seq, rank_), text);
+    forgetOld(fp.seq);
+  } else {
+    std::memcpy(static_cast<uint8_t*>(mine.rawData()) + 4, text.data(), text.size());
+  }
+  AllgatherOptions opts;
+  opts.seq = ++helperSeq_;
+  opts.timeout = timeout;
+  opts.asyncOp = false;
+  ExchangeResult result;
+  try {
+    helper->allgatherIntoTensor(all, mine, opts)->wait();
+  } catch (const DistRanksTimeoutError& e) {
+    return missingResult(e.missingRanks(), false);
+  } catch (const DistRanksPeerFailureError& e) {
+    return missingResult(e.missingRanks(), true);
+  }
+  const auto* bytes = static_cast<const uint8_t*>(all.rawData());
+  for (int r = 0; r < n; ++r) {
+    uint32_t h = 0;
+    std::memcpy(&h, bytes + r * kSlotBytes, 4);
+    const uint32_t length = h & ~kInStoreFlag;
+    if ((h & kInStoreFlag) != 0) {
+      result.values.push_back(store_->getString(collectiveKey(fp.seq, r)));
+    } else if (length <= kSlotBytes - 4) {
+      result.values.emplace_back(reinterpret_cast<const char*>(bytes + r * kSlotBytes + 4), length);
+    } else {
+      throw DistBackendError(fmt::format(
+          "ProcessGroupWrapper: rank {} sent a malformed fingerprint header ({} bytes) for "
+          "collective {} of group '{}'",
+          r, length, fp.seq, groupName_));
+    }
+  }
+  return result;
+}
+
+// The helper group broke (a rank never came, or died): report like the store
+// exchange does, and use the store from now on (the helper refuses new work).
+ExchangeResult ProcessGroupWrapper::missingResult(const std::vector<int>& ranks, bool peerDied) {
+  ExchangeResult result;
+  result.peerDied = peerDied;
+  for (int r : ranks) result.missing.push_back({r, probeRank(*store_, globalRanks_[r])});
+  std::lock_guard<std::mutex> lock(helperMutex_);
+  helper_.reset();
+  return result;
+}
+
+BackendPtr ProcessGroupWrapper::helper() const {
+  std::lock_guard<std::mutex> lock(helperMutex_);
+  return helper_;
+}
+
+void ProcessGroupWrapper::abort(const std::string& reason) {
+  if (auto h = helper()) h->abort(reason);
+  ForwardingBackend::abort(reason);
+}
+
+void ProcessGroupWrapper::shutdown(Milliseconds timeout) {
+  if (auto h = helper()) h->shutdown(timeout);
+  ForwardingBackend::shutdown(timeout);
+}
+
+void ProcessGroupWrapper::remember(uint64_t seq, const std::vector<std::string>& values) {
+  recent_.emplace_back(seq, values);
+  while (recent_.size() > static_cast<size_t>(kHistory) + 2) recent_.pop_front();
+}
+
+std::optional<std::string> ProcessGroupWrapper::pastFingerprint(uint64_t seq, int rank) const {
+  for (const auto& [s, values] : recent_) {
+    if (s == seq && rank < static_cast<int>(values.size())) return values[rank];
+  }
+  return std::nullopt;
+}
+
+}  // namespace distlab::comm
