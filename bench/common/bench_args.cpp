@@ -9,6 +9,9 @@
 #include <sstream>
 
 #include "emulator/cli/usage_checks.hpp"
+#ifdef DISTLAB_BENCH_HAS_BLAS
+#include "runtime/tensor/blas_info.hpp"
+#endif
 
 namespace distlab::bench {
 namespace {
@@ -88,6 +91,12 @@ void parseBenchArgs(CLI::App& app, int argc, char** argv, const BenchArgsOptions
     std::exit(code == 0 ? 0 : 2);
   }
   if (options.googleBenchmark) initializeGoogleBenchmark(app, argv[0], benchmarkFlags);
+#ifdef DISTLAB_BENCH_HAS_BLAS
+  // Note [OpenBLAS kernel family]: in the JSON context, and on stderr for the
+  // benches whose stdout is a table.
+  if (options.googleBenchmark) benchmark::AddCustomContext("blas", blasSummary());
+  std::fprintf(stderr, "# %s\n", blasSummary().c_str());
+#endif
 }
 
 std::vector<int> intList(const CLI::App& app, const std::string& flag, const std::string& text,

@@ -9,6 +9,8 @@
 #include "emulator/bench/collectives_bench.hpp"
 #include "emulator/cli/command_registry.hpp"
 #include "emulator/cli/usage_checks.hpp"
+#include "emulator/link/link_model.hpp"
+#include "emulator/trace/overlap_bench.hpp"
 #include "runtime/core/errors.hpp"
 
 namespace distlab::cli {
@@ -57,6 +59,68 @@ uint64_t parseBytes(const std::string& text, const char* flag) {
   return value << shift;
 }
 
+// "2,4" -> {2, 4}, each in [lo, hi]; anything else is an error naming `flag`.
+template <typename T>
+std::vector<T> numberList(const std::string& text, const char* flag, double lo, double hi) {
+  std::vector<T> out;
+  for (const auto& item : splitList(text, flag)) {
+    size_t used = 0;
+    double v = 0;
+    try {
+      v = std::stod(item, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (used != item.size() || !(v >= lo && v <= hi) || static_cast<double>(T(v)) != v) {
+      throw ValueError(fmt::format("{} '{}': '{}' is not a number in [{}, {}]{}", flag, text,
+                                   item, lo, hi, std::is_integral_v<T> ? " (whole)" : ""));
+    }
+    out.push_back(static_cast<T>(v));
+  }
+  return out;
+}
+
+// `distlab bench overlap` (emulator/trace/overlap_bench.hpp): the subcommand
+// and its action.
+std::pair<CLI::App*, std::function<int()>> addOverlapCommand(CLI::App& sub) {
+  CLI::App* ov = sub.add_subcommand(
+      "overlap", "DDP communication/compute overlap per bucket size, comm hook, link model");
+  struct Flags {
+    std::string worldSizes = "2,4", links = "ethernet-10g,ethernet-100g";
+    std::string caps = "0.05,1,5,25,1024", hooks = "noop,fp16_compress,powersgd";
+    std::string sizes = "512,2048,2048,2048,16";
+    bool noOverhead = false;
+    emulator::OverlapBenchOptions options;
+  };
+  auto f = std::make_shared<Flags>();
+  ov->add_option("--world-sizes", f->worldSizes, "Comma list of world sizes (2..8)");
+  ov->add_option("--links", f->links, "Comma list of link presets (distlab run's link names)");
+  ov->add_option("--caps", f->caps, "Comma list of bucket_cap_mb values (hook none)");
+  ov->add_option("--hooks", f->hooks, "Comma list of comm hooks at bucket_cap_mb 25 ('' none)");
+  ov->add_option("--model", f->options.model, "mlp | residual_mlp");
+  ov->add_option("--sizes", f->sizes, "The model's widths (scenario 'sizes')");
+  ov->add_option("--steps", f->options.steps, "Training steps per run (>= 3; two are warm-up)");
+  ov->add_option("--batch-size", f->options.batchSize, "Rows per rank per step");
+  ov->add_flag("--no-tracing-overhead", f->noOverhead, "Skip the traced-vs-untraced runs");
+  ov->add_option("--overhead-repeats", f->options.overheadRepeats, "Runs each, traced and not");
+  ov->add_option("--json", f->options.jsonPath, "Write the results as JSON here");
+  return {ov, [f] {
+    emulator::OverlapBenchOptions o = f->options;
+    o.worldSizes = numberList<int>(f->worldSizes, "--world-sizes", 2, 8);
+    o.links = splitList(f->links, "--links");
+    for (const auto& l : o.links) emulator::linkPreset(l);  // ValueError names the presets
+    o.capsMb = numberList<double>(f->caps, "--caps", 1e-4, 1 << 20);
+    o.hooks = f->hooks.empty() ? std::vector<std::string>{} : splitList(f->hooks, "--hooks");
+    o.sizes = numberList<int64_t>(f->sizes, "--sizes", 1, 4096);
+    o.tracingOverhead = !f->noOverhead;
+    if (o.steps < 3) throw ValueError("--steps must be at least 3 (the first two are warm-up)");
+    if (o.batchSize < 1) throw ValueError("--batch-size must be at least 1");
+    if (o.overheadRepeats < 1) throw ValueError("--overhead-repeats must be at least 1");
+    if (!o.jsonPath.empty()) requireWritableFile("--json", o.jsonPath);
+    return emulator::runOverlapBench(o, std::cout);
+  }};
+}
+
 const CommandRegistrar kBench{Command{
     "bench", "Benchmarks (nccl-tests style tables)", [](CLI::App& sub) {
       sub.require_subcommand(1);
@@ -86,7 +150,9 @@ const CommandRegistrar kBench{Command{
                      "Also time the asynchronous path (asyncOp=true + Work::wait)");
       coll->add_option("--peer", flags->peers,
                        "Comma list of peers run in the same run: mpi (Open MPI), torch-gloo");
-      return std::function<int()>([flags] {
+      auto [overlap, overlapAction] = addOverlapCommand(sub);
+      return std::function<int()>([flags, overlap = overlap, overlapAction = overlapAction] {
+        if (overlap->parsed()) return overlapAction();
         emulator::CollectivesBenchOptions o = flags->options;
         o.backends = splitList(flags->backends, "--backend");
         o.ops = splitList(flags->ops, "--ops");

@@ -10,6 +10,7 @@
 #include "runtime/nn/loss.hpp"
 #include "runtime/nn/models/mlp.hpp"
 #include "runtime/optim/sgd.hpp"
+#include "runtime/tensor/blas_info.hpp"
 
 namespace distlab::cli {
 namespace {
@@ -31,6 +32,7 @@ int runDemo(const DemoFlags& f) {
   Tensor x = randn({f.batch, kInputDim}, gen);
   Tensor y = x.matmul(randn({kInputDim, kClasses}, gen)).argmax(1);
   optim::SGD opt(model.parameters(), {.lr = f.lr, .momentum = 0.9});
+  std::printf("%s\n", blasSummary().c_str());  // Note [OpenBLAS kernel family]
   std::printf(
       "demo: MLP %lld-%lld-%lld-%lld (%zu parameter tensors), batch %lld, SGD lr %g "
       "momentum 0.9, seed %llu\n",

@@ -56,7 +56,9 @@ const CommandRegistrar kScenarioRank{Command{
       sub.add_option("file", *file, "Scenario file")->required();
       sub.add_option("--result-dir", *dir, "Folder for rank<R>.json and rank<R>.events")
           ->required();
-      return [file, dir] { return emulator::runScenarioRank(*file, *dir); };
+      auto trace = std::make_shared<bool>(false);
+      sub.add_flag("--trace", *trace, "Write rank<R>.trace.json");
+      return [file, dir, trace] { return emulator::runScenarioRank(*file, *dir, *trace); };
     }}};
 
 }  // namespace

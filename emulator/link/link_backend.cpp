@@ -1,10 +1,14 @@
 #include "emulator/link/link_backend.hpp"
 
+#include <fmt/format.h>
+
 #include <condition_variable>
 #include <queue>
 #include <thread>
 
 #include "runtime/comm/backend_registry.hpp"
+#include "runtime/comm/comm_trace.hpp"
+#include "runtime/core/trace.hpp"
 
 namespace distlab::emulator {
 
@@ -16,7 +20,11 @@ namespace {
 
 class TimerThread {
  public:
-  TimerThread() : thread_([this] { loop(); }) {}
+  TimerThread()
+      : thread_([this] {
+          trace::nameThisThread("link timer");
+          loop();
+        }) {}
   ~TimerThread() {
     {
       std::lock_guard<std::mutex> lock(mutex_);
@@ -106,6 +114,18 @@ int64_t bytesOf(const std::vector<Tensor>& ts) {
 }
 int64_t bytesOf(const Tensor& t) { return static_cast<int64_t>(t.nbytes()); }
 
+// The modelled transfer on the group's "link <group>" track (FIFO, so these
+// never overlap; Note [Trace tracks]).
+void traceTransfer(const comm::WorkInfo& info, SteadyClock::time_point start,
+                   SteadyClock::time_point end) {
+  auto ns = [](SteadyClock::time_point t) {
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(t.time_since_epoch()).count();
+  };
+  trace::completeOn(trace::virtualTrack("link " + info.groupName), trace::Category::kMark,
+                    fmt::format("link {} #{}", comm::traceOpName(info.opType), info.seq), ns(start),
+                    ns(end));
+}
+
 }  // namespace
 
 void scheduleAt(SteadyClock::time_point when, std::function<void()> fn) {
@@ -118,13 +138,14 @@ LinkBackend::LinkBackend(comm::BackendPtr inner, LinkModel model)
 WorkPtr LinkBackend::delay(WorkPtr inner, OpType op, int64_t bytes, std::vector<Tensor> outputs) {
   auto cost = std::chrono::duration_cast<SteadyClock::duration>(
       std::chrono::duration<double>(model_.seconds(op, bytes, size())));
-  SteadyClock::time_point end;
+  SteadyClock::time_point start, end;
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    auto start = std::max(SteadyClock::now(), linkFreeAt_);
+    start = std::max(SteadyClock::now(), linkFreeAt_);
     end = start + cost;
     linkFreeAt_ = end;
   }
+  if (trace::enabled()) traceTransfer(inner->info(), start, end);
   auto outer = std::make_shared<comm::Work>(inner->info(), std::move(outputs));
   inner->addObserver(std::make_shared<Relay>(outer, end));
   return outer;

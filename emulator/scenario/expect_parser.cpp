@@ -38,6 +38,47 @@ void parseRankExpect(const TomlReader& r, const toml::table& ranks, const Scenar
   }
 }
 
+// [expect.step_time_ratio]: max and/or min, and what the other run changes.
+void parseStepTimeRatio(const TomlReader& r, const toml::table& expect, Scenario& s) {
+  const toml::table* t = r.table(expect, "step_time_ratio");
+  if (!t) return;
+  r.checkKeys(*t, "[expect.step_time_ratio]", {"max", "min", "engine_options", "comm_hook"});
+  OverlapExpectation& o = s.expect.overlap;
+  o.stepTimeRatio = true;
+  o.stepTimeRatioMax = r.number(*t, "max", NumRange{0, 1000, true, ""});
+  o.stepTimeRatioMin = r.number(*t, "min", NumRange{0, 1000, true, ""});
+  if (!o.stepTimeRatioMax && !o.stepTimeRatioMin) {
+    r.fail(*t, "[expect.step_time_ratio] needs max and/or min (this run's step time over "
+               "the other's)");
+  }
+  if (!t->contains("engine_options") && !t->contains("comm_hook")) {
+    r.fail(*t, "[expect.step_time_ratio] needs engine_options and/or comm_hook: what the "
+               "configuration it is compared with changes");
+  }
+  if (s.workloadKind != "training" || s.expect.outcome != Outcome::kSuccess ||
+      s.training.steps < 3) {
+    r.fail(*t, "[expect.step_time_ratio] needs a training workload with outcome = "
+               "\"success\" and steps >= 3 (two are warm-up)");
+  }
+}
+
+// exposed_comm_max / overlap_ratio_min: fractions, training runs that succeed.
+void parseOverlapExpect(const TomlReader& r, const toml::table& t, Scenario& s) {
+  OverlapExpectation& o = s.expect.overlap;
+  o.exposedCommMax = r.number(t, "exposed_comm_max", NumRange{0, 1, true, ""});
+  o.overlapRatioMin = r.number(t, "overlap_ratio_min", NumRange{0, 1, false, ""});
+  for (const char* key : {"exposed_comm_max", "overlap_ratio_min"}) {
+    if (!t.contains(key)) continue;
+    if (s.workloadKind != "training" || s.expect.outcome != Outcome::kSuccess) {
+      r.fail(r.lineOfKey(t, key), fmt::format("'{}' needs a training workload with outcome = "
+                                              "\"success\" (it reads the steps' traces)", key));
+    }
+    if (s.training.steps < 3) {
+      r.fail(r.lineOfKey(t, key), fmt::format("'{}' needs steps >= 3 (two are warm-up)", key));
+    }
+  }
+}
+
 }  // namespace
 
 void parseExpect(const TomlReader& r, const toml::table& root, Scenario& s) {
@@ -46,7 +87,8 @@ void parseExpect(const TomlReader& r, const toml::table& root, Scenario& s) {
   r.checkKeys(*t, "[expect]",
               {"outcome", "error", "message", "error_ranks", "culprits", "diagnosis",
                "detect_within", "params_equal", "params_match_reference", "params_differ",
-               "loss_decreased", "rank"});
+               "loss_decreased", "rank", "exposed_comm_max", "overlap_ratio_min",
+               "step_time_ratio"});
   Expectation& e = s.expect;
   e.pos = r.posOf(*t);
   auto outcome = r.choice(*t, "outcome", {"success", "error", "timeout"});
@@ -76,6 +118,8 @@ void parseExpect(const TomlReader& r, const toml::table& root, Scenario& s) {
   trainingOnly("params_match_reference", e.paramsMatchReference);
   trainingOnly("params_differ", e.paramsDifferAcrossRanks);
   trainingOnly("loss_decreased", e.lossDecreased);
+  parseOverlapExpect(r, *t, s);
+  parseStepTimeRatio(r, *t, s);
   if (e.outcome == Outcome::kSuccess && (!e.error.empty() || !e.message.empty())) {
     r.fail(e.pos.line, "outcome = \"success\" cannot expect an error or message");
   }

@@ -94,6 +94,7 @@ void writeRankResult(const std::string& path, const RankResult& r) {
                       {"reference_worst_ratio", jsonNumber(r.referenceWorstRatio)},
                       {"reference_detail", r.referenceDetail},
                       {"steps_run", r.stepsRun},
+                      {"step_ms", r.stepMs},
                       {"non_finite_step", r.nonFiniteStep},
                       {"non_finite_us", r.nonFiniteUs},
                       {"non_finite_what", r.nonFiniteWhat}};
@@ -126,6 +127,7 @@ RankResult readRankResult(const std::string& path) {
     r.referenceWorstRatio = numberFromJson(j.at("reference_worst_ratio"));
     r.referenceDetail = j.at("reference_detail");
     r.stepsRun = j.at("steps_run");
+    r.stepMs = j.value("step_ms", std::vector<double>{});
     r.nonFiniteStep = j.at("non_finite_step");
     r.nonFiniteUs = j.at("non_finite_us");
     r.nonFiniteWhat = j.at("non_finite_what");

@@ -21,6 +21,7 @@ struct RankResult {
   std::string message;
   int64_t startUs = 0, endUs = 0, errorUs = 0;  // wall clock
   std::vector<double> losses;     // training: per step
+  std::vector<double> stepMs;     // training: per step, data to optimizer step (traced or not)
   std::string paramChecksum;      // training: FNV-1a over parameter bytes (hex)
   // params_match_reference (rank 0; Note [Checking an engine against the
   // single-process reference]): worst |gradient deviation| / rounding bound.

@@ -16,6 +16,8 @@
 #include "emulator/scenario/rank_processes.hpp"
 #include "emulator/scenario/scenario_parser.hpp"
 #include "emulator/scenario/trace_writer.hpp"
+#include "emulator/trace/scenario_overlap.hpp"
+#include "emulator/trace/step_time_ratio.hpp"
 #include "runtime/core/clock.hpp"
 #include "runtime/core/errors.hpp"
 
@@ -127,6 +129,7 @@ void execute(const Scenario& s, const RunOptions& o, const std::string& dir,
   RankLaunch l;  // the launcher hosts the store (MASTER_ADDR/MASTER_PORT)
   l.executable = o.executable.empty() ? selfExecutable() : o.executable;
   l.args = {"scenario-rank", s.path, "--result-dir", dir};
+  if (o.trace) l.args.push_back("--trace");
   l.env = {{"TORCH_DISTRIBUTED_DEBUG", s.debugLevel},
            // Flight-recorder dumps go to the run's folder, not /tmp (Cleanup).
            {"TORCH_FR_DUMP_TEMP_FILE", dir + "/fr_rank_"}};
@@ -146,6 +149,18 @@ void execute(const Scenario& s, const RunOptions& o, const std::string& dir,
   rep.diagnosis = diagnose(s, launched.ranks, results, events, wallClockNowUs());
   appendFlightRecorderAnalysis(dir, s.worldSize, rep.diagnosis);
   rep.failures = checkExpectations(s, rep.diagnosis, launched.ranks, results);
+  std::optional<ScenarioTrace> traced;
+  try {
+    traced = collectScenarioTrace(s, dir, events);
+  } catch (const std::exception& e) {
+    rep.failures.push_back(fmt::format("{}: the ranks' traces could not be merged: {}", s.path,
+                                       e.what()));
+  }
+  if (rep.diagnosis.outcome == Outcome::kSuccess) {
+    for (auto& f : checkOverlapExpectations(s, traced)) rep.failures.push_back(std::move(f));
+  }
+  if (traced) rep.overlap = traced->byRank;
+  for (const auto& r : results) rep.stepMs.push_back(r ? r->stepMs : std::vector<double>{});
   if (launched.leftoverProcesses) {
     rep.failures.push_back(fmt::format("{}: a rank process outlived the run", s.path));
   }
@@ -162,10 +177,14 @@ void execute(const Scenario& s, const RunOptions& o, const std::string& dir,
   rep.passed = rep.failures.empty();
   rep.durationS = watch.elapsedSeconds();
   if (!o.outDir.empty()) {
-    std::ofstream(fmt::format("{}/{}.json", o.outDir, fileStem(s)))
-        << reportJson(s, rep, launched.ranks, results).dump(2) << "\n";
-    if (o.trace || s.trace) {
-      writeMergedTrace(fmt::format("{}/{}.trace.json", o.outDir, fileStem(s)), s, events);
+    nlohmann::json report = reportJson(s, rep, launched.ranks, results);
+    if (traced) report["overlap"] = overlapJson(traced->byRank);
+    std::ofstream(fmt::format("{}/{}.json", o.outDir, fileStem(s))) << report.dump(2) << "\n";
+    const std::string tracePath = fmt::format("{}/{}.trace.json", o.outDir, fileStem(s));
+    if (traced) {
+      std::ofstream(tracePath) << traced->merged.dump() << "\n";
+    } else if (o.trace || s.trace) {
+      writeMergedTrace(tracePath, s, events);  // no rank traced (all died early): event logs
     }
   }
   if (o.verbose && !rep.passed) {
@@ -176,6 +195,27 @@ void execute(const Scenario& s, const RunOptions& o, const std::string& dir,
       if (!last.empty()) std::fprintf(stderr, "    rank %d log: %s\n", r, last.c_str());
     }
   }
+}
+
+// [expect.step_time_ratio]: runs the comparison configuration right after
+// this one (traced alike, so tracing cannot bias the ratio) and checks the
+// ratio of the steady step times.
+void compareStepTimes(const Scenario& s, const RunOptions& o, const std::string& dir,
+                      ScenarioReport& rep) {
+  const std::string other = dir + "/comparison.toml";
+  std::ofstream(other) << comparisonScenarioText(s.path);
+  RunOptions ro;
+  ro.executable = o.executable;
+  ro.trace = o.trace || s.trace || s.expect.overlap.any();
+  ScenarioReport cmp = runScenario(other, ro);
+  if (!cmp.passed) {
+    rep.failures.push_back(fmt::format("{}: the step_time_ratio comparison run failed: {}",
+                                       s.path, cmp.failures.empty() ? "" : cmp.failures.front()));
+  }
+  for (auto& f : checkStepTimeRatio(s, steadyStepMs(rep.stepMs), steadyStepMs(cmp.stepMs))) {
+    if (cmp.passed) rep.failures.push_back(std::move(f));
+  }
+  rep.passed = rep.failures.empty();
 }
 
 }  // namespace
@@ -207,6 +247,7 @@ ScenarioReport runScenario(const std::string& path, const RunOptions& o) {
   }
   try {
     execute(s, o, dir, watch, rep);
+    if (rep.passed && s.expect.overlap.stepTimeRatio) compareStepTimes(s, o, dir, rep);
   } catch (const std::exception& e) {
     rep.failures.push_back(fmt::format("{}: the run failed: {}", path, e.what()));
     rep.passed = false;

@@ -14,6 +14,7 @@
 
 #include "emulator/scenario/diagnosis.hpp"
 #include "emulator/scenario/scenario.hpp"
+#include "emulator/trace/overlap_metrics.hpp"
 
 namespace distlab::emulator {
 
@@ -33,6 +34,8 @@ struct ScenarioReport {
   Diagnosis diagnosis;
   double durationS = 0;
   std::vector<std::string> failures;  // failed checks ("file:line: ..." when parse failed)
+  std::map<int, OverlapSummary> overlap;  // per rank, when the ranks traced
+  std::vector<std::vector<double>> stepMs;  // per rank (empty for a rank without a result)
 };
 
 // Runs one scenario file; never throws for a bad file (the report says why).

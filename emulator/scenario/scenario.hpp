@@ -113,6 +113,20 @@ struct RankExpectation {
   SourcePos pos;
 };
 
+// Overlap expectations (Note [Overlap metrics]), checked on the steps after
+// the first of every rank's trace, totals over all ranks.
+struct OverlapExpectation {
+  std::optional<double> exposedCommMax;   // exposed communication / step time
+  std::optional<double> overlapRatioMin;  // overlapped / all communication
+  // [expect.step_time_ratio]: this scenario's mean step time over that of the
+  // same scenario with the table's engine_options / comm_hook, run right after
+  // it (emulator/trace/step_time_ratio.hpp).
+  bool stepTimeRatio = false;
+  std::optional<double> stepTimeRatioMax;
+  std::optional<double> stepTimeRatioMin;
+  bool any() const { return exposedCommMax || overlapRatioMin; }
+};
+
 struct Expectation {
   Outcome outcome = Outcome::kSuccess;
   std::string error;                     // on every rank in errorRanks
@@ -126,6 +140,7 @@ struct Expectation {
   bool paramsDifferAcrossRanks = false;  // bit_flip scenarios: the checksum must differ
   bool lossDecreased = false;
   std::map<int, RankExpectation> perRank;
+  OverlapExpectation overlap;
   SourcePos pos;
 };
 

@@ -15,6 +15,8 @@
 #include "runtime/autograd/engine.hpp"
 #include "runtime/autograd/grad_mode.hpp"
 #include "runtime/autograd/ops.hpp"
+#include "runtime/core/clock.hpp"
+#include "runtime/core/trace.hpp"
 #include "runtime/optim/adam.hpp"
 #include "runtime/optim/optimizer_factory.hpp"
 #include "runtime/optim/sgd.hpp"
@@ -122,6 +124,7 @@ void runTrainingWorkload(const Scenario& s, int rank, const comm::ProcessGroupPt
   ctx.rank = rank;
   ctx.worldSize = s.worldSize;
   ctx.module = buildScenarioModel(tr);
+  nn::labelModulesForTrace(*ctx.module);
   ctx.group = world;
   auto engine = info->factory(ctx);
   auto params = engine->parameters();
@@ -150,6 +153,12 @@ void runTrainingWorkload(const Scenario& s, int rank, const comm::ProcessGroupPt
         plan.recordFired(*f, 0, fmt::format("{} extra batches", f->extraBatches));
       }
     }
+    // The step: data, forward, backward, optimizer (its span ends before the
+    // non-finite scan, which is the harness's work, not training's).
+    std::optional<trace::Span> stepSpan;
+    stepSpan.emplace(trace::Category::kStep, "step ",
+                     trace::enabled() ? std::to_string(step) : std::string());
+    Stopwatch stepWatch;
     engine->setGradSync(syncStep(tr, step));
     auto [x, y] = scenarioBatch(tr, rank, step);
     Tensor loss = scenarioLoss(engine->forward(x), y, !auxUnused);
@@ -169,15 +178,23 @@ void runTrainingWorkload(const Scenario& s, int rank, const comm::ProcessGroupPt
     }
     if (s.expect.paramsMatchReference) {
       auto full = engine->referenceParameters();
-      if (reference) reference->afterBackward(step, syncStep(tr, step), full);
+      if (reference) {
+        trace::SuppressGuard untraced;  // the single-process reference is not this rank's work
+        reference->afterBackward(step, syncStep(tr, step), full);
+      }
     }
     if (syncStep(tr, step)) {
       opt.stepAndZeroGrad();
       if (s.expect.paramsMatchReference) {
         auto full = engine->referenceParameters();
-        if (reference) reference->afterOptimizerStep(full);
+        if (reference) {
+          trace::SuppressGuard untraced;
+          reference->afterOptimizerStep(full);
+        }
       }
     }
+    result.stepMs.push_back(stepWatch.elapsedSeconds() * 1000);
+    stepSpan.reset();
     if (result.nonFiniteStep < 0) {  // Note [Non-finite numbers in result files]
       if (auto what = nonFiniteParameter(params)) noteNonFinite(result, step, *what);
     }

@@ -12,6 +12,7 @@
 #include "emulator/scenario/engine_registry.hpp"
 #include "emulator/scenario/scenario_parser.hpp"
 #include "emulator/scenario/workloads.hpp"
+#include "emulator/trace/rank_trace.hpp"
 #include "runtime/comm/debug/flight_recorder.hpp"
 #include "runtime/comm/group_management.hpp"
 #include "runtime/comm/store/rendezvous.hpp"
@@ -39,11 +40,15 @@ void exitBarrier(comm::Store& store, int rank, int worldSize, std::chrono::milli
 }
 
 void runRank(const Scenario& s, int rank, FaultPlan& plan,
-             const std::shared_ptr<FaultPlan>& planPtr, RankResult& result) {
+             const std::shared_ptr<FaultPlan>& planPtr, RankResult& result,
+             std::unique_ptr<RankTracer>& tracer, const std::string& tracePath) {
   auto timeout = msOf(s.collectiveTimeoutS);
   comm::RendezvousOptions ro;
   ro.timeout = timeout;
   auto rv = comm::rendezvous(ro);
+  if (!tracePath.empty()) {
+    tracer = std::make_unique<RankTracer>(*rv.store, rv.rank, rv.worldSize, tracePath);
+  }
   auto store = std::make_shared<FaultyStore>(rv.store, planPtr);
   bool distributed = s.workloadKind == "collectives" || findEngine(s.training.engine)->distributed;
   comm::ProcessGroupPtr world;
@@ -63,13 +68,14 @@ void runRank(const Scenario& s, int rank, FaultPlan& plan,
   }
   // Longer than a collective timeout, so that a peer stuck in a collective
   // reports its own timeout first (it names the collective; this would not).
+  if (tracer) tracer->write();  // before the barrier: the runner reads it after the exit
   exitBarrier(*store, rank, s.worldSize, 2 * timeout + std::chrono::seconds(5));
   if (world) comm::destroyProcessGroup();
 }
 
 }  // namespace
 
-int runScenarioRank(const std::string& file, const std::string& resultDir) {
+int runScenarioRank(const std::string& file, const std::string& resultDir, bool trace) {
   RankResult result;
   result.startUs = wallClockNowUs();
   Scenario s;
@@ -94,8 +100,12 @@ int runScenarioRank(const std::string& file, const std::string& resultDir) {
   installFaultInjection(plan);
   installLinkEmulation(s.link);
   std::string resultPath = fmt::format("{}/rank{}.json", resultDir, rank);
+  std::unique_ptr<RankTracer> tracer;
+  const std::string tracePath = trace || s.trace || s.expect.overlap.any()
+                                    ? fmt::format("{}/rank{}.trace.json", resultDir, rank)
+                                    : std::string();
   try {
-    runRank(s, rank, *plan, plan, result);
+    runRank(s, rank, *plan, plan, result, tracer, tracePath);
   } catch (...) {
     auto error = std::current_exception();
     result.status = "error";
@@ -114,6 +124,11 @@ int runScenarioRank(const std::string& file, const std::string& resultDir) {
     // report rather than its own watchdog would otherwise exit before the
     // watchdog thread services the peers' dump request.
     comm::dumpFlightRecorders("error", result.message);
+    try {
+      if (tracer) tracer->write();  // what happened up to the failure
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "[rank %d] trace not written: %s\n", rank, e.what());
+    }
     writeRankResult(resultPath, result);
     std::fprintf(stderr, "[rank %d] %s: %s\n", rank, result.errorType.c_str(),
                  result.message.c_str());

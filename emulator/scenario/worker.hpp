@@ -16,6 +16,8 @@
 
 namespace distlab::emulator {
 
-int runScenarioRank(const std::string& file, const std::string& resultDir);
+// `trace`: record a trace (rank<R>.trace.json in resultDir; also when the
+// scenario says trace = true or expects overlap metrics).
+int runScenarioRank(const std::string& file, const std::string& resultDir, bool trace = false);
 
 }  // namespace distlab::emulator

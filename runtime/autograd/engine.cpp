@@ -29,6 +29,38 @@ class TaskScope {
   GraphTask* previous_;
 };
 
+// Note [Backward spans per module]
+// Tracing one span per autograd node would drown a step in tiny events; the
+// engine instead merges consecutive nodes recorded under the same module
+// (FunctionNode::traceScope) into one "backward <module>" compute span. Nodes
+// without a scope (AccumulateGrad and the DDP hooks it runs, the graph root)
+// extend the open span; the span closes before the queued callbacks run, so a
+// callback that waits for communication (DDP's finalize) is not compute.
+class ModuleSpans {
+ public:
+  void enter(const Node& node) {
+    if (!trace::enabled()) return;
+    const auto* fn = dynamic_cast<const FunctionNode*>(&node);
+    const std::string* label = fn && fn->traceScope() ? fn->traceScope().get() : nullptr;
+    if (open_ && (label == nullptr || label == label_)) return;
+    close();
+    open_ = true;
+    label_ = label;
+    startNs_ = monotonicNowNs();
+  }
+  void close() {
+    if (!open_) return;
+    open_ = false;
+    std::string name = "backward " + (label_ ? *label_ : std::string("(no module)"));
+    trace::complete(trace::Category::kCompute, std::move(name), startNs_, monotonicNowNs());
+  }
+
+ private:
+  bool open_ = false;
+  const std::string* label_ = nullptr;
+  int64_t startNs_ = 0;
+};
+
 // The node feeding the root gradients into the graph.
 class GraphRoot : public Node {
  public:
@@ -107,6 +139,8 @@ void backward(const TensorList& tensors, const TensorList& grads, bool retainGra
   auto root = makeRoot(tensors, grads);
   GraphTask task;
   TaskScope scope(&task);
+  trace::Span phase(trace::Category::kPhase, "backward");
+  ModuleSpans spans;
   NoGradGuard noGrad;
   auto deps = countDependencies(root.get());
   std::unordered_map<Node*, TensorList> buffers;
@@ -121,6 +155,7 @@ void backward(const TensorList& tensors, const TensorList& grads, bool retainGra
       buffers.erase(it);
     }
     inputs.resize(node->numInputs());
+    spans.enter(*node);
     node->runPreHooks(inputs);
     TensorList outputs = node->apply(std::move(inputs));
     if (!retainGraph) node->releaseVariables();
@@ -139,6 +174,7 @@ void backward(const TensorList& tensors, const TensorList& grads, bool retainGra
       if (--deps[e.function.get()] == 0) ready.push(e.function);
     }
   }
+  spans.close();
   // Callbacks may queue more callbacks; index, do not iterate.
   for (size_t i = 0; i < task.callbacks.size(); ++i) {
     auto callback = std::move(task.callbacks[i]);

@@ -85,7 +85,9 @@ TensorList AccumulateGrad::apply(TensorList&& grads) {
 // ---- FunctionNode -------------------------------------------------------------
 
 FunctionNode::FunctionNode(std::string name, uint32_t numInputs, BackwardFn fn, bool savesTensors)
-    : Node(numInputs), name_(std::move(name)), fn_(std::move(fn)), savesTensors_(savesTensors) {}
+    : Node(numInputs), name_(std::move(name)), fn_(std::move(fn)), savesTensors_(savesTensors) {
+  if (trace::enabled()) traceScope_ = trace::currentScope();
+}
 
 TensorList FunctionNode::apply(TensorList&& grads) {
   if (released_ && savesTensors_) {

@@ -20,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "runtime/core/trace.hpp"
 #include "runtime/tensor/autograd_meta.hpp"
 #include "runtime/tensor/tensor.hpp"
 
@@ -117,9 +118,13 @@ class FunctionNode : public Node {
   TensorList apply(TensorList&& grads) override;
   std::string name() const override { return name_; }
   void releaseVariables() override;
+  // The module whose forward recorded this node (trace::currentScope() at
+  // construction, only while tracing is on); null otherwise.
+  const trace::Label& traceScope() const { return traceScope_; }
 
  private:
   std::string name_;
+  trace::Label traceScope_;
   BackwardFn fn_;
   bool savesTensors_;
   bool released_ = false;

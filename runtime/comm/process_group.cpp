@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "runtime/comm/backend_registry.hpp"
+#include "runtime/comm/comm_trace.hpp"
 #include "runtime/comm/op_checks.hpp"
 #include "runtime/core/errors.hpp"
 
@@ -182,6 +183,7 @@ WorkPtr ProcessGroup::observe(WorkPtr work) {
   for (auto& f : factories) {
     if (auto o = f(*work)) work->addObserver(std::move(o));
   }
+  if (auto o = traceObserver(*work)) work->addObserver(std::move(o));  // comm_trace.hpp
   return work;
 }
 

@@ -3,6 +3,7 @@
 #include <chrono>
 
 #include "runtime/core/clock.hpp"
+#include "runtime/core/trace.hpp"
 
 namespace distlab::comm {
 namespace {
@@ -13,7 +14,10 @@ constexpr int64_t kSpinNs = 20'000;
 }  // namespace
 
 ProgressThread::ProgressThread(std::string name) : name_(std::move(name)) {
-  thread_ = std::thread([this] { loop(); });
+  thread_ = std::thread([this] {
+    trace::nameThisThread("progress " + name_);  // runtime/core/trace.hpp
+    loop();
+  });
 }
 
 ProgressThread::~ProgressThread() { stop(); }

@@ -6,6 +6,7 @@ if(TARGET distlab_tensor)
     reduce_kernels.cpp
     future.cpp
     work.cpp
+    comm_trace.cpp
     backend.cpp
     forwarding_backend.cpp
     backend_registry.cpp

@@ -10,6 +10,7 @@
 #include "runtime/core/debug_level.hpp"
 #include "runtime/core/errors.hpp"
 #include "runtime/core/logging.hpp"
+#include "runtime/core/trace.hpp"
 
 namespace distlab::ddp {
 namespace {
@@ -51,6 +52,7 @@ DistributedDataParallel::DistributedDataParallel(std::shared_ptr<nn::Module> mod
         "with initProcessGroup/newGroup before constructing DDP)");
   }
   registerModule("module", module_);
+  setTraceCategory(trace::Category::kPhase);  // the wrapped module's spans are the compute
   const nn::NamedTensors params = trainableParameters(*module_);
   if (params.empty()) {
     throw Error(

@@ -7,6 +7,7 @@
 #include "runtime/core/debug_level.hpp"
 #include "runtime/core/errors.hpp"
 #include "runtime/core/logging.hpp"
+#include "runtime/core/trace.hpp"
 #include "runtime/ddp/reducer_internal.hpp"
 
 namespace distlab::ddp {
@@ -58,7 +59,10 @@ void Reducer::finalizeBackward() {
     throw Error(fmt::format("DDP internal error: finalize with {} of {} buckets launched",
                             nextBucket_, buckets_.size()));
   }
-  for (auto& bucket : buckets_) waitForBucket(*bucket);
+  {
+    trace::Span wait(trace::Category::kWait, "ddp wait for buckets");
+    for (auto& bucket : buckets_) waitForBucket(*bucket);
+  }
   if (usedMapIssued_) {
     // Note [Used map after hook collectives]: every bucket's Future completed.
     auto issued = std::move(usedMapIssued_);

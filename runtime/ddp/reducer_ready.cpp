@@ -3,6 +3,7 @@
 
 #include "runtime/autograd/engine.hpp"
 #include "runtime/core/errors.hpp"
+#include "runtime/core/trace.hpp"
 #include "runtime/ddp/reducer_internal.hpp"
 #include "runtime/tensor/detail/tensor_util.hpp"
 
@@ -60,8 +61,16 @@ void Reducer::markVariableReady(size_t index) {
   const Locator loc = locators_[index];
   Bucket& bucket = *buckets_[loc.bucket];
   copyGradIntoBucket(index, bucket, loc.slot);
+  if (trace::enabled()) {
+    trace::instant(trace::Category::kDdp, fmt::format("grad ready {}", index),
+                   fmt::format("\"param\":{},\"bucket\":{}", index, loc.bucket));
+  }
   if (--bucket.pending == 0) {
     bucket.readyNs = monotonicNowNs();
+    if (trace::enabled()) {
+      trace::instant(trace::Category::kDdp, fmt::format("bucket {} ready", loc.bucket),
+                     fmt::format("\"bucket\":{}", loc.bucket), bucket.readyNs);
+    }
     markBucketReady(loc.bucket);
   }
   if (nextBucket_ == buckets_.size() && !finalizeQueued_) {
@@ -146,8 +155,17 @@ void Reducer::markBucketReady(size_t bucketIndex) {
 }
 
 void Reducer::launchBucket(Bucket& bucket) {
+  trace::Span span(trace::Category::kDdp, "launch bucket ",
+                   trace::enabled() ? std::to_string(bucket.index) : std::string());
+  if (trace::enabled()) {
+    span.setArgs(fmt::format("\"bucket\":{},\"bytes\":{}", bucket.index,
+                             bucket.gradients.nbytes()));
+  }
   bucket.launchedNs = monotonicNowNs();
-  bucket.completedNs->store(0);
+  // A fresh stamp per launch: the previous iteration's stamping callback can
+  // still run after its wait returned (Note [Work completion order]: waiters
+  // wake before the Future's callbacks) and must not stamp this iteration.
+  bucket.completedNs = std::make_shared<std::atomic<int64_t>>(0);
   bool allUnused = options_.skipAllReduceUnusedParams;
   for (size_t v : bucket.variableIndices) allUnused = allUnused && locallyUnusedThisIteration_[v];
   bucket.communicated = !allUnused;
@@ -169,7 +187,13 @@ void Reducer::launchBucket(Bucket& bucket) {
     }
   }
   auto stamp = bucket.completedNs;
-  bucket.future->addCallback([stamp](comm::Future&) { stamp->store(monotonicNowNs()); });
+  bucket.future->addCallback([stamp, index = bucket.index](comm::Future&) {
+    stamp->store(monotonicNowNs());
+    if (trace::enabled()) {
+      trace::instant(trace::Category::kDdp, fmt::format("bucket {} complete", index),
+                     fmt::format("\"bucket\":{}", index));
+    }
+  });
 }
 
 }  // namespace distlab::ddp

@@ -29,7 +29,7 @@ void Reducer::resetBucketCounting() {
     bucket->pending = bucket->variableIndices.size();
     bucket->readyNs = 0;
     bucket->launchedNs = 0;
-    bucket->completedNs->store(0);
+    bucket->completedNs = std::make_shared<std::atomic<int64_t>>(0);  // see launchBucket
     bucket->communicated = true;
     bucket->future.reset();
   }

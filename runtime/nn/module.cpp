@@ -47,14 +47,30 @@ std::string join(const std::string& prefix, const std::string& name) {
 }  // namespace
 
 Module::Module(std::string typeName)
-    : typeName_(std::move(typeName)), hooks_(std::make_shared<Hooks>()) {}
+    : typeName_(std::move(typeName)),
+      hooks_(std::make_shared<Hooks>()),
+      traceLabel_(std::make_shared<const std::string>(typeName_)) {}
+
+void Module::setTraceLabel(std::string label) {
+  traceLabel_ = std::make_shared<const std::string>(std::move(label));
+}
+
+void labelModulesForTrace(Module& root) {
+  for (auto& [fqn, m] : root.namedModules()) m->setTraceLabel(fqn.empty() ? m->typeName() : fqn);
+}
 
 TensorList Module::call(const TensorList& inputs) {
   TensorList args = inputs;
   for (auto& [key, hook] : std::map<int64_t, ForwardPreHook>(hooks_->pre)) {
     if (auto replaced = hook(*this, args)) args = std::move(*replaced);
   }
-  TensorList outputs = forwardAll(args);
+  TensorList outputs;
+  {
+    // Hooks stay outside: FSDP's pre-forward hook waits for communication.
+    trace::Span span(traceCategory_, "forward ", *traceLabel_);
+    trace::ScopeGuard scope(traceLabel_);
+    outputs = forwardAll(args);
+  }
   for (auto& [key, hook] : std::map<int64_t, ForwardHook>(hooks_->post)) {
     if (auto replaced = hook(*this, args, outputs)) outputs = std::move(*replaced);
   }

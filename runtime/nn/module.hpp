@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "runtime/autograd/hooks.hpp"
+#include "runtime/core/trace.hpp"
 #include "runtime/nn/state_dict.hpp"
 #include "runtime/tensor/tensor.hpp"
 
@@ -60,6 +61,17 @@ class Module {
 
   // The class name used in messages ("Linear", "TwoLinLayerNet").
   const std::string& typeName() const { return typeName_; }
+
+  // ---- tracing (runtime/core/trace.hpp) ---------------------------------------------
+  // The name of this module's spans ("forward <label>") and of the autograd
+  // nodes recorded inside its forward ("backward <label>"); the type name until
+  // labelModulesForTrace() gives it the FQN.
+  const trace::Label& traceLabel() const { return traceLabel_; }
+  void setTraceLabel(std::string label);
+  // What this module's forward span counts as (Note [Trace categories]):
+  // kCompute, or kPhase for a wrapper whose forward also communicates (DDP
+  // syncs buffers and rebuilt buckets there) around a module that computes.
+  void setTraceCategory(trace::Category category) { traceCategory_ = category; }
 
   // ---- forward --------------------------------------------------------------------
   // The computation; subclasses override. Called without hooks.
@@ -161,6 +173,8 @@ class Module {
   std::vector<std::string> nonPersistent_;
   std::vector<std::pair<std::string, std::shared_ptr<Module>>> children_;
   std::shared_ptr<Hooks> hooks_;
+  trace::Label traceLabel_;
+  trace::Category traceCategory_ = trace::Category::kCompute;
 };
 
 // Re-initialises every parameter and buffer of `root` from `gen`, visiting
@@ -170,5 +184,9 @@ class Module {
 // construction does). The second half of materialising a meta model:
 //   model->toEmpty(Device::cpu()); initializeParameters(*model, gen);
 void initializeParameters(Module& root, Generator& gen);
+
+// Labels `root` and every descendant with its FQN (the root with its type
+// name) for traces, so that "forward layers.0" names one module of a model.
+void labelModulesForTrace(Module& root);
 
 }  // namespace distlab::nn

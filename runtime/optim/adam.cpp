@@ -5,6 +5,7 @@
 #include "runtime/autograd/grad_mode.hpp"
 #include "runtime/core/check.hpp"
 #include "runtime/core/errors.hpp"
+#include "runtime/core/trace.hpp"
 
 namespace distlab::optim {
 namespace {
@@ -62,6 +63,7 @@ AdamW::AdamW(std::vector<ParamGroup> groups, const AdamWOptions& defaults)
     : Adam("AdamW", std::move(groups), defaults, true) {}
 
 void Adam::step() {
+  trace::Span span(trace::Category::kCompute, "optimizer step");
   autograd::NoGradGuard noGrad;
   for (auto& group : paramGroups()) {
     const double lr = option(group, "lr");

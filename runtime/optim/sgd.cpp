@@ -3,6 +3,7 @@
 #include "runtime/autograd/grad_mode.hpp"
 #include "runtime/core/check.hpp"
 #include "runtime/core/errors.hpp"
+#include "runtime/core/trace.hpp"
 
 namespace distlab::optim {
 namespace {
@@ -41,6 +42,7 @@ SGD::SGD(std::vector<ParamGroup> groups, const SgdOptions& defaults)
 }
 
 void SGD::step() {
+  trace::Span span(trace::Category::kCompute, "optimizer step");
   autograd::NoGradGuard noGrad;
   for (auto& group : paramGroups()) {
     const double lr = option(group, "lr");

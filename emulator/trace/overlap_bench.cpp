@@ -1,0 +1,198 @@
+#include "emulator/trace/overlap_bench.hpp"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <fstream>
+#include <iostream>
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "emulator/launcher/exit_guard.hpp"
+#include "emulator/scenario/runner.hpp"
+#include "emulator/trace/overlap_metrics.hpp"
+#include "runtime/core/errors.hpp"
+#include "runtime/tensor/blas_info.hpp"
+
+namespace distlab::emulator {
+namespace {
+
+struct Config {
+  int worldSize = 2;
+  std::string link;
+  std::string hook = "none";
+  double capMb = 25;
+};
+
+std::string scenarioText(const OverlapBenchOptions& o, const Config& c) {
+  std::string text = fmt::format(
+      "name = \"overlap_ws{}_{}_{}_{}\"\n"
+      "description = \"distlab bench overlap\"\ngroup = \"bench\"\n\n"
+      "[cluster]\nworld_size = {}\nbackend = \"shm\"\ntimeout = 60\nlink = \"{}\"\n\n"
+      "[workload]\nkind = \"training\"\nmodel = \"{}\"\nsizes = [{}]\nengine = \"ddp\"\n"
+      "engine_options = {{ bucket_cap_mb = {} }}\n"
+      "optimizer = \"sgd\"\nlr = 0.001\nsteps = {}\nbatch_size = {}\n",
+      c.worldSize, c.link, c.hook, c.capMb, c.worldSize, c.link, o.model,
+      fmt::join(o.sizes, ", "), c.capMb, o.steps, o.batchSize * c.worldSize);
+  if (c.hook != "none") text += fmt::format("comm_hook = \"{}\"\n", c.hook);
+  return text + "\n[expect]\noutcome = \"success\"\n";
+}
+
+ScenarioReport runConfig(const OverlapBenchOptions& o, const Config& c, bool traced,
+                         const std::string& dir, int index) {
+  const std::string path = fmt::format("{}/config{}.toml", dir, index);
+  std::ofstream(path) << scenarioText(o, c);
+  RunOptions ro;
+  ro.executable = o.executable;
+  ro.trace = traced;
+  return runScenario(path, ro);
+}
+
+OverlapRow rowOf(const Config& c, const ScenarioReport& rep) {
+  OverlapRow row{c.worldSize, c.link, c.hook, c.capMb};
+  if (!rep.passed || rep.overlap.empty()) {
+    row.error = rep.failures.empty() ? "no traced steps" : rep.failures.front();
+    return row;
+  }
+  row.overlapRatio = 1;
+  const double n = static_cast<double>(rep.overlap.size());
+  for (const auto& [rank, s] : rep.overlap) {
+    const double steps = std::max(1, s.steps);
+    row.stepMs += s.stepUs / steps / 1000 / n;
+    row.computeMs += s.computeUs / steps / 1000 / n;
+    row.commMs += s.commUs / steps / 1000 / n;
+    row.exposedMs += s.exposedCommUs / steps / 1000 / n;
+    row.overlapRatio = std::min(row.overlapRatio, s.overlapRatio());
+    row.exposedShare = std::max(row.exposedShare, s.exposedShare());
+  }
+  return row;
+}
+
+std::vector<Config> configsOf(const OverlapBenchOptions& o) {
+  std::vector<Config> out;
+  for (int ws : o.worldSizes) {
+    for (const auto& link : o.links) {
+      for (double cap : o.capsMb) out.push_back({ws, link, "none", cap});
+      for (const auto& hook : o.hooks) out.push_back({ws, link, hook, 25});
+    }
+  }
+  return out;
+}
+
+void fillVsDefault(std::vector<OverlapRow>& rows) {
+  for (auto& r : rows) {
+    for (const auto& d : rows) {
+      if (d.worldSize == r.worldSize && d.link == r.link && d.hook == "none" &&
+          d.capMb == 25 && d.error.empty() && d.stepMs > 0) {
+        r.vsDefault = r.stepMs / d.stepMs;
+      }
+    }
+  }
+}
+
+void printTable(const OverlapBenchOptions& o, const std::vector<OverlapRow>& rows,
+                std::ostream& out) {
+  out << fmt::format(
+      "# distlab bench overlap: DDP, model {} [{}], {} steps of batch {} per rank, shm "
+      "backend behind the link emulator\n# times: mean over ranks of the steps after two of "
+      "warm-up (ms); overlap, exposed%: the worst rank; vs_default: step time / that of "
+      "bucket_cap_mb 25 without a hook\n# {}\n",
+      o.model, fmt::join(o.sizes, ", "), o.steps, o.batchSize, blasSummary());
+  out << fmt::format("{:>5} {:<14} {:<14} {:>9} {:>9} {:>10} {:>9} {:>10} {:>8} {:>9} {:>10}\n",
+                     "world", "link", "hook", "bucket_mb", "step_ms", "compute_ms", "comm_ms",
+                     "exposed_ms", "overlap", "exposed%", "vs_default");
+  for (const auto& r : rows) {
+    if (!r.error.empty()) {
+      out << fmt::format("{:>5} {:<14} {:<14} {:>9} failed: {}\n", r.worldSize, r.link, r.hook,
+                         r.capMb, r.error);
+      continue;
+    }
+    out << fmt::format(
+        "{:>5} {:<14} {:<14} {:>9} {:>9.2f} {:>10.2f} {:>9.2f} {:>10.2f} {:>8.3f} {:>8.1f}% "
+        "{:>10.3f}\n",
+        r.worldSize, r.link, r.hook, r.capMb, r.stepMs, r.computeMs, r.commMs, r.exposedMs,
+        r.overlapRatio, 100 * r.exposedShare, r.vsDefault);
+  }
+}
+
+}  // namespace
+
+namespace {
+
+// Mean step time over ranks and the steps after the first.
+double meanStepMs(const ScenarioReport& rep) {
+  double total = 0;
+  int n = 0;
+  for (const auto& steps : rep.stepMs) {
+    for (size_t i = kWarmupSteps; i < steps.size(); ++i, ++n) total += steps[i];
+  }
+  return n > 0 ? total / n : 0;
+}
+
+// Alternates untraced and traced runs of `c`; returns the JSON record.
+nlohmann::json measureTracingOverhead(const OverlapBenchOptions& o, const Config& c,
+                                      const std::string& dir, std::ostream& out) {
+  double off = 0, on = 0;
+  for (int rep = 0; rep < o.overheadRepeats; ++rep) {
+    for (bool traced : {false, true}) {
+      std::cerr << fmt::format("[overhead {}/{}] tracing {}\n", rep + 1, o.overheadRepeats,
+                               traced ? "on" : "off");
+      ScenarioReport r = runConfig(o, c, traced, dir, 1000 + rep * 2 + traced);
+      if (!r.passed) throw Error("tracing-overhead run failed: " + r.failures.front());
+      (traced ? on : off) += meanStepMs(r) / o.overheadRepeats;
+    }
+  }
+  out << fmt::format(
+      "# tracing overhead (world {}, {}, bucket_cap_mb 25): step {:.2f} ms traced vs {:.2f} ms "
+      "untraced ({:+.1f}%), {} runs each, alternating\n",
+      c.worldSize, c.link, on, off, off > 0 ? 100 * (on / off - 1) : 0, o.overheadRepeats);
+  return {{"traced_step_ms", on}, {"untraced_step_ms", off}, {"runs", o.overheadRepeats}};
+}
+
+nlohmann::json rowsJson(const std::vector<OverlapRow>& rows) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const auto& r : rows) {
+    out.push_back({{"world_size", r.worldSize}, {"link", r.link}, {"hook", r.hook},
+                   {"bucket_cap_mb", r.capMb}, {"step_ms", r.stepMs},
+                   {"compute_ms", r.computeMs}, {"comm_ms", r.commMs},
+                   {"exposed_comm_ms", r.exposedMs}, {"overlap_ratio", r.overlapRatio},
+                   {"exposed_share", r.exposedShare}, {"vs_default", r.vsDefault},
+                   {"error", r.error}});
+  }
+  return out;
+}
+
+}  // namespace
+
+int runOverlapBench(const OverlapBenchOptions& o, std::ostream& out) {
+  GuardedTempDir dir("distlab-overlap-");
+  const auto configs = configsOf(o);
+  std::vector<OverlapRow> rows;
+  for (size_t i = 0; i < configs.size(); ++i) {
+    const Config& c = configs[i];
+    std::cerr << fmt::format("[{}/{}] world {}, {}, bucket_cap_mb {}, hook {} ...", i + 1,
+                             configs.size(), c.worldSize, c.link, c.capMb, c.hook)
+              << std::flush;
+    ScenarioReport rep = runConfig(o, c, true, dir.path(), static_cast<int>(i));
+    std::cerr << fmt::format(" {:.1f} s{}\n", rep.durationS, rep.passed ? "" : " (failed)");
+    rows.push_back(rowOf(c, rep));
+  }
+  fillVsDefault(rows);
+  printTable(o, rows, out);
+  nlohmann::json doc = {{"model", o.model}, {"sizes", o.sizes}, {"steps", o.steps},
+                        {"batch_size", o.batchSize}, {"rows", rowsJson(rows)},
+                        {"blas", blasSummary()},
+                        {"cores", std::thread::hardware_concurrency()}};
+  if (o.tracingOverhead && !o.worldSizes.empty() && !o.links.empty()) {
+    doc["tracing_overhead"] =
+        measureTracingOverhead(o, {o.worldSizes.front(), o.links.front(), "none", 25},
+                               dir.path(), out);
+  }
+  if (!o.jsonPath.empty()) std::ofstream(o.jsonPath) << doc.dump(2) << "\n";
+  const bool failed = std::any_of(rows.begin(), rows.end(),
+                                  [](const OverlapRow& r) { return !r.error.empty(); });
+  return failed ? 1 : 0;
+}
+
+}  // namespace distlab::emulator

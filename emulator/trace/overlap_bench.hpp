@@ -1,0 +1,60 @@
+#pragma once
+// `distlab bench overlap`: how much communication DDP hides behind compute,
+// per configuration, measured from traces (Note [Overlap metrics]).
+//
+// Each configuration is a generated training scenario (the scenario runner:
+// real rank processes, the shm backend, the link emulator of Note [Link
+// emulation without CPU], so communication takes modelled time without taking
+// CPU and overlap is measurable on 2 cores) run with tracing on. Per
+// (world size, link model): a bucket_cap_mb sweep with DDP's built-in
+// allreduce, from tiny buckets to one bucket, and the comm hooks at the
+// default cap (noop: the headroom without communication; fp16_compress;
+// powersgd). Figures are means over ranks of the steps after two of warm-up; the
+// "vs default" column is the step time over that of bucket_cap_mb = 25
+// without a hook in the same (world size, link) -- a ratio measured side by
+// side in one run (house style 8). Progress goes to stderr, one line per run.
+//
+// With tracingOverhead, the first (world size, link) default configuration
+// also runs `overheadRepeats` times untraced and traced, alternating; the
+// step times (recorded by the ranks either way) give tracing's cost.
+#include <cstdint>
+#include <iosfwd>
+#include <string>
+#include <vector>
+
+namespace distlab::emulator {
+
+struct OverlapBenchOptions {
+  std::vector<int> worldSizes{2, 4};
+  std::vector<std::string> links{"ethernet-10g", "ethernet-100g"};
+  std::vector<double> capsMb{0.05, 1, 5, 25, 1024};
+  std::vector<std::string> hooks{"noop", "fp16_compress", "powersgd"};
+  std::string model = "mlp";
+  std::vector<int64_t> sizes{512, 2048, 2048, 2048, 16};
+  int steps = 6;
+  int batchSize = 32;
+  bool tracingOverhead = true;
+  int overheadRepeats = 3;
+  std::string jsonPath;    // empty: no JSON
+  std::string executable;  // the distlab binary (default: this one)
+};
+
+struct OverlapRow {
+  int worldSize = 0;
+  std::string link;
+  std::string hook;  // "none": DDP's allreduce
+  double capMb = 0;
+  double stepMs = 0;
+  double computeMs = 0;
+  double commMs = 0;
+  double exposedMs = 0;
+  double overlapRatio = 0;  // worst rank
+  double exposedShare = 0;  // worst rank
+  double vsDefault = 0;
+  std::string error;  // the run failed: why
+};
+
+// Runs the sweep; prints the table to `out`. Returns 0, or 1 when a run failed.
+int runOverlapBench(const OverlapBenchOptions& options, std::ostream& out);
+
+}  // namespace distlab::emulator

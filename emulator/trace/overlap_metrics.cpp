@@ -1,0 +1,160 @@
+#include "emulator/trace/overlap_metrics.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <fstream>
+#include <tuple>
+
+#include "runtime/core/errors.hpp"
+
+namespace distlab::emulator {
+
+std::vector<Interval> unite(std::vector<Interval> intervals) {
+  std::sort(intervals.begin(), intervals.end(),
+            [](const Interval& a, const Interval& b) { return a.begin < b.begin; });
+  std::vector<Interval> out;
+  for (const Interval& i : intervals) {
+    if (i.end <= i.begin) continue;
+    if (!out.empty() && i.begin <= out.back().end) {
+      out.back().end = std::max(out.back().end, i.end);
+    } else {
+      out.push_back(i);
+    }
+  }
+  return out;
+}
+
+double measure(const std::vector<Interval>& united) {
+  double total = 0;
+  for (const Interval& i : united) total += i.end - i.begin;
+  return total;
+}
+
+double intersection(const std::vector<Interval>& a, const std::vector<Interval>& b) {
+  double total = 0;
+  size_t i = 0, j = 0;
+  while (i < a.size() && j < b.size()) {
+    const double lo = std::max(a[i].begin, b[j].begin);
+    const double hi = std::min(a[i].end, b[j].end);
+    if (hi > lo) total += hi - lo;
+    (a[i].end < b[j].end) ? ++i : ++j;
+  }
+  return total;
+}
+
+namespace {
+
+struct RankSpans {
+  std::vector<std::pair<std::string, Interval>> steps;
+  std::vector<Interval> compute;
+  std::vector<Interval> comm;
+};
+
+double number(const nlohmann::json& e, const char* key, size_t index) {
+  auto it = e.find(key);
+  if (it == e.end() || !it->is_number()) {
+    throw ValueError(fmt::format("trace event {} has no numeric '{}': {}", index, key,
+                                 e.dump().substr(0, 200)));
+  }
+  return it->get<double>();
+}
+
+std::map<int, RankSpans> collect(const nlohmann::json& events) {
+  std::map<int, RankSpans> ranks;
+  // (pid, tid, id) -> begin ts of an open async comm span
+  std::map<std::tuple<int, int, std::string>, double> open;
+  for (size_t n = 0; n < events.size(); ++n) {
+    const auto& e = events[n];
+    const std::string ph = e.value("ph", "");
+    const std::string cat = e.value("cat", "");
+    if (ph.empty()) throw ValueError(fmt::format("trace event {} has no 'ph'", n));
+    if (ph == "M" || (cat != "step" && cat != "compute" && cat != "comm")) continue;
+    const int pid = static_cast<int>(number(e, "pid", n));
+    const double ts = number(e, "ts", n);
+    RankSpans& r = ranks[pid];
+    if (ph == "X") {
+      const Interval span{ts, ts + number(e, "dur", n)};
+      if (cat == "step") r.steps.emplace_back(e.value("name", "step"), span);
+      if (cat == "compute") r.compute.push_back(span);
+      if (cat == "comm") r.comm.push_back(span);
+    } else if (ph == "b" || ph == "e") {
+      auto k = std::make_tuple(pid, e.value("tid", 0), e.value("id", std::string()));
+      if (ph == "b") {
+        open[k] = ts;
+      } else {
+        auto it = open.find(k);
+        if (it == open.end()) {
+          throw ValueError(fmt::format("trace event {}: async end without a begin (id {})", n,
+                                       std::get<2>(k)));
+        }
+        if (cat == "comm") r.comm.push_back({it->second, ts});
+        open.erase(it);
+      }
+    }
+  }
+  return ranks;
+}
+
+std::vector<Interval> clip(const std::vector<Interval>& united, const Interval& window) {
+  std::vector<Interval> out;
+  for (const Interval& i : united) {
+    const double lo = std::max(i.begin, window.begin), hi = std::min(i.end, window.end);
+    if (hi > lo) out.push_back({lo, hi});
+  }
+  return out;
+}
+
+}  // namespace
+
+std::vector<StepOverlap> stepOverlaps(const nlohmann::json& trace) {
+  const nlohmann::json& events = trace.is_array() ? trace : trace.at("traceEvents");
+  if (!events.is_array()) throw ValueError("trace: 'traceEvents' is not an array");
+  std::vector<StepOverlap> out;
+  for (auto& [rank, spans] : collect(events)) {
+    const auto compute = unite(spans.compute), comm = unite(spans.comm);
+    std::sort(spans.steps.begin(), spans.steps.end(),
+              [](const auto& a, const auto& b) { return a.second.begin < b.second.begin; });
+    for (const auto& [name, window] : spans.steps) {
+      StepOverlap s;
+      s.rank = rank;
+      s.step = name;
+      s.startUs = window.begin;
+      s.stepUs = window.end - window.begin;
+      const auto c = clip(compute, window), m = clip(comm, window);
+      s.computeUs = measure(c);
+      s.commUs = measure(m);
+      s.exposedCommUs = s.commUs - intersection(c, m);
+      out.push_back(s);
+    }
+  }
+  return out;
+}
+
+std::map<int, OverlapSummary> summarizeByRank(const std::vector<StepOverlap>& steps,
+                                              int skipSteps) {
+  std::map<int, OverlapSummary> out;
+  std::map<int, int> seen;
+  for (const StepOverlap& s : steps) {
+    if (seen[s.rank]++ < skipSteps) continue;
+    OverlapSummary& o = out[s.rank];
+    ++o.steps;
+    o.stepUs += s.stepUs;
+    o.computeUs += s.computeUs;
+    o.commUs += s.commUs;
+    o.exposedCommUs += s.exposedCommUs;
+  }
+  return out;
+}
+
+nlohmann::json readTraceFile(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw Error(fmt::format("cannot read the trace file {}", path));
+  try {
+    return nlohmann::json::parse(in);
+  } catch (const nlohmann::json::exception& e) {
+    throw Error(fmt::format("the trace file {} is not JSON: {}", path, e.what()));
+  }
+}
+
+}  // namespace distlab::emulator

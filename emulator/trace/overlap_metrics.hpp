@@ -1,0 +1,80 @@
+#pragma once
+// Overlap metrics from a Chrome trace (runtime/core/trace.hpp categories).
+//
+// Note [Overlap metrics]
+// Per rank (the trace's pid) and per step (each "step" complete event), with
+// every interval clipped to the step:
+//   compute  C = union of "compute" spans (module forward, backward per module,
+//                optimizer step) on any of the rank's tracks;
+//   comm     M = union of "comm" spans (a collective from start to completion,
+//                async 'b'/'e' pairs on the "comm <group>" tracks);
+//   exposed    = |M \ C|: communication during which the rank computed nothing,
+//                so it lies on the step's critical path;
+//   overlap ratio = |M ∩ C| / |M| (1 when there is no communication);
+//   the step's critical path is split into compute |C|, exposed comm and the
+//   rest (|step| - |C| - exposed: Python-level overhead here, data, checks);
+//   computeShare / exposedShare are those over |step|.
+// A summary over steps sums the times (ratios of sums, not means of ratios),
+// skipping the first `skipSteps` steps: warm-up, which for DDP is two steps
+// (the second forward broadcasts the rebuilt bucket order).
+#include <map>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+namespace distlab::emulator {
+
+struct Interval {
+  double begin = 0;  // microseconds (Chrome "ts")
+  double end = 0;
+};
+
+// Union of `intervals` (sorted, disjoint, empty ones dropped).
+std::vector<Interval> unite(std::vector<Interval> intervals);
+// Total length of a union.
+double measure(const std::vector<Interval>& united);
+// |A ∩ B| for two unions.
+double intersection(const std::vector<Interval>& a, const std::vector<Interval>& b);
+
+struct StepOverlap {
+  int rank = 0;
+  std::string step;  // the step span's name ("step 3")
+  double startUs = 0;
+  double stepUs = 0;
+  double computeUs = 0;
+  double commUs = 0;
+  double exposedCommUs = 0;
+
+  double overlapRatio() const { return commUs > 0 ? 1.0 - exposedCommUs / commUs : 1.0; }
+  double computeShare() const { return stepUs > 0 ? computeUs / stepUs : 0; }
+  double exposedShare() const { return stepUs > 0 ? exposedCommUs / stepUs : 0; }
+};
+
+struct OverlapSummary {
+  int steps = 0;
+  double stepUs = 0;  // totals over the steps counted
+  double computeUs = 0;
+  double commUs = 0;
+  double exposedCommUs = 0;
+
+  double meanStepUs() const { return steps > 0 ? stepUs / steps : 0; }
+  double overlapRatio() const { return commUs > 0 ? 1.0 - exposedCommUs / commUs : 1.0; }
+  double computeShare() const { return stepUs > 0 ? computeUs / stepUs : 0; }
+  double exposedShare() const { return stepUs > 0 ? exposedCommUs / stepUs : 0; }
+};
+
+// Every step of every rank in `trace` ({"traceEvents": [...]} or a bare
+// array), in (rank, start) order. Throws ValueError naming what is malformed
+// (an event without ph/ts/pid, an 'e' without its 'b').
+std::vector<StepOverlap> stepOverlaps(const nlohmann::json& trace);
+
+inline constexpr int kWarmupSteps = 2;
+
+// Per rank, the steps after the first `skipSteps` of that rank.
+std::map<int, OverlapSummary> summarizeByRank(const std::vector<StepOverlap>& steps,
+                                              int skipSteps = kWarmupSteps);
+
+// Reads a trace file (throws Error naming the path when it cannot be read or parsed).
+nlohmann::json readTraceFile(const std::string& path);
+
+}  // namespace distlab::emulator

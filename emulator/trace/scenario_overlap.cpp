@@ -1,0 +1,88 @@
+#include "emulator/trace/scenario_overlap.hpp"
+
+#include <fmt/format.h>
+
+#include <filesystem>
+
+#include "emulator/trace/trace_merge.hpp"
+
+namespace distlab::emulator {
+
+std::optional<ScenarioTrace> collectScenarioTrace(const Scenario& s, const std::string& dir,
+                                                  const std::vector<RankEvents>& events) {
+  std::vector<RankTraceInput> inputs;
+  bool any = false;
+  for (int r = 0; r < s.worldSize; ++r) {
+    RankTraceInput in;
+    in.rank = r;
+    in.path = fmt::format("{}/rank{}.trace.json", dir, r);
+    any = any || std::filesystem::exists(in.path);
+    if (static_cast<size_t>(r) < events.size()) {
+      for (const auto& [us, text] : events[r].faults) in.wallInstants.emplace_back(us, "fault " + text);
+    }
+    inputs.push_back(std::move(in));
+  }
+  if (!any) return std::nullopt;
+  ScenarioTrace t;
+  t.merged = mergeRankTraces(inputs, {{"scenario", s.name}, {"file", s.path}});
+  t.steps = stepOverlaps(t.merged);
+  t.byRank = summarizeByRank(t.steps);
+  return t;
+}
+
+std::vector<std::string> checkOverlapExpectations(const Scenario& s,
+                                                  const std::optional<ScenarioTrace>& trace) {
+  const OverlapExpectation& o = s.expect.overlap;
+  if (!o.any()) return {};
+  if (!trace || trace->byRank.empty()) {
+    return {fmt::format("{}: overlap expectations need traced steps after the first, and no "
+                        "rank's trace had any",
+                        s.path)};
+  }
+  // Totals over ranks: a rank that waits for a slower peer inside an
+  // allreduce sees that wait as exposed communication, so single ranks are
+  // noisy on a shared machine; the run as a whole is not.
+  OverlapSummary all;
+  std::string perRank;
+  for (const auto& [rank, sum] : trace->byRank) {
+    all.steps += sum.steps;
+    all.stepUs += sum.stepUs;
+    all.computeUs += sum.computeUs;
+    all.commUs += sum.commUs;
+    all.exposedCommUs += sum.exposedCommUs;
+    perRank += fmt::format("{}rank {}: overlap {:.3f}, exposed {:.1f}%", perRank.empty() ? "" : "; ",
+                           rank, sum.overlapRatio(), 100 * sum.exposedShare());
+  }
+  std::vector<std::string> failures;
+  if (o.exposedCommMax && all.exposedShare() > *o.exposedCommMax) {
+    failures.push_back(fmt::format(
+        "{}: exposed communication is {:.1f}% of step time over all ranks, above "
+        "exposed_comm_max = {} ({})",
+        s.path, 100 * all.exposedShare(), *o.exposedCommMax, perRank));
+  }
+  if (o.overlapRatioMin && all.overlapRatio() < *o.overlapRatioMin) {
+    failures.push_back(fmt::format(
+        "{}: overlap ratio {:.3f} over all ranks, below overlap_ratio_min = {} ({})", s.path,
+        all.overlapRatio(), *o.overlapRatioMin, perRank));
+  }
+  return failures;
+}
+
+nlohmann::json overlapJson(const std::map<int, OverlapSummary>& byRank) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const auto& [rank, s] : byRank) {
+    const double n = s.steps > 0 ? s.steps : 1;
+    out.push_back({{"rank", rank},
+                   {"steps", s.steps},
+                   {"step_ms", s.stepUs / n / 1000},
+                   {"compute_ms", s.computeUs / n / 1000},
+                   {"comm_ms", s.commUs / n / 1000},
+                   {"exposed_comm_ms", s.exposedCommUs / n / 1000},
+                   {"overlap_ratio", s.overlapRatio()},
+                   {"compute_share", s.computeShare()},
+                   {"exposed_share", s.exposedShare()}});
+  }
+  return out;
+}
+
+}  // namespace distlab::emulator

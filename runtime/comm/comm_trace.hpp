@@ -1,0 +1,25 @@
+#pragma once
+// Collectives in the trace (runtime/core/trace.hpp). ProcessGroup attaches
+// this observer to every Work it issues while tracing is on; it records
+//   - "issue <op> #<seq>"  an instant on the issuing thread's track,
+//   - "start/end <op> #<seq>" instants on the threads that made those
+//     transitions (a progress thread; the link emulator's timer thread),
+//   - "<op> #<seq>" an async span from start to completion on the group's
+//     virtual track "comm <group>" (category kComm, Note [Trace tracks]),
+//     with the group, seq, bytes and whether it succeeded as args.
+// Timestamps are the Work's own (Work::scheduledNs/startedNs/completedNs),
+// so an observer added after a fast operation finished still places it right.
+#include <memory>
+#include <string>
+
+#include "runtime/comm/work.hpp"
+
+namespace distlab::comm {
+
+// The operation's name in traces: opTypeName in lower case ("allreduce").
+std::string traceOpName(OpType op);
+
+// The trace observer for `work`, or null when tracing is off.
+std::shared_ptr<WorkObserver> traceObserver(const Work& work);
+
+}  // namespace distlab::comm
