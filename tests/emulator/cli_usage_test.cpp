@@ -74,6 +74,8 @@ TEST(CliUsage, BenchRejectsEmptyOpsUnknownOptionsAndUnwritableJson) {
   expectUsageError("bench collectives --max-bytes 17179869184G",
                    "--max-bytes '17179869184G' is past the largest size");
   expectUsageError("bench collectives --min-bytes -8", "--min-bytes '-8' is not a byte count");
+  expectUsageError("bench collectives --peer ''", "--peer: give at least one value");
+  expectUsageError("bench collectives --peer openmpi", "--peer: unknown peer 'openmpi'; use mpi,torch-gloo");
 }
 
 TEST(CliUsage, RunRejectsEmptyFoldersAndUnwritableOut) {
