@@ -148,15 +148,17 @@ const CommandRegistrar kBench{Command{
       coll->add_option("--json", flags->options.jsonPath, "Write the results as JSON here");
       coll->add_flag("--async", flags->options.async,
                      "Also time the asynchronous path (asyncOp=true + Work::wait)");
-      coll->add_option("--peer", flags->peers,
-                       "Comma list of peers run in the same run: mpi (Open MPI), torch-gloo");
+      CLI::Option* peerFlag =
+          coll->add_option("--peer", flags->peers,
+                           "Comma list of peers run in the same run: mpi (Open MPI), torch-gloo");
       auto [overlap, overlapAction] = addOverlapCommand(sub);
-      return std::function<int()>([flags, overlap = overlap, overlapAction = overlapAction] {
+      return std::function<int()>([flags, peerFlag, overlap = overlap, overlapAction = overlapAction] {
         if (overlap->parsed()) return overlapAction();
         emulator::CollectivesBenchOptions o = flags->options;
         o.backends = splitList(flags->backends, "--backend");
         o.ops = splitList(flags->ops, "--ops");
-        if (!flags->peers.empty()) o.peers = splitList(flags->peers, "--peer");
+        // Given but empty (`--peer ''`) is an error, not "no peers".
+        if (peerFlag->count() > 0) o.peers = splitList(flags->peers, "--peer");
         o.minBytes = parseBytes(flags->minBytes, "--min-bytes");
         o.maxBytes = parseBytes(flags->maxBytes, "--max-bytes");
         for (const auto& kv : flags->backendOptions) {
