@@ -5,6 +5,7 @@
 #include <map>
 #include <mutex>
 
+#include "distlab/config.hpp"
 #include "runtime/core/errors.hpp"
 
 namespace distlab::comm {
@@ -63,6 +64,15 @@ void registerBackend(BackendInfo info) {
     throw ValueError("registerBackend: backend '" + info.name + "' is already registered");
   }
   r.backends.emplace(info.name, std::move(info));
+}
+
+BackendInfo hostBackendInfo(std::string name, BackendFactory factory) {
+  BackendInfo info{std::move(name), std::move(factory)};
+#if DISTLAB_HAVE_CUDA
+  info.devices.push_back("cuda");
+  info.stagesCuda = true;
+#endif
+  return info;
 }
 
 bool isBackendRegistered(const std::string& name) {
