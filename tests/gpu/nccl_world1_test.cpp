@@ -155,9 +155,25 @@ TEST_F(NcclWorld1, EagerSetUpWithADeviceIdAndSplit) {
   ASSERT_TRUE(backend) << "decorators installed? the test expects the bare backend";
   EXPECT_EQ(backend->device(), 0);  // before any collective
   auto child = pg->split({0}, "child");
+  auto childBackend = std::dynamic_pointer_cast<comm::nccl_backend::NcclBackend>(
+      child->getBackend(DeviceType::kCUDA));
+  ASSERT_TRUE(childBackend);
+  EXPECT_TRUE(childBackend->fromSplit());  // ncclCommSplit of the parent's communicator
+  EXPECT_EQ(childBackend->device(), 0);    // ready before its first collective
   Tensor t = gpu({2, 4});
   child->allreduce(t, {.reduceOp = ReduceOp::kAvg})->wait();
   EXPECT_EQ(host(t), (std::vector<double>{2, 4}));
+  // A lazy parent (no communicator yet) leaves the subgroup to set up its own.
+  auto lazy = makeGroup("w1_lazy");
+  auto lazyChild = lazy->split({0}, "lazy_child");
+  auto lazyBackend = std::dynamic_pointer_cast<comm::nccl_backend::NcclBackend>(
+      lazyChild->getBackend(DeviceType::kCUDA));
+  ASSERT_TRUE(lazyBackend);
+  EXPECT_FALSE(lazyBackend->fromSplit());
+  EXPECT_FALSE(lazyBackend->device().has_value());
+  Tensor u = gpu({3});
+  lazyChild->allreduce(u)->wait();
+  EXPECT_EQ(host(u), (std::vector<double>{3}));
 }
 
 TEST_F(NcclWorld1, AbortRefusesLaterWork) {

@@ -4,7 +4,9 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cctype>
+#include <map>
 
 #include "runtime/comm/backend_registry.hpp"
 #include "runtime/comm/backends/nccl/nccl_util.hpp"
@@ -56,6 +58,30 @@ std::optional<int> resolveDeviceId(const std::map<std::string, std::string>& opt
   return d.index;
 }
 
+struct SplitTable {
+  std::mutex mutex;
+  std::map<std::string, NcclCommPtr> comms;  // "<child group>#<global rank>"
+};
+
+SplitTable& splitTable() {
+  static SplitTable table;
+  return table;
+}
+
+std::string splitKey(const std::string& group, int globalRank) {
+  return fmt::format("{}#{}", group, globalRank);
+}
+
+NcclCommPtr takeSplitComm(const std::string& group, int globalRank) {
+  SplitTable& t = splitTable();
+  std::lock_guard<std::mutex> lock(t.mutex);
+  auto it = t.comms.find(splitKey(group, globalRank));
+  if (it == t.comms.end()) return nullptr;
+  NcclCommPtr comm = std::move(it->second);
+  t.comms.erase(it);
+  return comm;
+}
+
 }  // namespace
 
 void NcclCall::check(ncclResult_t result, std::string_view what) const {
@@ -84,7 +110,11 @@ NcclBackend::NcclBackend(const BackendContext& context)
         return comm_ ? comm_->asyncError() : std::nullopt;
       },
       [this](const std::string& why, bool) { abortWith(why); });
-  if (deviceId_) ensureComm(*deviceId_);  // eager set-up (PyTorch's device_id)
+  if (!ctx_.globalRanks.empty()) {  // Note [NCCL subgroups by split]
+    comm_ = takeSplitComm(ctx_.groupName, ctx_.globalRanks.at(ctx_.rank));
+    fromSplit_ = comm_ != nullptr;
+  }
+  if (!comm_ && deviceId_) ensureComm(*deviceId_);  // eager set-up (PyTorch's device_id)
 }
 
 NcclBackend::~NcclBackend() {
@@ -98,6 +128,19 @@ std::optional<int> NcclBackend::device() const {
   std::lock_guard<std::mutex> lock(commMutex_);
   if (comm_) return comm_->device();
   return std::nullopt;
+}
+
+void NcclBackend::prepareSplit(const std::string& childName, const std::vector<int>& ranks) {
+  std::lock_guard<std::mutex> lock(commMutex_);
+  if (!comm_ || errorReason()) return;  // the subgroup sets up its own, lazily
+  const auto it = std::find(ranks.begin(), ranks.end(), ctx_.rank);
+  const int color = it == ranks.end() ? -1 : 0;
+  const int key = static_cast<int>(it - ranks.begin());
+  NcclCommPtr child = comm_->split(color, key, ctx_.timeout, childName);
+  if (!child) return;
+  SplitTable& t = splitTable();
+  std::lock_guard<std::mutex> tableLock(t.mutex);
+  t.comms[splitKey(childName, ctx_.globalRanks.at(ctx_.rank))] = std::move(child);
 }
 
 NcclComm& NcclBackend::ensureComm(int device) {
@@ -121,18 +164,6 @@ NcclComm& NcclBackend::ensureComm(int device) {
   DL_LOG(INFO, "nccl: group '{}' rank {} of {} on cuda:{} (NCCL {})", ctx_.groupName, ctx_.rank,
          ctx_.size, device, ncclVersionString());
   return *comm_;
-}
-
-void NcclBackend::adoptComm(NcclCommPtr comm) {
-  std::lock_guard<std::mutex> lock(commMutex_);
-  if (comm_) throw ValueError("nccl: adoptComm: group '" + ctx_.groupName + "' has one already");
-  comm_ = std::move(comm);
-}
-
-NcclCommPtr NcclBackend::splitComm(int color, int key, const std::string& childName) {
-  std::lock_guard<std::mutex> lock(commMutex_);
-  if (!comm_) return nullptr;
-  return comm_->split(color, key, ctx_.timeout, childName);
 }
 
 int NcclBackend::deviceOf(const std::vector<Tensor>& tensors, const WorkInfo& wi) const {

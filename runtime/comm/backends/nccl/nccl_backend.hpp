@@ -6,8 +6,9 @@
 // Set-up (Note [NCCL communicator set-up], nccl_comm.hpp): the communicator
 // is created lazily at the first operation, on the device of its tensors, or
 // eagerly at construction when a device is given (option "nccl.device_id",
-// PyTorch's init_process_group(device_id=...)). A subgroup's backend splits
-// its parent's communicator (ncclCommSplit) when given one (splitFrom()).
+// PyTorch's init_process_group(device_id=...)). A subgroup made by
+// ProcessGroup::split gets its communicator from its parent's by ncclCommSplit
+// when the parent has one (Note [NCCL subgroups by split]).
 //
 // Streams and Work (Note [NCCL Work], nccl_work.hpp): one communication
 // stream per group; each operation waits for the caller's current stream,
@@ -118,12 +119,18 @@ class NcclBackend : public Backend {
   std::optional<int> device() const;
   // Whether wait() blocks the host (Note [NCCL Work]).
   bool blockingWait() const { return blockingWait_; }
-  // The communicator for a subgroup by ncclCommSplit (collective over this
-  // group: every rank calls it; color < 0 for ranks outside the subgroup,
-  // which get null). Null too when this group has no communicator yet.
-  NcclCommPtr splitComm(int color, int key, const std::string& childName);
-  // Adopts `comm` (from a parent's splitComm) instead of a lazy set-up.
-  void adoptComm(NcclCommPtr comm);
+  // Note [NCCL subgroups by split]
+  // ProcessGroup::split calls prepareSplit on every rank of this group. When
+  // this group has a communicator already (eager set-up, or after its first
+  // operation), every rank calls ncclCommSplit (ranks outside the subgroup
+  // with NCCL_SPLIT_NOCOLOR) and the subgroup's communicator waits in a
+  // process-wide table under (child group name, global rank) until the
+  // subgroup's NcclBackend is constructed and takes it. Without a
+  // communicator yet, the subgroup sets up its own through the store, lazily
+  // (PyTorch splits only when the parent was bound to a device too).
+  void prepareSplit(const std::string& childName, const std::vector<int>& ranks) override;
+  // Whether this backend's communicator came from its parent's ncclCommSplit.
+  bool fromSplit() const { return fromSplit_; }
 
  private:
   using Body = std::function<void(const NcclCall&)>;
@@ -153,6 +160,7 @@ class NcclBackend : public Backend {
   mutable std::mutex errorMutex_;
   std::optional<std::string> error_;  // GUARDED_BY(errorMutex_)
   std::atomic<bool> stopped_{false};
+  bool fromSplit_ = false;
 };
 
 }  // namespace nccl_backend
