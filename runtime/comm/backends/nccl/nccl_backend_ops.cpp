@@ -2,6 +2,8 @@
 // the Work, and enqueue the NCCL calls (the table in nccl_backend.hpp).
 #include <fmt/format.h>
 
+#include <memory>
+
 #include "runtime/comm/backends/nccl/nccl_backend.hpp"
 #include "runtime/comm/backends/nccl/nccl_util.hpp"
 #include "runtime/comm/reduce_kernels.hpp"
@@ -65,11 +67,14 @@ WorkPtr NcclBackend::allreduceCoalesced(const std::vector<Tensor>& tensors,
                       0, redopName(opts.reduceOp)),
                  tensors, tensors},
                 [=](const NcclCall& c) {
+                  // The operations outlive the group: NCCL uses them at ncclGroupEnd.
+                  std::vector<std::unique_ptr<ScopedRedOp>> ops;
                   c.grouped([&] {
                     for (const auto& t : tensors) {
-                      ScopedRedOp op(opts.reduceOp, t.dtype(), c.handle());
-                      c.check(ncclAllReduce(t.rawData(), t.rawData(), count(t), type(t), op.get(),
-                                            c.handle(), c.stream()),
+                      ops.push_back(
+                          std::make_unique<ScopedRedOp>(opts.reduceOp, t.dtype(), c.handle()));
+                      c.check(ncclAllReduce(t.rawData(), t.rawData(), count(t), type(t),
+                                            ops.back()->get(), c.handle(), c.stream()),
                               "ncclAllReduce");
                     }
                   });

@@ -127,7 +127,8 @@ void NcclComm::complete(ncclResult_t result, std::string_view what, const Deadli
 }
 
 std::optional<std::string> NcclComm::asyncError() const {
-  if (aborted_.load()) return "the communicator was aborted";
+  std::lock_guard<std::mutex> lock(lifecycleMutex_);  // abort/destroy free the communicator
+  if (aborted_.load() || destroyed_) return "the communicator was aborted";
   ncclResult_t state = ncclSuccess;
   if (ncclCommGetAsyncError(comm_, &state) != ncclSuccess) return "ncclCommGetAsyncError failed";
   if (state == ncclSuccess || state == ncclInProgress) return std::nullopt;

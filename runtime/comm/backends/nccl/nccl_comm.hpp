@@ -76,7 +76,7 @@ class NcclComm {
   int device_;
   cuda::Stream stream_;
   std::string groupName_;
-  std::mutex lifecycleMutex_;  // abort vs destroy
+  mutable std::mutex lifecycleMutex_;  // abort vs destroy vs asyncError
   std::atomic<bool> aborted_{false};
   bool destroyed_ = false;  // GUARDED_BY(lifecycleMutex_)
 };
