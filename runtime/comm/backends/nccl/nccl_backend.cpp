@@ -109,7 +109,8 @@ NcclBackend::NcclBackend(const BackendContext& context)
         std::lock_guard<std::mutex> lock(commMutex_);
         return comm_ ? comm_->asyncError() : std::nullopt;
       },
-      [this](const std::string& why, bool) { abortWith(why); });
+      [this](const std::string& why) { markFailed(why); },
+      [this](const std::string& why) { abortWith(why); });
   if (!ctx_.globalRanks.empty()) {  // Note [NCCL subgroups by split]
     comm_ = takeSplitComm(ctx_.groupName, ctx_.globalRanks.at(ctx_.rank));
     fromSplit_ = comm_ != nullptr;

@@ -33,10 +33,12 @@ bool NcclWork::wait(Milliseconds timeout) {
 
 CompletionThread::CompletionThread(std::string groupName,
                                    std::function<std::optional<std::string>()> checkHealth,
-                                   std::function<void(const std::string&, bool)> onFailure)
+                                   std::function<void(const std::string&)> markFailed,
+                                   std::function<void(const std::string&)> abort)
     : groupName_(std::move(groupName)),
       checkHealth_(std::move(checkHealth)),
-      onFailure_(std::move(onFailure)),
+      markFailed_(std::move(markFailed)),
+      abort_(std::move(abort)),
       thread_([this] { loop(); }) {}
 
 CompletionThread::~CompletionThread() { stop(); }
@@ -96,8 +98,9 @@ void CompletionThread::loop() {
 // one stream). True while the front one is still running.
 bool CompletionThread::pollOnce() {
   if (auto error = checkHealth_()) {
-    onFailure_(*error, false);
+    markFailed_("NCCL error: " + *error);
     failAll("NCCL error: " + *error);
+    abort_("NCCL error: " + *error);
     return false;
   }
   for (;;) {
@@ -114,9 +117,11 @@ bool CompletionThread::pollOnce() {
     try {
       done = work->endEvent().query();
     } catch (const std::exception& e) {
-      done = true;
-      error = std::make_exception_ptr(DistBackendError(
-          fmt::format("{}: group '{}': {}", work->info().describe(), groupName_, e.what())));
+      done = true;  // a CUDA error: the operation and the group have failed
+      const std::string msg =
+          fmt::format("{}: group '{}': {}", work->info().describe(), groupName_, e.what());
+      markFailed_(msg);
+      error = std::make_exception_ptr(DistBackendError(msg));
     }
     if (!done && !deadline.expired()) return true;
     std::string timeoutMessage;
@@ -131,9 +136,10 @@ bool CompletionThread::pollOnce() {
       std::lock_guard<std::mutex> lock(mutex_);
       if (!pending_.empty() && pending_.front().work == work) pending_.pop_front();
     }
-    work->finish(error);  // before onFailure_, whose failAll would name it otherwise
+    if (!timeoutMessage.empty()) markFailed_(timeoutMessage);
+    work->finish(error);  // popped already: abort_'s failAll does not name it
     if (!timeoutMessage.empty()) {
-      onFailure_(timeoutMessage, true);
+      abort_(timeoutMessage);
       return false;
     }
   }

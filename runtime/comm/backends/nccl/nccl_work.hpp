@@ -57,10 +57,13 @@ class NcclWork : public Work {
 // Finishes NcclWorks when their end event is done (Note [NCCL Work]).
 class CompletionThread {
  public:
-  // `checkHealth` returns the communicator's asynchronous error, if any;
-  // `onFailure` is told the reason once (the backend marks itself failed).
+  // `checkHealth` returns the communicator's asynchronous error, if any. On a
+  // failure, `markFailed` (the backend refuses new work) runs before the
+  // failed Work finishes, so whoever sees the Work fail finds the group failed;
+  // `abort` (the communicator) runs after, since it may take a while.
   CompletionThread(std::string groupName, std::function<std::optional<std::string>()> checkHealth,
-                   std::function<void(const std::string&, bool timedOut)> onFailure);
+                   std::function<void(const std::string&)> markFailed,
+                   std::function<void(const std::string&)> abort);
   ~CompletionThread();
   CompletionThread(const CompletionThread&) = delete;
   CompletionThread& operator=(const CompletionThread&) = delete;
@@ -85,7 +88,8 @@ class CompletionThread {
 
   std::string groupName_;
   std::function<std::optional<std::string>()> checkHealth_;
-  std::function<void(const std::string&, bool)> onFailure_;
+  std::function<void(const std::string&)> markFailed_;
+  std::function<void(const std::string&)> abort_;
   std::mutex mutex_;
   std::condition_variable cv_;       // work added / stop
   std::condition_variable drained_;  // pending_ became empty
