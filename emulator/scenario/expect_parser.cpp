@@ -62,12 +62,16 @@ void parseStepTimeRatio(const TomlReader& r, const toml::table& expect, Scenario
   }
 }
 
-// exposed_comm_max / overlap_ratio_min: fractions, training runs that succeed.
+// exposed_comm_max / overlap_ratio_min: fractions; launches_in_backward_min: a
+// bucket count; all for training runs that succeed.
 void parseOverlapExpect(const TomlReader& r, const toml::table& t, Scenario& s) {
   OverlapExpectation& o = s.expect.overlap;
   o.exposedCommMax = r.number(t, "exposed_comm_max", NumRange{0, 1, true, ""});
   o.overlapRatioMin = r.number(t, "overlap_ratio_min", NumRange{0, 1, false, ""});
-  for (const char* key : {"exposed_comm_max", "overlap_ratio_min"}) {
+  if (auto v = r.intInRange(t, "launches_in_backward_min", 1, 1 << 20)) {
+    o.launchesInBackwardMin = static_cast<int>(*v);
+  }
+  for (const char* key : {"exposed_comm_max", "overlap_ratio_min", "launches_in_backward_min"}) {
     if (!t.contains(key)) continue;
     if (s.workloadKind != "training" || s.expect.outcome != Outcome::kSuccess) {
       r.fail(r.lineOfKey(t, key), fmt::format("'{}' needs a training workload with outcome = "
@@ -88,7 +92,7 @@ void parseExpect(const TomlReader& r, const toml::table& root, Scenario& s) {
               {"outcome", "error", "message", "error_ranks", "culprits", "diagnosis",
                "detect_within", "params_equal", "params_match_reference", "params_differ",
                "loss_decreased", "rank", "exposed_comm_max", "overlap_ratio_min",
-               "step_time_ratio"});
+               "launches_in_backward_min", "step_time_ratio"});
   Expectation& e = s.expect;
   e.pos = r.posOf(*t);
   auto outcome = r.choice(*t, "outcome", {"success", "error", "timeout"});

@@ -118,13 +118,17 @@ struct RankExpectation {
 struct OverlapExpectation {
   std::optional<double> exposedCommMax;   // exposed communication / step time
   std::optional<double> overlapRatioMin;  // overlapped / all communication
+  // Every steady step of every rank launches at least this many buckets with
+  // backward compute still to come, and waits for none before backward ends
+  // (Note [Overlap by structure]).
+  std::optional<int> launchesInBackwardMin;
   // [expect.step_time_ratio]: this scenario's mean step time over that of the
   // same scenario with the table's engine_options / comm_hook, run right after
   // it (emulator/trace/step_time_ratio.hpp).
   bool stepTimeRatio = false;
   std::optional<double> stepTimeRatioMax;
   std::optional<double> stepTimeRatioMin;
-  bool any() const { return exposedCommMax || overlapRatioMin; }
+  bool any() const { return exposedCommMax || overlapRatioMin || launchesInBackwardMin; }
 };
 
 struct Expectation {

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <fstream>
+#include <string_view>
 #include <tuple>
 
 #include "runtime/core/errors.hpp"
@@ -49,7 +50,29 @@ struct RankSpans {
   std::vector<std::pair<std::string, Interval>> steps;
   std::vector<Interval> compute;
   std::vector<Interval> comm;
+  std::vector<Interval> backward;       // "backward <module>" compute spans
+  std::vector<double> bucketLaunches;   // begin of each "launch bucket N" span
+  std::vector<double> waits;            // begin of each "wait" span
 };
+
+bool startsWith(const std::string& text, std::string_view prefix) {
+  return text.compare(0, prefix.size(), prefix) == 0;
+}
+
+// A complete ('X') event into its rank's lists.
+void addComplete(RankSpans& r, const std::string& cat, const std::string& name,
+                 const Interval& span) {
+  if (cat == "step") r.steps.emplace_back(name, span);
+  if (cat == "compute") r.compute.push_back(span);
+  if (cat == "compute" && startsWith(name, "backward ")) r.backward.push_back(span);
+  if (cat == "comm") r.comm.push_back(span);
+  if (cat == "ddp" && startsWith(name, "launch bucket")) r.bucketLaunches.push_back(span.begin);
+  if (cat == "wait") r.waits.push_back(span.begin);
+}
+
+bool counted(const std::string& cat) {
+  return cat == "step" || cat == "compute" || cat == "comm" || cat == "ddp" || cat == "wait";
+}
 
 double number(const nlohmann::json& e, const char* key, size_t index) {
   auto it = e.find(key);
@@ -69,15 +92,12 @@ std::map<int, RankSpans> collect(const nlohmann::json& events) {
     const std::string ph = e.value("ph", "");
     const std::string cat = e.value("cat", "");
     if (ph.empty()) throw ValueError(fmt::format("trace event {} has no 'ph'", n));
-    if (ph == "M" || (cat != "step" && cat != "compute" && cat != "comm")) continue;
+    if (ph == "M" || !counted(cat)) continue;
     const int pid = static_cast<int>(number(e, "pid", n));
     const double ts = number(e, "ts", n);
     RankSpans& r = ranks[pid];
     if (ph == "X") {
-      const Interval span{ts, ts + number(e, "dur", n)};
-      if (cat == "step") r.steps.emplace_back(e.value("name", "step"), span);
-      if (cat == "compute") r.compute.push_back(span);
-      if (cat == "comm") r.comm.push_back(span);
+      addComplete(r, cat, e.value("name", cat), {ts, ts + number(e, "dur", n)});
     } else if (ph == "b" || ph == "e") {
       auto k = std::make_tuple(pid, e.value("tid", 0), e.value("id", std::string()));
       if (ph == "b") {
@@ -105,6 +125,20 @@ std::vector<Interval> clip(const std::vector<Interval>& united, const Interval& 
   return out;
 }
 
+// The end of the last backward compute span inside `window` (its begin when none).
+double backwardEnd(const std::vector<Interval>& backward, const Interval& window) {
+  double end = window.begin;
+  for (const Interval& b : backward) {
+    if (b.begin >= window.begin && b.end <= window.end) end = std::max(end, b.end);
+  }
+  return end;
+}
+
+int countIn(const std::vector<double>& times, double from, double before) {
+  return static_cast<int>(std::count_if(times.begin(), times.end(),
+                                        [&](double t) { return t >= from && t < before; }));
+}
+
 }  // namespace
 
 std::vector<StepOverlap> stepOverlaps(const nlohmann::json& trace) {
@@ -125,6 +159,9 @@ std::vector<StepOverlap> stepOverlaps(const nlohmann::json& trace) {
       s.computeUs = measure(c);
       s.commUs = measure(m);
       s.exposedCommUs = s.commUs - intersection(c, m);
+      const double end = backwardEnd(spans.backward, window);
+      s.launchesInBackward = countIn(spans.bucketLaunches, window.begin, end);
+      s.waitsInBackward = countIn(spans.waits, window.begin, end);
       out.push_back(s);
     }
   }
@@ -138,6 +175,9 @@ std::map<int, OverlapSummary> summarizeByRank(const std::vector<StepOverlap>& st
   for (const StepOverlap& s : steps) {
     if (seen[s.rank]++ < skipSteps) continue;
     OverlapSummary& o = out[s.rank];
+    o.minLaunchesInBackward =
+        o.steps == 0 ? s.launchesInBackward : std::min(o.minLaunchesInBackward, s.launchesInBackward);
+    o.maxWaitsInBackward = std::max(o.maxWaitsInBackward, s.waitsInBackward);
     ++o.steps;
     o.stepUs += s.stepUs;
     o.computeUs += s.computeUs;

@@ -30,6 +30,31 @@ std::optional<ScenarioTrace> collectScenarioTrace(const Scenario& s, const std::
   return t;
 }
 
+namespace {
+
+// launches_in_backward_min, rank by rank: an ordering, so no rank may miss it.
+void checkLaunchStructure(const Scenario& s, const ScenarioTrace& trace,
+                          std::vector<std::string>& failures) {
+  const std::optional<int>& min = s.expect.overlap.launchesInBackwardMin;
+  if (!min) return;
+  for (const auto& [rank, sum] : trace.byRank) {
+    if (sum.minLaunchesInBackward < *min) {
+      failures.push_back(fmt::format(
+          "{}: rank {} launched only {} bucket(s) before its backward compute ended in some "
+          "step, below launches_in_backward_min = {}",
+          s.path, rank, sum.minLaunchesInBackward, *min));
+    }
+    if (sum.maxWaitsInBackward > 0) {
+      failures.push_back(fmt::format(
+          "{}: rank {} waited for communication {} time(s) before its backward compute ended "
+          "in some step (launches_in_backward_min wants no wait there)",
+          s.path, rank, sum.maxWaitsInBackward));
+    }
+  }
+}
+
+}  // namespace
+
 std::vector<std::string> checkOverlapExpectations(const Scenario& s,
                                                   const std::optional<ScenarioTrace>& trace) {
   const OverlapExpectation& o = s.expect.overlap;
@@ -54,6 +79,7 @@ std::vector<std::string> checkOverlapExpectations(const Scenario& s,
                            rank, sum.overlapRatio(), 100 * sum.exposedShare());
   }
   std::vector<std::string> failures;
+  checkLaunchStructure(s, *trace, failures);
   if (o.exposedCommMax && all.exposedShare() > *o.exposedCommMax) {
     failures.push_back(fmt::format(
         "{}: exposed communication is {:.1f}% of step time over all ranks, above "
@@ -80,7 +106,9 @@ nlohmann::json overlapJson(const std::map<int, OverlapSummary>& byRank) {
                    {"exposed_comm_ms", s.exposedCommUs / n / 1000},
                    {"overlap_ratio", s.overlapRatio()},
                    {"compute_share", s.computeShare()},
-                   {"exposed_share", s.exposedShare()}});
+                   {"exposed_share", s.exposedShare()},
+                   {"min_launches_in_backward", s.minLaunchesInBackward},
+                   {"max_waits_in_backward", s.maxWaitsInBackward}});
   }
   return out;
 }

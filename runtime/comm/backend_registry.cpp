@@ -66,6 +66,15 @@ void registerBackend(BackendInfo info) {
   r.backends.emplace(info.name, std::move(info));
 }
 
+BackendInfo hostBackendInfo(std::string name, BackendFactory factory) {
+  BackendInfo info{std::move(name), std::move(factory)};
+#if DISTLAB_HAVE_CUDA
+  info.devices.push_back("cuda");
+  info.stagesCuda = true;
+#endif
+  return info;
+}
+
 bool isBackendRegistered(const std::string& name) {
   Registry& r = registry();
   std::lock_guard<std::mutex> lock(r.mutex);

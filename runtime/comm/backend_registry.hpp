@@ -31,7 +31,14 @@ struct BackendInfo {
   std::string name;
   BackendFactory factory;
   std::vector<std::string> devices{"cpu"};  // device types served ("cpu", "cuda")
+  // A host backend that also serves CUDA tensors through pinned staging
+  // (cuda_staging_backend.hpp); lists "cuda" in `devices` when CUDA is built.
+  bool stagesCuda = false;
 };
+
+// A host backend's registration: "cpu", plus "cuda" through pinned staging
+// when distlab is built with CUDA (stagesCuda).
+BackendInfo hostBackendInfo(std::string name, BackendFactory factory);
 
 // Throws ValueError if `name` is registered already.
 void registerBackend(BackendInfo info);

@@ -1,8 +1,11 @@
 #include "runtime/comm/object_collectives.hpp"
 
+#include <fmt/format.h>
+
 #include <cstring>
 
 #include "runtime/core/errors.hpp"
+#include "runtime/tensor/dispatch.hpp"
 
 namespace distlab::comm {
 namespace {
@@ -20,9 +23,28 @@ Bytes tensorBytes(const Tensor& t) {
 
 Tensor sizeTensor(int64_t n) { return full({1}, n, TensorOptions{DType::kInt64}); }
 
+// The byte tensors live on the host, whatever default device the caller set
+// (a DefaultDeviceGuard would otherwise put them on a GPU), and travel on the
+// group's CPU route: a group without one (nccl alone) is told how to get one.
+class OnHost {
+ public:
+  OnHost(const ProcessGroup& group, const char* what) : guard_(Device::cpu()) {
+    if (!group.hasBackend(DeviceType::kCPU)) {
+      throw ValueError(fmt::format(
+          "{}: group '{}' has no backend for CPU tensors, and object collectives run on the "
+          "host; create the group with a CPU backend too (e.g. backend \"cpu:gloo,cuda:nccl\")",
+          what, group.name()));
+    }
+  }
+
+ private:
+  DefaultDeviceGuard guard_;
+};
+
 }  // namespace
 
 void broadcastObject(ProcessGroup& group, Bytes& object, int src) {
+  OnHost host(group, "broadcastObject");
   Tensor size = sizeTensor(static_cast<int64_t>(object.size()));
   group.broadcast(size, BroadcastOptions{.rootRank = src, .asyncOp = false})->wait();
   Tensor data = group.rank() == src ? bytesTensor(object)
@@ -32,6 +54,7 @@ void broadcastObject(ProcessGroup& group, Bytes& object, int src) {
 }
 
 std::vector<Bytes> allGatherObject(ProcessGroup& group, const Bytes& object) {
+  OnHost host(group, "allGatherObject");
   const int n = group.size();
   Tensor mySize = sizeTensor(static_cast<int64_t>(object.size()));
   Tensor sizes = empty({n}, TensorOptions{DType::kInt64});
@@ -47,6 +70,7 @@ std::vector<Bytes> allGatherObject(ProcessGroup& group, const Bytes& object) {
 }
 
 std::vector<Bytes> gatherObject(ProcessGroup& group, const Bytes& object, int dst) {
+  OnHost host(group, "gatherObject");
   // Sizes go to every rank (allgather) so the payload gather can use each
   // rank's exact size; the payload itself only lands on dst.
   const int n = group.size();
@@ -72,6 +96,7 @@ std::vector<Bytes> gatherObject(ProcessGroup& group, const Bytes& object, int ds
 }
 
 Bytes scatterObject(ProcessGroup& group, const std::vector<Bytes>& inputs, int src) {
+  OnHost host(group, "scatterObject");
   const int n = group.size();
   const bool root = group.rank() == src;
   if (root && static_cast<int>(inputs.size()) != n) {

@@ -4,11 +4,34 @@
 
 #include <algorithm>
 
+#include "distlab/config.hpp"
 #include "runtime/comm/backend_registry.hpp"
+#if DISTLAB_HAVE_CUDA
+#include "runtime/comm/cuda_staging_backend.hpp"
+#endif
 #include "runtime/comm/process_group.hpp"
 #include "runtime/core/errors.hpp"
 
 namespace distlab::comm {
+
+namespace {
+
+// A host backend's CUDA route stages through pinned memory (Note [CUDA
+// tensors on host backends]); every other route is the backend itself.
+BackendPtr routeFor(const std::string& device, const std::string& backendName,
+                    const BackendPtr& backend) {
+#if DISTLAB_HAVE_CUDA
+  if (device == "cuda" && lookupBackend(backendName).stagesCuda) {
+    return makeCudaStagingBackend(backend);
+  }
+#else
+  (void)device;
+  (void)backendName;
+#endif
+  return backend;
+}
+
+}  // namespace
 
 ProcessGroupPtr createProcessGroup(ProcessGroupConfig config,
                                    const std::map<std::string, std::string>& backendOptions) {
@@ -35,7 +58,8 @@ ProcessGroupPtr createProcessGroup(ProcessGroupConfig config,
       ctx.options = backendOptions;
       backend = applyBackendDecorators(createBackend(backendName, ctx), ctx);
     }
-    group->setBackend(device == "cuda" ? DeviceType::kCUDA : DeviceType::kCPU, backend);
+    group->setBackend(device == "cuda" ? DeviceType::kCUDA : DeviceType::kCPU,
+                      routeFor(device, backendName, backend));
   }
   return group;
 }

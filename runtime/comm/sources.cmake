@@ -19,4 +19,7 @@ if(TARGET distlab_tensor)
     world.cpp
     device_mesh.cpp
     object_collectives.cpp)
+  if(DISTLAB_HAVE_CUDA)
+    list(APPEND DISTLAB_COMM_SOURCES cuda_staging_backend.cpp)
+  endif()
 endif()

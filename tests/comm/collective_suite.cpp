@@ -9,6 +9,7 @@
 
 #include "runtime/comm/object_collectives.hpp"
 #include "runtime/comm/reduce_kernels.hpp"
+#include "runtime/tensor/dispatch.hpp"
 #include "tests/comm/collective_cases.hpp"
 #include "tests/comm/comm_test_util.hpp"
 
@@ -18,11 +19,18 @@ using comm::ProcessGroup;
 using comm::ReduceOp;
 
 std::string collectiveSuiteParamName(const ::testing::TestParamInfo<CollectiveSuiteParam>& info) {
-  return info.param.backend + spawnModeName(info.param.mode);
+  return info.param.backend + spawnModeName(info.param.mode) +
+         (info.param.device.isCpu() ? "" : std::string(deviceTypeName(info.param.device.type)));
 }
 
 void PrintTo(const CollectiveSuiteParam& param, std::ostream* out) {
-  *out << param.backend << "/" << spawnModeName(param.mode);
+  *out << param.backend << "/" << spawnModeName(param.mode) << "/" << param.device.str();
+}
+
+void CollectiveSuite::SetUp() {
+  if (!GetParam().unavailable) return;
+  const std::string reason = GetParam().unavailable();
+  if (!reason.empty()) GTEST_SKIP() << reason;
 }
 
 void CollectiveSuite::runRanks(int worldSize, const RankBody& body) {
@@ -38,6 +46,7 @@ void CollectiveSuite::runRanks(int worldSize, const RankBody& body) {
           config.name = "suite";
           config.timeout = std::chrono::seconds(20);
           config.backendSpec = param.backend;
+          DefaultDeviceGuard onDevice(param.device);
           auto group = comm::createProcessGroup(config, param.options);
           body(*group, ctx);
           group->shutdown(std::chrono::seconds(5));

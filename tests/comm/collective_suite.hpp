@@ -32,6 +32,11 @@ struct CollectiveSuiteParam {
   // the suite checks that error instead of the results. Names as in
   // Backend's messages ("reduce_scatter", "all_gather_into_tensor", ...).
   std::set<std::string> unsupported = {};
+  // The device the tensors live on: each rank builds them under a
+  // DefaultDeviceGuard of it (results are read back through host copies).
+  Device device = Device::cpu();
+  // Non-empty: why the device cannot be used here; every test skips with it.
+  std::function<std::string()> unavailable = {};
 };
 
 void PrintTo(const CollectiveSuiteParam& param, std::ostream* out);
@@ -39,6 +44,7 @@ std::string collectiveSuiteParamName(const ::testing::TestParamInfo<CollectiveSu
 
 class CollectiveSuite : public ::testing::TestWithParam<CollectiveSuiteParam> {
  protected:
+  void SetUp() override;
   using RankBody = std::function<void(comm::ProcessGroup& group, RankContext& ctx)>;
   // Spawns `worldSize` ranks, each running body with its own group (timeout
   // 20 s per operation); throws SpawnError naming the failed rank.

@@ -75,6 +75,33 @@ TEST(OverlapMetrics, ClipsToStepsAndSkipsWarmup) {
   EXPECT_DOUBLE_EQ(sum[0].meanStepUs(), 50);
 }
 
+// Two steps of [backward fc1, backward fc0]: step 0 launches one bucket during
+// fc1 and one after backward (in the wait's place: the late-launch shape),
+// step 1 launches two during backward but waits inside it (the wait-for-each
+// shape). The summary keeps the fewest launches and the most waits.
+TEST(OverlapMetrics, LaunchesAndWaitsBeforeBackwardEnds) {
+  json ev = json::array();
+  for (double t0 : {0.0, 100.0}) {
+    ev.push_back(span("step", "step", t0, 100));
+    ev.push_back(span("compute", "backward fc1", t0 + 10, 20));
+    ev.push_back(span("compute", "backward fc0", t0 + 40, 20));
+    ev.push_back(span("ddp", "launch bucket 0", t0 + 25, 1));
+  }
+  ev.push_back(span("ddp", "launch bucket 1", 70, 1));    // step 0: after backward
+  ev.push_back(span("wait", "ddp wait", 75, 10));         // step 0: after backward
+  ev.push_back(span("ddp", "launch bucket 1", 145, 1));   // step 1: in fc0's backward
+  ev.push_back(span("wait", "work wait", 132, 5));        // step 1: between the layers
+  auto steps = stepOverlaps(ev);
+  ASSERT_EQ(steps.size(), 2u);
+  EXPECT_EQ(steps[0].launchesInBackward, 1);
+  EXPECT_EQ(steps[0].waitsInBackward, 0);
+  EXPECT_EQ(steps[1].launchesInBackward, 2);
+  EXPECT_EQ(steps[1].waitsInBackward, 1);
+  auto sum = summarizeByRank(steps, 0);
+  EXPECT_EQ(sum.at(0).minLaunchesInBackward, 1);
+  EXPECT_EQ(sum.at(0).maxWaitsInBackward, 1);
+}
+
 TEST(OverlapMetrics, NoCommunicationIsFullyOverlapped) {
   json ev = json::array({span("step", "step 0", 0, 10), span("compute", "c", 0, 5)});
   auto steps = stepOverlaps(ev);  // a bare event array works too

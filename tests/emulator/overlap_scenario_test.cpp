@@ -22,7 +22,8 @@ RunResult runDistlab(const std::string& args) {
   return distlab::testing::runCommandLine(std::string(DISTLAB_CLI_PATH) + " " + args);
 }
 
-// One bucket, launched when backward is over: nothing overlaps.
+// One bucket, launched from the last layer's backward: nothing overlaps, and
+// no launch has backward compute still to come.
 std::string singleBucket(const std::string& expectations) {
   return R"(name = "one_bucket"
 description = "one bucket over a slow link"
@@ -46,10 +47,12 @@ outcome = "success"
 
 TEST(OverlapScenario, LowOverlapFailsAndTheTraceIsMerged) {
   distlab::testing::TempDir dir;
-  std::ofstream(dir.file("one.toml")) << singleBucket("overlap_ratio_min = 0.5\n");
+  std::ofstream(dir.file("one.toml"))
+      << singleBucket("overlap_ratio_min = 0.5\nlaunches_in_backward_min = 2\n");
   RunResult r = runDistlab("run " + dir.file("one.toml") + " --out " + dir.file("out"));
   EXPECT_EQ(r.exitCode, 1) << r.output;
   EXPECT_NE(r.output.find("below overlap_ratio_min = 0.5"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("below launches_in_backward_min = 2"), std::string::npos) << r.output;
   std::ifstream report(dir.file("out/test__one.json"));
   auto j = nlohmann::json::parse(report);
   ASSERT_EQ(j["overlap"].size(), 2u) << j.dump();
@@ -57,6 +60,8 @@ TEST(OverlapScenario, LowOverlapFailsAndTheTraceIsMerged) {
     EXPECT_LT(rank["overlap_ratio"].get<double>(), 0.5);
     EXPECT_GT(rank["comm_ms"].get<double>(), 1.0);  // 330 KB at 0.125 GB/s: 2.7 ms
     EXPECT_EQ(rank["steps"], 1);  // 3 steps, 2 of warm-up
+    EXPECT_LE(rank["min_launches_in_backward"].get<int>(), 1);
+    EXPECT_EQ(rank["max_waits_in_backward"], 0);
   }
   std::ifstream traceFile(dir.file("out/test__one.trace.json"));
   auto trace = nlohmann::json::parse(traceFile);

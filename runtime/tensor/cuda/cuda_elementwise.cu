@@ -3,6 +3,7 @@
 // type evaluates an op code (a switch in device code), which keeps the number
 // of instantiations, and so the build time, small.
 #include <cmath>
+#include <cstring>
 #include <string>
 #include <type_traits>
 #include <unordered_map>
@@ -113,6 +114,54 @@ __global__ void convertKernel(Geometry g, O* out, const I* in) {
   }
 }
 
+// Elements moved as raw bits of their size (W = uint8_t .. uint64_t): what
+// any dtype needs for a same-dtype copy or a fill, float16/bfloat16/int8
+// included, without a kernel per dtype.
+template <typename W>
+__global__ void copyBitsKernel(Geometry g, W* out, const W* in) {
+  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < g.numel;
+       i += int64_t{blockDim.x} * gridDim.x) {
+    out[detail::offsetOf(g, 0, i)] = in[detail::offsetOf(g, 1, i)];
+  }
+}
+
+template <typename W>
+__global__ void fillBitsKernel(Geometry g, W* out, W bits) {
+  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < g.numel;
+       i += int64_t{blockDim.x} * gridDim.x) {
+    out[detail::offsetOf(g, 0, i)] = bits;
+  }
+}
+
+// Calls fn(W{}) with the unsigned integer type of `t`'s element size.
+template <typename Fn>
+void dispatchBits(const Tensor& t, Fn&& fn) {
+  switch (elementSize(t.dtype())) {
+    case 1: fn(uint8_t{}); return;
+    case 2: fn(uint16_t{}); return;
+    case 4: fn(uint32_t{}); return;
+    default: fn(uint64_t{}); return;
+  }
+}
+
+bool hasTypedKernels(DType dtype) {
+  return dtype == DType::kFloat32 || dtype == DType::kFloat64 || dtype == DType::kInt64 ||
+         dtype == DType::kInt32 || dtype == DType::kBool;
+}
+
+// fill_ for a dtype without typed kernels: the value converted on the host
+// (the CPU's conversion, rounding as it does), then copied as bits.
+void fillBits(const Tensor& out, const Geometry& g, double value) {
+  const Tensor one = full({1}, value, TensorOptions{out.dtype()});
+  dispatchBits(out, [&](auto tag) {
+    using W = decltype(tag);
+    W bits{};
+    std::memcpy(&bits, one.rawData(), sizeof(W));
+    fillBitsKernel<W><<<detail::blocksFor(g.numel), detail::kThreads, 0, detail::streamOf(out)>>>(
+        g, static_cast<W*>(out.rawData()), bits);
+  });
+}
+
 template <typename T>
 __global__ void fillKernel(Geometry g, T* out, T value) {
   for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < g.numel;
@@ -201,6 +250,10 @@ void fill(const KernelArgs& args) {
   const Tensor* ops[] = {&out};
   const Geometry g = detail::geometryOf("fill_", out.sizes(), ops, 1);
   if (g.numel == 0) return;
+  if (!hasTypedKernels(out.dtype())) {
+    fillBits(out, g, args.scalars[0]);
+    return detail::checkLaunch("fill_", out);
+  }
   detail::dispatchCuda("fill_", out, [&](auto tag) {
     using T = decltype(tag);
     fillKernel<T><<<detail::blocksFor(g.numel), detail::kThreads, 0, detail::streamOf(out)>>>(
@@ -232,6 +285,21 @@ void convertOnDevice(const Tensor& dst, const Tensor& src) {
   const Tensor* ops[] = {&dst, &src};
   const Geometry g = detail::geometryOf("copy_", dst.sizes(), ops, 2);
   if (g.numel == 0) return;
+  if (dst.dtype() == src.dtype()) {  // any dtype: the bits move unchanged
+    if (dst.isContiguous() && src.isContiguous()) {
+      check(cudaMemcpyAsync(dst.rawData(), src.rawData(), dst.nbytes(), cudaMemcpyDeviceToDevice,
+                            detail::streamOf(dst)),
+            "copy_", dst.device().index);
+      return;
+    }
+    dispatchBits(dst, [&](auto tag) {
+      using W = decltype(tag);
+      copyBitsKernel<W><<<detail::blocksFor(g.numel), detail::kThreads, 0,
+                          detail::streamOf(dst)>>>(g, static_cast<W*>(dst.rawData()),
+                                                   static_cast<const W*>(src.rawData()));
+    });
+    return detail::checkLaunch("copy_", dst);
+  }
   detail::dispatchCuda("copy_", dst, [&](auto outTag) {
     using O = decltype(outTag);
     detail::dispatchCuda("copy_", src, [&](auto inTag) {

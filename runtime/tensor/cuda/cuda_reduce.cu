@@ -131,7 +131,9 @@ void reduce(const KernelArgs& args) {
     using T = decltype(inTag);
     detail::dispatchCuda(args.op, out, [&](auto outTag) {
       using O = decltype(outTag);
-      if constexpr (std::is_same_v<T, bool> || std::is_same_v<O, bool>) {
+      // bool inputs accumulate in int64 (sum of a mask counts, max/min of
+      // bools is any/all); only a non-bool input reduced into bool is no op.
+      if constexpr (std::is_same_v<O, bool> && !std::is_same_v<T, bool>) {
         detail::unsupportedDtype(args.op, x);
       } else {
         reduceKernel<T, O><<<detail::blocksFor(outer * inner), detail::kThreads, 0,

@@ -18,12 +18,9 @@
 namespace distlab::comm {
 
 void registerGlooBackend() {
-  registerBackend(BackendInfo{
-      "gloo",
-      [](const BackendContext& ctx) -> BackendPtr {
-        return std::make_shared<gloo_backend::GlooBackend>(ctx);
-      },
-      {"cpu"}});
+  registerBackend(hostBackendInfo("gloo", [](const BackendContext& ctx) -> BackendPtr {
+    return std::make_shared<gloo_backend::GlooBackend>(ctx);
+  }));
 }
 
 namespace gloo_backend {

@@ -13,12 +13,9 @@
 namespace distlab::comm {
 
 void registerShmBackend() {
-  registerBackend(BackendInfo{
-      "shm",
-      [](const BackendContext& ctx) -> BackendPtr {
-        return std::make_shared<shm::ShmBackend>(ctx);
-      },
-      {"cpu"}});
+  registerBackend(hostBackendInfo("shm", [](const BackendContext& ctx) -> BackendPtr {
+    return std::make_shared<shm::ShmBackend>(ctx);
+  }));
 }
 
 namespace shm {
