@@ -6,9 +6,13 @@
 #include <chrono>
 #include <cmath>
 
+#include "distlab/config.hpp"
 #include "emulator/bench/collectives_bench.hpp"
 #include "runtime/core/clock.hpp"
 #include "runtime/core/errors.hpp"
+#if DISTLAB_HAVE_CUDA
+#include "runtime/tensor/cuda/cuda_runtime.hpp"
+#endif
 
 namespace distlab::emulator {
 namespace {
@@ -19,11 +23,37 @@ float inputValue(int rank, uint64_t i) {
   return static_cast<float>(static_cast<int64_t>((rank * 7 + i * 3) % 13) - 6);
 }
 
-Tensor rankInput(int rank, uint64_t count) {
+// Note [Bench on CUDA]
+// A group whose only backend serves CUDA tensors (nccl) is benchmarked on the
+// GPU: buffers on cuda:(rank mod devices), inputs made on the host and copied,
+// results read back through host copies, and the host waits for the device
+// after each operation (Work::wait on nccl only orders the current stream), so
+// every time includes the device's work.
+Device benchDevice(ProcessGroup& g) {
+  if (g.hasBackend(DeviceType::kCPU) || !g.hasBackend(DeviceType::kCUDA)) return Device::cpu();
+#if DISTLAB_HAVE_CUDA
+  const int count = cuda::deviceCount();
+  if (count == 0) throw DistBackendError("bench collectives: " + cuda::unavailableReason());
+  return Device::cuda(g.rank() % count);
+#else
+  throw DistBackendError("bench collectives: distlab was built without CUDA");
+#endif
+}
+
+// Waits on the host for the device's current stream (nothing on the CPU).
+void syncDevice(const Device& device) {
+#if DISTLAB_HAVE_CUDA
+  if (device.isCuda()) cuda::currentStream(device.index).synchronize();
+#else
+  (void)device;
+#endif
+}
+
+Tensor rankInputOn(int rank, uint64_t count, const Device& device) {
   Tensor t = empty({static_cast<int64_t>(count)}, TensorOptions{DType::kFloat32});
   float* p = t.data<float>();
   for (uint64_t i = 0; i < count; ++i) p[i] = inputValue(rank, i);
-  return t;
+  return device.isCpu() ? t : t.to(device);
 }
 
 // The buffers of one op at one size, and how to run / verify it.
@@ -39,6 +69,9 @@ struct OpBuffers {
 OpBuffers makeOp(ProcessGroup& g, const std::string& op, uint64_t count, bool async) {
   const int n = g.size(), me = g.rank();
   const uint64_t m = count / n;  // per-rank part for the split ops
+  const Device dev = benchDevice(g);
+  const TensorOptions f32{DType::kFloat32, dev};
+  const auto rankInput = [&dev](int rank, uint64_t c) { return rankInputOn(rank, c, dev); };
   OpBuffers b;
   if (op == "allreduce") {
     b.in = rankInput(me, count);
@@ -51,14 +84,14 @@ OpBuffers makeOp(ProcessGroup& g, const std::string& op, uint64_t count, bool as
     };
   } else if (op == "allgather") {
     b.in = rankInput(me, m);
-    b.out = empty({static_cast<int64_t>(count)}, TensorOptions{DType::kFloat32});
+    b.out = empty({static_cast<int64_t>(count)}, f32);
     b.run = [&g, async, in = b.in, out = b.out] {
       g.allgatherIntoTensor(out, in, {.asyncOp = async})->wait();
     };
     b.expected = [m](uint64_t i) { return inputValue(static_cast<int>(i / m), i % m); };
   } else if (op == "reduce_scatter") {
     b.in = rankInput(me, count);
-    b.out = empty({static_cast<int64_t>(m)}, TensorOptions{DType::kFloat32});
+    b.out = empty({static_cast<int64_t>(m)}, f32);
     b.run = [&g, async, in = b.in, out = b.out] {
       g.reduceScatterTensor(out, in, {.asyncOp = async})->wait();
     };
@@ -74,7 +107,7 @@ OpBuffers makeOp(ProcessGroup& g, const std::string& op, uint64_t count, bool as
     b.expected = [](uint64_t i) { return inputValue(0, i); };
   } else if (op == "alltoall") {
     b.in = rankInput(me, count);
-    b.out = empty({static_cast<int64_t>(count)}, TensorOptions{DType::kFloat32});
+    b.out = empty({static_cast<int64_t>(count)}, f32);
     b.run = [&g, async, in = b.in, out = b.out] {
       g.alltoallSingle(out, in, {}, {}, {.asyncOp = async})->wait();
     };
@@ -89,7 +122,8 @@ OpBuffers makeOp(ProcessGroup& g, const std::string& op, uint64_t count, bool as
 }
 
 int64_t countWrong(const OpBuffers& b) {
-  const float* p = b.out.data<float>();
+  const Tensor host = b.out.device().isCpu() ? b.out : b.out.to(Device::cpu());
+  const float* p = host.data<float>();
   int64_t wrong = 0;
   for (int64_t i = 0; i < b.out.numel(); ++i) wrong += p[i] != b.expected(i) ? 1 : 0;
   return wrong;
@@ -98,11 +132,13 @@ int64_t countWrong(const OpBuffers& b) {
 // Per-iteration slowest-rank times (us) from every rank's local times.
 std::vector<double> slowestTimes(ProcessGroup& g, const std::vector<double>& local) {
   const int64_t iters = static_cast<int64_t>(local.size());
-  Tensor mine = fromVector<double>(local);
-  Tensor all = empty({g.size() * iters}, TensorOptions{DType::kFloat64});
+  const Device dev = benchDevice(g);
+  Tensor mine = fromVector<double>(local).to(dev);
+  Tensor all = empty({g.size() * iters}, TensorOptions{DType::kFloat64, dev});
   g.allgatherIntoTensor(all, mine, {.asyncOp = false})->wait();
   std::vector<double> slowest(iters, 0.0);
-  const double* p = all.data<double>();
+  const Tensor host = all.to(Device::cpu());
+  const double* p = host.data<double>();
   for (int r = 0; r < g.size(); ++r) {
     for (int64_t i = 0; i < iters; ++i) slowest[i] = std::max(slowest[i], p[r * iters + i]);
   }
@@ -115,20 +151,22 @@ BenchRow benchOne(ProcessGroup& g, const std::string& backend, const std::string
   uint64_t count = std::max<uint64_t>(1, bytes / 4);
   if (op != "allreduce" && op != "broadcast") count = std::max<uint64_t>(n, count - count % n);
   BenchRow row{backend, mode, op, count * 4, count};
+  const Device dev = benchDevice(g);
   OpBuffers b = makeOp(g, op, count, mode == "async");
   b.run();  // verification pass on the crafted inputs
-  Tensor wrong = full({1}, countWrong(b), TensorOptions{DType::kInt64});
+  Tensor wrong = full({1}, countWrong(b), TensorOptions{DType::kInt64, dev});
   g.allreduce(wrong, {.asyncOp = false})->wait();
   row.wrong = wrong.item<int64_t>();
   Stopwatch warm;
   for (int i = 0; i < options.warmup; ++i) b.run();
+  syncDevice(dev);
   // Iteration count: rank 0's estimate, shared so every rank runs the same number.
   int iters = options.iters;
   if (iters <= 0) {
     const double per = warm.elapsedSeconds() / std::max(1, options.warmup);
     iters = static_cast<int>(std::clamp(0.2 / std::max(per, 1e-7), 5.0, 2000.0));
   }
-  Tensor itersT = full({1}, static_cast<int64_t>(iters), TensorOptions{DType::kInt64});
+  Tensor itersT = full({1}, static_cast<int64_t>(iters), TensorOptions{DType::kInt64, dev});
   g.broadcast(itersT, {.rootRank = 0, .asyncOp = false})->wait();
   iters = static_cast<int>(itersT.item<int64_t>());
   g.barrier({.asyncOp = false})->wait();
@@ -136,6 +174,7 @@ BenchRow benchOne(ProcessGroup& g, const std::string& backend, const std::string
   for (int i = 0; i < iters; ++i) {
     const int64_t start = monotonicNowNs();
     b.run();
+    syncDevice(dev);  // Note [Bench on CUDA]
     local[i] = static_cast<double>(monotonicNowNs() - start) / 1e3;
   }
   std::vector<double> times = slowestTimes(g, local);
@@ -164,13 +203,14 @@ namespace {
 // them, and their waits have not warmed up; without this the first row measured
 // (8 B allreduce) read 13 us where every later small message took under 2 us.
 void warmUpGroup(ProcessGroup& group) {
-  Tensor t = full({1}, 1.0f);
+  const Device dev = benchDevice(group);
+  Tensor t = full({1}, 1.0f, TensorOptions{DType::kFloat32, dev});
   const Deadline until = Deadline::after(Milliseconds(200));
   int64_t go = 1;
   while (go != 0) {
     for (int i = 0; i < 100; ++i) group.allreduce(t, {.asyncOp = false})->wait();
     Tensor flag = full({1}, static_cast<int64_t>(until.expired() ? 0 : 1),
-                       TensorOptions{DType::kInt64});
+                       TensorOptions{DType::kInt64, dev});
     group.broadcast(flag, {.rootRank = 0, .asyncOp = false})->wait();
     go = flag.item<int64_t>();
   }

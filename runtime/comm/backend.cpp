@@ -57,5 +57,6 @@ void Backend::announceTimeout(const std::string&) {}
 void Backend::abortAfterTimeout(const std::string& reason) { abort(reason); }
 void Backend::shutdown(Milliseconds) {}
 std::optional<std::string> Backend::errorReason() const { return std::nullopt; }
+void Backend::prepareSplit(const std::string& /*childName*/, const std::vector<int>& /*ranks*/) {}
 
 }  // namespace distlab::comm

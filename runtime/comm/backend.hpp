@@ -142,6 +142,12 @@ class Backend : public std::enable_shared_from_this<Backend> {
   // Why the backend refuses work (after a failure, abort or shutdown); nullopt
   // while healthy.
   virtual std::optional<std::string> errorReason() const;
+  // Called by ProcessGroup::split on every member of this group, in the new
+  // subgroup or not, in the same order, before the subgroup's backends are
+  // created; `ranks` are the subgroup's ranks in this group (sorted). A
+  // backend may derive the subgroup's resources from its own here,
+  // collectively (nccl: ncclCommSplit). Default: nothing.
+  virtual void prepareSplit(const std::string& childName, const std::vector<int>& ranks);
 
   // Throws DistBackendError "Backend <name> does not support <operation>".
   [[noreturn]] void throwUnsupported(std::string_view operation) const;

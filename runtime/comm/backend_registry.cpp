@@ -86,7 +86,13 @@ const BackendInfo& lookupBackend(const std::string& name) {
   std::lock_guard<std::mutex> lock(r.mutex);
   auto it = r.backends.find(lower(name));
   if (it == r.backends.end()) {
-    throw ValueError("unknown backend '" + name + "'; registered backends: " +
+    // A backend this build left out says so (and how to get it).
+    const std::string missing =
+        lower(name) == "nccl" && !DISTLAB_HAVE_NCCL
+            ? " (distlab was built without NCCL: configure on a machine with the CUDA toolkit "
+              "and NCCL under /usr/local/cuda, DISTLAB_USE_CUDA=ON and DISTLAB_USE_NCCL=ON)"
+            : "";
+    throw ValueError("unknown backend '" + name + "'" + missing + "; registered backends: " +
                      joinNames(r.backends));
   }
   return it->second;  // entries are never removed: the reference stays valid

@@ -80,5 +80,8 @@ void ForwardingBackend::abortAfterTimeout(const std::string& reason) {
 }
 void ForwardingBackend::shutdown(Milliseconds timeout) { inner_->shutdown(timeout); }
 std::optional<std::string> ForwardingBackend::errorReason() const { return inner_->errorReason(); }
+void ForwardingBackend::prepareSplit(const std::string& childName, const std::vector<int>& ranks) {
+  inner_->prepareSplit(childName, ranks);
+}
 
 }  // namespace distlab::comm

@@ -66,6 +66,7 @@ class ForwardingBackend : public Backend {
   void abortAfterTimeout(const std::string& reason) override;
   void shutdown(Milliseconds timeout) override;
   std::optional<std::string> errorReason() const override;
+  void prepareSplit(const std::string& childName, const std::vector<int>& ranks) override;
 
  private:
   BackendPtr inner_;

@@ -132,6 +132,9 @@ BackendPtr ProcessGroup::backendForDevice(DeviceType device, std::string_view op
 }
 
 BackendPtr ProcessGroup::backendFor(const Tensor& tensor, std::string_view op) const {
+  if (!tensor.defined() && !hasBackend(DeviceType::kCPU) && hasBackend(DeviceType::kCUDA)) {
+    return backendForDevice(DeviceType::kCUDA, op);  // barrier on a CUDA-only group ("nccl")
+  }
   return backendForDevice(tensor.defined() ? tensor.device().type : DeviceType::kCPU, op);
 }
 

@@ -82,6 +82,16 @@ std::shared_ptr<ProcessGroup> ProcessGroup::split(const std::vector<int>& ranks,
   std::vector<int> global;
   for (int r : sorted) global.push_back(globalRanks_[r]);
   const std::string childName = fmt::format("{}_split{}", name(), index);
+  std::array<BackendPtr, 2> backends;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    backends = backends_;
+  }
+  for (size_t i = 0; i < backends.size(); ++i) {  // each distinct backend once
+    if (backends[i] && (i == 0 || backends[i] != backends[0])) {
+      backends[i]->prepareSplit(childName, sorted);
+    }
+  }
   auto it = std::find(sorted.begin(), sorted.end(), rank());
   if (it == sorted.end()) return nonMember(childName, global);
   ProcessGroupConfig config;

@@ -1,0 +1,148 @@
+#include "runtime/comm/backends/nccl/nccl_work.hpp"
+
+#include <fmt/format.h>
+
+#include "runtime/core/errors.hpp"
+
+namespace distlab::comm::nccl_backend {
+
+NcclWork::NcclWork(WorkInfo info, std::vector<Tensor> outputs, cuda::Event end, int device,
+                   bool hostWait, std::function<void(const std::string&)> onTimeout)
+    : Work(std::move(info), std::move(outputs)),
+      end_(std::move(end)),
+      device_(device),
+      hostWait_(hostWait),
+      onTimeout_(std::move(onTimeout)) {}
+
+bool NcclWork::wait(Milliseconds timeout) {
+  if (hostWait_) {
+    try {
+      return Work::wait(timeout);
+    } catch (const DistTimeoutError& e) {
+      if (onTimeout_) onTimeout_(e.what());  // blocking wait: a timeout aborts the communicator
+      throw;
+    }
+  }
+  if (isCompleted()) {
+    if (!isSuccess()) std::rethrow_exception(exception());
+    return true;
+  }
+  end_.block(cuda::currentStream(device_));  // the caller's stream waits, the host does not
+  return true;
+}
+
+CompletionThread::CompletionThread(std::string groupName,
+                                   std::function<std::optional<std::string>()> checkHealth,
+                                   std::function<void(const std::string&)> markFailed,
+                                   std::function<void(const std::string&)> abort)
+    : groupName_(std::move(groupName)),
+      checkHealth_(std::move(checkHealth)),
+      markFailed_(std::move(markFailed)),
+      abort_(std::move(abort)),
+      thread_([this] { loop(); }) {}
+
+CompletionThread::~CompletionThread() { stop(); }
+
+void CompletionThread::add(std::shared_ptr<NcclWork> work, std::vector<Tensor> keep) {
+  const Deadline deadline = Deadline::after(work->info().timeout);
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    pending_.push_back({std::move(work), std::move(keep), deadline});
+  }
+  cv_.notify_all();
+}
+
+void CompletionThread::failAll(const std::string& reason) {
+  std::deque<Pending> failed;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    failed.swap(pending_);
+  }
+  for (auto& p : failed) {
+    p.work->finish(std::make_exception_ptr(DistBackendError(fmt::format(
+        "{}: group '{}': {}", p.work->info().describe(), groupName_, reason))));
+  }
+  drained_.notify_all();
+}
+
+bool CompletionThread::drain(Milliseconds timeout) {
+  std::unique_lock<std::mutex> lock(mutex_);
+  return drained_.wait_for(lock, timeout, [&] { return pending_.empty(); });
+}
+
+void CompletionThread::stop() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    stop_ = true;
+  }
+  cv_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+void CompletionThread::loop() {
+  std::unique_lock<std::mutex> lock(mutex_);
+  while (!stop_) {
+    if (pending_.empty()) {
+      drained_.notify_all();
+      cv_.wait(lock, [&] { return stop_ || !pending_.empty(); });
+      continue;
+    }
+    lock.unlock();
+    const bool more = pollOnce();
+    lock.lock();
+    if (more) cv_.wait_for(lock, std::chrono::microseconds(200), [&] { return stop_; });
+  }
+}
+
+// Finishes the done Works at the front (they complete in issue order on the
+// one stream). True while the front one is still running.
+bool CompletionThread::pollOnce() {
+  if (auto error = checkHealth_()) {
+    markFailed_("NCCL error: " + *error);
+    failAll("NCCL error: " + *error);
+    abort_("NCCL error: " + *error);
+    return false;
+  }
+  for (;;) {
+    std::shared_ptr<NcclWork> work;
+    Deadline deadline = Deadline::after(Milliseconds(0));
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (pending_.empty()) return false;
+      work = pending_.front().work;
+      deadline = pending_.front().deadline;
+    }
+    bool done = false;
+    std::exception_ptr error;
+    try {
+      done = work->endEvent().query();
+    } catch (const std::exception& e) {
+      done = true;  // a CUDA error: the operation and the group have failed
+      const std::string msg =
+          fmt::format("{}: group '{}': {}", work->info().describe(), groupName_, e.what());
+      markFailed_(msg);
+      error = std::make_exception_ptr(DistBackendError(msg));
+    }
+    if (!done && !deadline.expired()) return true;
+    std::string timeoutMessage;
+    if (!done) {
+      const WorkInfo& wi = work->info();
+      timeoutMessage = fmt::format(
+          "{}: rank {}: timed out after {} ms; the NCCL communicator was aborted", wi.describe(),
+          wi.rank, wi.timeout.count());
+      error = std::make_exception_ptr(DistTimeoutError(timeoutMessage));
+    }
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (!pending_.empty() && pending_.front().work == work) pending_.pop_front();
+    }
+    if (!timeoutMessage.empty()) markFailed_(timeoutMessage);
+    work->finish(error);  // popped already: abort_'s failAll does not name it
+    if (!timeoutMessage.empty()) {
+      abort_(timeoutMessage);
+      return false;
+    }
+  }
+}
+
+}  // namespace distlab::comm::nccl_backend
