@@ -146,6 +146,10 @@ const CommandRegistrar kBench{Command{
       coll->add_option("--option", flags->backendOptions,
                        "Backend option key=value (repeatable), e.g. shm.slot_bytes=1048576");
       coll->add_option("--json", flags->options.jsonPath, "Write the results as JSON here");
+      coll->add_option("--device", flags->options.device,
+                       "Buffers on cpu, cuda (host backends stage through pinned memory) or "
+                       "auto (cuda for nccl only)")
+          ->check(CLI::IsMember({"auto", "cpu", "cuda"}));
       coll->add_flag("--async", flags->options.async,
                      "Also time the asynchronous path (asyncOp=true + Work::wait)");
       CLI::Option* peerFlag =
