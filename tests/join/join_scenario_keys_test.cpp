@@ -54,8 +54,6 @@ TEST(JoinScenarioKeys, MisuseNamesTheKey) {
       {training("optimizer_sharding = \"zero\"\n", "local"), 9,
        "optimizer_sharding = \"zero\" needs a distributed engine"},
       {training("overlap_with_ddp = true\n"), 9, "'overlap_with_ddp' needs optimizer_sharding"},
-      {training("optimizer_sharding = \"zero\"\noverlap_with_ddp = true\n"), 10,
-       "overlap_with_ddp = true is not supported yet"},
       {training("parameters_as_bucket_view = true\n"), 9,
        "'parameters_as_bucket_view' needs optimizer_sharding"},
   };
