@@ -91,7 +91,8 @@ class ZeroRedundancyOptimizer : public join::Joinable {
   void loadStateDict(const optim::OptimizerStateDict& stateDict);
 
   // ---- introspection ------------------------------------------------------------------
-  // Global parameter positions owned by each rank.
+  // Global parameter positions owned by each rank (overlapWithDdp: empty, and
+  // ownerOf throws std::out_of_range, until the bucket partition is made).
   const std::vector<std::vector<size_t>>& partition() const { return partition_; }
   int ownerOf(size_t position) const { return owner_.at(position); }
   // Elements of optimizer state held here (every buffer of every local parameter).
