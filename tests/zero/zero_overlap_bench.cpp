@@ -91,9 +91,10 @@ TEST(ZeroOverlapBench, StepTime) {
     auto ratio = [&](size_t i) { return median(variants[i].us) / n; };
     std::printf("ZERO_OVERLAP_STEP rank %d: N no overlap %.0f us, V no overlap bucket view %.0f us "
                 "(%.2fx), O hookWithZeroStep %.0f us (%.2fx), I interleaved %.0f us (%.2fx) "
-                "(median of %d x %d steps)\n",
+                "(median of %d x %d steps; %zu DDP buckets)\n",
                 ctx.rank, n, median(variants[3].us), ratio(3), median(variants[1].us), ratio(1),
-                median(variants[2].us), ratio(2), kRepeats, kIters);
+                median(variants[2].us), ratio(2), kRepeats, kIters,
+                variants[1].ddp->loggingData().rebuiltBucketSizes.size());
   }, {.timeout = std::chrono::seconds(300)});
 }
 
