@@ -129,9 +129,17 @@ void ZeroRedundancyOptimizer::stepOwned(const std::vector<Tensor>& params,
     Tensor p = params[i];
     p.setGrad(grads[i]);
   }
-  syncLocalOptions();
-  local_->step();
-  for (size_t i = 0; i < localParams.size(); ++i) localParams[i].setGrad(saved[i]);
+  auto restore = [&] {
+    for (size_t i = 0; i < localParams.size(); ++i) localParams[i].setGrad(saved[i]);
+  };
+  try {
+    syncLocalOptions();
+    local_->step();
+  } catch (...) {
+    restore();
+    throw;
+  }
+  restore();
 }
 
 }  // namespace distlab::zero
