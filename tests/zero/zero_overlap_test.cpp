@@ -35,25 +35,35 @@ struct OverlapCase {
   bool interleaved;
   bool staticGraph;
   bool bucketView;  // ignored with overlap (PyTorch), so the result is the same
+  bool gradAsBucketView = false;  // DDP's gradient_as_bucket_view: .grad are bucket views
 };
 
 // Buckets of ~100 bytes: the test MLP (six parameters, 1732 elements) gets
 // about one bucket per parameter, more buckets than ranks, so every
 // rank owns some.
-ddp::DDPOptions smallBuckets(bool staticGraph) {
+ddp::DDPOptions smallBuckets(const OverlapCase& c) {
   ddp::DDPOptions o;
   o.bucketCapMb = 0.0001;
-  o.staticGraph = staticGraph;
+  o.staticGraph = c.staticGraph;
+  o.gradientAsBucketView = c.gradAsBucketView;
   return o;
 }
 
+std::vector<Tensor> gradsOf(const std::vector<Tensor>& params) {
+  std::vector<Tensor> grads;
+  for (const Tensor& p : params) grads.push_back(p.grad());
+  return copies(grads);
+}
+
 // ZeRO without overlap, trained on the batches of steps [from, kSteps);
-// consolidated state on rank 0 in `state`.
+// consolidated state on rank 0 in `state`, the last backward's gradients in
+// `grads`.
 std::vector<Tensor> trainWithoutOverlap(const RankContext& ctx, const comm::ProcessGroupPtr& group,
                                         const OverlapCase& c, int from,
-                                        optim::OptimizerStateDict& state) {
+                                        optim::OptimizerStateDict& state,
+                                        std::vector<Tensor>& grads) {
   auto model = makeModel(ModelKind::kMlp);
-  ddp::DistributedDataParallel ddp(model, group, smallBuckets(c.staticGraph));
+  ddp::DistributedDataParallel ddp(model, group, smallBuckets(c));
   zero::ZeroRedundancyOptimizer opt(model->parameters(), optim::optimizerFactory(c.kind), group,
                                     {}, zeroDefaultsOf(c.kind));
   for (int s = from; s < kSteps; ++s) {
@@ -61,6 +71,7 @@ std::vector<Tensor> trainWithoutOverlap(const RankContext& ctx, const comm::Proc
     zeroBackwardStep(ddp, ctx, s);
     opt.step();
   }
+  grads = gradsOf(model->parameters());
   opt.consolidateStateDict(0);
   if (ctx.rank == 0) state = opt.stateDict();
   return copies(model->parameters());
@@ -87,11 +98,12 @@ TEST_P(ZeroOverlap, EqualsNoOverlapStartedAfterTheWarmUp) {
     // PyTorch: no updates in the first two iterations, three with static_graph.
     const int warmUp = c.staticGraph ? 3 : 2;
     optim::OptimizerStateDict expectedState;
-    const auto expected = trainWithoutOverlap(ctx, group, c, warmUp, expectedState);
+    std::vector<Tensor> expectedGrads;
+    const auto expected = trainWithoutOverlap(ctx, group, c, warmUp, expectedState, expectedGrads);
 
     auto model = makeModel(ModelKind::kMlp);
     const auto initial = copies(model->parameters());
-    ddp::DistributedDataParallel ddp(model, group, smallBuckets(c.staticGraph));
+    ddp::DistributedDataParallel ddp(model, group, smallBuckets(c));
     zero::ZeroRedundancyOptimizer opt(
         model->parameters(), optim::optimizerFactory(c.kind), group,
         {.parametersAsBucketView = c.bucketView, .overlapWithDdp = true}, zeroDefaultsOf(c.kind));
@@ -111,6 +123,8 @@ TEST_P(ZeroOverlap, EqualsNoOverlapStartedAfterTheWarmUp) {
     const double error = maxRelativeError(model->parameters(), expected);
     EXPECT_LE(error, 1e-6) << "rank " << ctx.rank;
     EXPECT_GT(maxRelativeError(model->parameters(), initial), 1e-3);  // it did train
+    // The hook leaves .grad as DDP does without overlap: the averaged gradients.
+    EXPECT_LE(maxRelativeError(gradsOf(model->parameters()), expectedGrads), 1e-6);
     if (ctx.rank == 0) std::printf("ZERO_OVERLAP max relative error %.3g\n", error);
     EXPECT_TRUE(identicalAcrossRanks(group, model->parameters()));
     EXPECT_GT(opt.localStateNumel(), 0) << "rank " << ctx.rank << " owns no bucket";
@@ -125,12 +139,13 @@ INSTANTIATE_TEST_SUITE_P(
                       OverlapCase{"adam", 2, "gloo", true, false, true},
                       OverlapCase{"sgd", 4, "gloo", true, true, false},
                       OverlapCase{"adam", 4, "shm", false, false, false},
-                      OverlapCase{"adamw", 4, "shm", true, true, false}),
+                      OverlapCase{"adamw", 4, "shm", true, true, false},
+                      OverlapCase{"sgd", 3, "shm", true, false, false, true}),
     [](const auto& param) {
       const OverlapCase& c = param.param;
       return c.kind + "_world" + std::to_string(c.world) + "_" + c.backend +
              (c.interleaved ? "_interleaved" : "") + (c.staticGraph ? "_static" : "") +
-             (c.bucketView ? "_bucketview" : "");
+             (c.bucketView ? "_bucketview" : "") + (c.gradAsBucketView ? "_gradview" : "");
     });
 
 void expectError(const std::function<void()>& fn, const std::string& needle) {
