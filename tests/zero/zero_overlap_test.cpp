@@ -6,9 +6,10 @@
 // Tolerance 1e-6 relative (maxRelativeError): both runs step with the
 // gradients DDP averaged over the same buckets and run the same optimizer
 // arithmetic on the owner, so they should agree to the bit; the only
-// difference allowed is float32 rounding from a different order of
-// operations in the averaging (allreduceHook divides before the sum, the
-// Reducer's built-in path after it), a few ulps (~1e-7) per step.
+// difference allowed is float32 rounding in the averaging (without a hook the
+// Reducer multiplies by 1/world while filling the bucket, allreduceHook
+// divides the bucket by world: the same for world 2 and 4, not for 3), a few
+// ulps (~1e-7) per step.
 #include <gtest/gtest.h>
 
 #include <cstdio>
