@@ -37,6 +37,13 @@ struct CollectiveSuiteParam {
   Device device = Device::cpu();
   // Non-empty: why the device cannot be used here; every test skips with it.
   std::function<std::string()> unavailable = {};
+  // The most ranks the backend can run here (nccl on one GPU: 1): the property
+  // draws world sizes 1..maxWorldSize and tests needing more ranks skip.
+  int maxWorldSize = 8;
+  // Case kinds and reduce ops the property does not draw (caseKindName /
+  // reduceOpName spelling): what a backend refuses by design, e.g. nccl's
+  // BAND/BOR/BXOR, or a send to self outside one NCCL group ("p2p_ring").
+  std::set<std::string> notDrawn = {};
 };
 
 void PrintTo(const CollectiveSuiteParam& param, std::ostream* out);
@@ -47,7 +54,8 @@ class CollectiveSuite : public ::testing::TestWithParam<CollectiveSuiteParam> {
   void SetUp() override;
   using RankBody = std::function<void(comm::ProcessGroup& group, RankContext& ctx)>;
   // Spawns `worldSize` ranks, each running body with its own group (timeout
-  // 20 s per operation); throws SpawnError naming the failed rank.
+  // 20 s per operation); throws SpawnError naming the failed rank. Marks the
+  // test skipped and runs nothing when worldSize > maxWorldSize.
   void runRanks(int worldSize, const RankBody& body);
   bool supports(const std::string& op) const { return !GetParam().unsupported.count(op); }
 };

@@ -5,12 +5,8 @@
 // and an all-to-all are checked.
 //
 // This binary never initialises CUDA itself before the ranks fork (a forked
-// child cannot use a CUDA context of its parent): the device probe runs in a
-// forked child of its own.
-#include <poll.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
+// child cannot use a CUDA context of its parent): the device check runs in a
+// forked child (gpu_fork_check.hpp).
 #include <chrono>
 #include <string>
 
@@ -19,7 +15,7 @@
 #include "runtime/comm/process_group.hpp"
 #include "runtime/core/clock.hpp"
 #include "runtime/core/errors.hpp"
-#include "runtime/tensor/cuda/cuda_runtime.hpp"
+#include "tests/gpu/gpu_fork_check.hpp"
 #include "tests/support/spawn.hpp"
 #include "tests/support/test_groups.hpp"
 
@@ -28,39 +24,6 @@ namespace {
 
 using testing::RankContext;
 using testing::SpawnMode;
-
-// cuda::unavailableReason() computed in a forked child; "" when a device exists.
-std::string probeDeviceInChild() {
-  int fds[2];
-  if (::pipe(fds) != 0) return "no CUDA device: pipe failed";
-  const pid_t pid = ::fork();
-  if (pid == 0) {
-    ::close(fds[0]);
-    const std::string reason = cuda::unavailableReason();
-    const ssize_t n = ::write(fds[1], reason.data(), reason.size());
-    ::_exit(n == static_cast<ssize_t>(reason.size()) ? 0 : 1);
-  }
-  ::close(fds[1]);
-  std::string out;
-  const Deadline deadline = Deadline::after(std::chrono::seconds(60));
-  char buf[512];
-  for (;;) {
-    pollfd p{fds[0], POLLIN, 0};
-    if (::poll(&p, 1, static_cast<int>(deadline.remaining().count())) <= 0) break;
-    const ssize_t n = ::read(fds[0], buf, sizeof(buf));
-    if (n <= 0) break;
-    out.append(buf, static_cast<size_t>(n));
-  }
-  ::close(fds[0]);
-  if (!deadline.expired()) {
-    ::waitpid(pid, nullptr, 0);
-  } else {
-    ::kill(pid, SIGKILL);
-    ::waitpid(pid, nullptr, 0);
-    return "no CUDA device: the device probe did not answer in 60 s";
-  }
-  return out;
-}
 
 // Thrown by a rank whose communicator set-up NCCL refused.
 constexpr const char* kRefused = "NCCL refused the communicator: ";
@@ -93,7 +56,9 @@ void ranksBody(RankContext& ctx) {
 }
 
 TEST(NcclMultiRank, TwoRanksOnOneGpuInProcesses) {
-  if (const std::string reason = probeDeviceInChild(); !reason.empty()) GTEST_SKIP() << reason;
+  if (const std::string reason = cudaUnavailableReasonInChild(); !reason.empty()) {
+    GTEST_SKIP() << reason;
+  }
   const auto outcomes = testing::spawnCollect(SpawnMode::kProcesses, 2, ranksBody,
                                               {.timeout = std::chrono::seconds(120)});
   std::string refusal, failures;

@@ -20,6 +20,11 @@ void checkOp(ReduceOp op, DType dtype, std::string_view where) {
   if (op.kind != ReduceOp::kPremulSum) ncclReduceOp(op, dtype);
 }
 
+// Note [Empty NCCL calls]
+// An empty tensor may have no device pointer; every rank knows the element
+// counts (equal shapes, or the per-rank sizes all ranks were given), so all
+// ranks leave out the same zero-element NCCL calls, and an operation with
+// nothing to move only records its events.
 size_t count(const Tensor& t) { return static_cast<size_t>(t.numel()); }
 ncclDataType_t type(const Tensor& t) { return ncclType(t.dtype()); }
 
@@ -41,6 +46,7 @@ WorkPtr NcclBackend::broadcast(const Tensor& tensor, const BroadcastOptions& opt
                       opts.rootRank),
                  {tensor}, {tensor}},
                 [=](const NcclCall& c) {
+                  if (count(tensor) == 0) return;  // Note [Empty NCCL calls]
                   c.check(ncclBroadcast(tensor.rawData(), tensor.rawData(), count(tensor),
                                         type(tensor), opts.rootRank, c.handle(), c.stream()),
                           "ncclBroadcast");
@@ -53,6 +59,7 @@ WorkPtr NcclBackend::allreduce(const Tensor& tensor, const AllreduceOptions& opt
                       redopName(opts.reduceOp)),
                  {tensor}, {tensor}},
                 [=](const NcclCall& c) {
+                  if (count(tensor) == 0) return;
                   ScopedRedOp op(opts.reduceOp, tensor.dtype(), c.handle());
                   c.check(ncclAllReduce(tensor.rawData(), tensor.rawData(), count(tensor),
                                         type(tensor), op.get(), c.handle(), c.stream()),
@@ -71,6 +78,7 @@ WorkPtr NcclBackend::allreduceCoalesced(const std::vector<Tensor>& tensors,
                   std::vector<std::unique_ptr<ScopedRedOp>> ops;
                   c.grouped([&] {
                     for (const auto& t : tensors) {
+                      if (count(t) == 0) continue;
                       ops.push_back(
                           std::make_unique<ScopedRedOp>(opts.reduceOp, t.dtype(), c.handle()));
                       c.check(ncclAllReduce(t.rawData(), t.rawData(), count(t), type(t),
@@ -87,6 +95,7 @@ WorkPtr NcclBackend::reduce(const Tensor& tensor, const ReduceOptions& opts) {
                       0, redopName(opts.reduceOp)),
                  {tensor}, {tensor}},
                 [=](const NcclCall& c) {
+                  if (count(tensor) == 0) return;
                   ScopedRedOp op(opts.reduceOp, tensor.dtype(), c.handle());
                   c.check(ncclReduce(tensor.rawData(), tensor.rawData(), count(tensor),
                                      type(tensor), op.get(), opts.rootRank, c.handle(),
@@ -107,6 +116,7 @@ WorkPtr NcclBackend::allgather(const std::vector<Tensor>& outputs, const Tensor&
                 [=, this](const NcclCall& c) {
                   c.grouped([&] {
                     for (int q = 0; q < size(); ++q) {
+                      if (count(outputs[q]) == 0) continue;  // every rank knows the sizes
                       const void* src = q == rank() ? input.rawData() : outputs[q].rawData();
                       c.check(ncclBroadcast(src, outputs[q].rawData(), count(outputs[q]),
                                             type(outputs[q]), q, c.handle(), c.stream()),
@@ -121,6 +131,7 @@ WorkPtr NcclBackend::allgatherIntoTensor(const Tensor& output, const Tensor& inp
   return launch({info(OpType::kAllgatherBase, opts.seq, {input}, {output}, opts.timeout),
                  {output}, {input, output}},
                 [=](const NcclCall& c) {
+                  if (count(input) == 0) return;
                   c.check(ncclAllGather(input.rawData(), output.rawData(), count(input),
                                         type(input), c.handle(), c.stream()),
                           "ncclAllGather");
@@ -139,6 +150,7 @@ WorkPtr NcclBackend::allgatherCoalesced(const std::vector<std::vector<Tensor>>& 
                     for (size_t i = 0; i < inputs.size(); ++i) {
                       for (int q = 0; q < size(); ++q) {
                         const Tensor& out = outputLists[i][q];
+                        if (count(out) == 0) continue;
                         const void* src = q == rank() ? inputs[i].rawData() : out.rawData();
                         c.check(ncclBroadcast(src, out.rawData(), count(out), type(out), q,
                                               c.handle(), c.stream()),
@@ -156,6 +168,7 @@ WorkPtr NcclBackend::reduceScatter(const Tensor& output, const std::vector<Tenso
                       redopName(opts.reduceOp)),
                  {output}, concat({output}, inputs)},
                 [=, this](const NcclCall& c) {
+                  if (count(output) == 0) return;
                   // Packed on the communication stream (the current one here).
                   Tensor packed = empty({static_cast<int64_t>(size()) * output.numel()},
                                         TensorOptions{output.dtype(), output.device()});
@@ -179,6 +192,7 @@ WorkPtr NcclBackend::reduceScatterTensor(const Tensor& output, const Tensor& inp
                       0, redopName(opts.reduceOp)),
                  {output}, {input, output}},
                 [=](const NcclCall& c) {
+                  if (count(output) == 0) return;
                   ScopedRedOp op(opts.reduceOp, output.dtype(), c.handle());
                   c.check(ncclReduceScatter(input.rawData(), output.rawData(), count(output),
                                             type(output), op.get(), c.handle(), c.stream()),

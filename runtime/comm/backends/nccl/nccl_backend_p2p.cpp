@@ -130,6 +130,7 @@ WorkPtr NcclBackend::send(const Tensor& tensor, int dstRank, const SendOptions& 
   return launch({info(OpType::kSend, opts.seq, {tensor}, {}, opts.timeout, dstRank, opts.tag),
                  {}, {tensor}},
                 [=](const NcclCall& c) {
+                  if (count(tensor) == 0) return;  // Note [Empty NCCL calls]
                   c.grouped([&] {
                     c.check(ncclSend(tensor.rawData(), count(tensor), ncclType(tensor.dtype()),
                                      dstRank, c.handle(), c.stream()),
@@ -143,6 +144,7 @@ WorkPtr NcclBackend::recv(const Tensor& tensor, int srcRank, const RecvOptions& 
       {info(OpType::kRecv, opts.seq, {}, {tensor}, opts.timeout, srcRank, opts.tag), {tensor},
        {tensor}},
       [=](const NcclCall& c) {
+        if (count(tensor) == 0) return;
         c.grouped([&] {
           c.check(ncclRecv(tensor.rawData(), count(tensor), ncclType(tensor.dtype()), srcRank,
                            c.handle(), c.stream()),

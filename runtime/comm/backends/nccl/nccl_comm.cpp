@@ -127,23 +127,32 @@ void NcclComm::complete(ncclResult_t result, std::string_view what, const Deadli
 }
 
 std::optional<std::string> NcclComm::asyncError() const {
+  if (aborted_.load()) return "the communicator was aborted";  // never wait for an abort
   std::lock_guard<std::mutex> lock(lifecycleMutex_);  // abort/destroy free the communicator
-  if (aborted_.load() || destroyed_) return "the communicator was aborted";
+  if (destroyed_) return "the communicator was destroyed";
   ncclResult_t state = ncclSuccess;
   if (ncclCommGetAsyncError(comm_, &state) != ncclSuccess) return "ncclCommGetAsyncError failed";
   if (state == ncclSuccess || state == ncclInProgress) return std::nullopt;
   return fmt::format("{} ({})", ncclGetErrorString(state), ncclGetLastError(comm_));
 }
 
+// Note [NCCL abort may block]
+// ncclCommAbort waits for an NCCL kernel already enqueued behind a stream that
+// is blocked (seen on the H100 with NCCL 2.28: until the stream moved on), so
+// the first caller may block here. Every later caller (a blocking wait that
+// timed out, the watchdog, abort()) returns at once: the flag is taken before
+// the lock.
 void NcclComm::abort() {
+  if (aborted_.exchange(true)) return;
   std::lock_guard<std::mutex> lock(lifecycleMutex_);
-  if (aborted_.exchange(true) || destroyed_) return;
+  if (destroyed_) return;
   destroyed_ = true;
   DL_LOG(WARNING, "nccl: aborting the communicator of group '{}'", groupName_);
   ncclCommAbort(comm_);
 }
 
 void NcclComm::destroy(Milliseconds timeout) {
+  if (aborted_.load()) return;  // aborted (or being aborted): nothing left to destroy
   std::lock_guard<std::mutex> lock(lifecycleMutex_);
   if (destroyed_) return;
   destroyed_ = true;

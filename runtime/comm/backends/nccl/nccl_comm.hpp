@@ -61,7 +61,8 @@ class NcclComm {
   // An asynchronous error of the communicator (a failed peer, an abort), or
   // nullopt while healthy.
   std::optional<std::string> asyncError() const;
-  // ncclCommAbort once; later calls and destroy() do nothing. Any thread.
+  // ncclCommAbort once; later calls and destroy() return at once (Note [NCCL
+  // abort may block]). Any thread.
   void abort();
   bool aborted() const { return aborted_.load(); }
   // ncclCommFinalize + ncclCommDestroy, bounded by `timeout` (abort when it
