@@ -31,6 +31,20 @@ double measure(const std::vector<Interval>& united) {
   return total;
 }
 
+std::vector<Interval> subtract(const std::vector<Interval>& a, const std::vector<Interval>& b) {
+  std::vector<Interval> out;
+  size_t j = 0;
+  for (Interval rest : a) {
+    while (j < b.size() && b[j].end <= rest.begin) ++j;
+    for (size_t k = j; k < b.size() && b[k].begin < rest.end; ++k) {
+      if (b[k].begin > rest.begin) out.push_back({rest.begin, b[k].begin});
+      rest.begin = std::max(rest.begin, b[k].end);
+    }
+    if (rest.end > rest.begin) out.push_back(rest);
+  }
+  return out;
+}
+
 double intersection(const std::vector<Interval>& a, const std::vector<Interval>& b) {
   double total = 0;
   size_t i = 0, j = 0;
@@ -49,6 +63,7 @@ struct RankSpans {
   std::vector<std::pair<std::string, Interval>> steps;
   std::vector<Interval> compute;
   std::vector<Interval> comm;
+  std::vector<Interval> wait;
 };
 
 double number(const nlohmann::json& e, const char* key, size_t index) {
@@ -69,7 +84,9 @@ std::map<int, RankSpans> collect(const nlohmann::json& events) {
     const std::string ph = e.value("ph", "");
     const std::string cat = e.value("cat", "");
     if (ph.empty()) throw ValueError(fmt::format("trace event {} has no 'ph'", n));
-    if (ph == "M" || (cat != "step" && cat != "compute" && cat != "comm")) continue;
+    if (ph == "M" || (cat != "step" && cat != "compute" && cat != "comm" && cat != "wait")) {
+      continue;
+    }
     const int pid = static_cast<int>(number(e, "pid", n));
     const double ts = number(e, "ts", n);
     RankSpans& r = ranks[pid];
@@ -78,6 +95,7 @@ std::map<int, RankSpans> collect(const nlohmann::json& events) {
       if (cat == "step") r.steps.emplace_back(e.value("name", "step"), span);
       if (cat == "compute") r.compute.push_back(span);
       if (cat == "comm") r.comm.push_back(span);
+      if (cat == "wait") r.wait.push_back(span);
     } else if (ph == "b" || ph == "e") {
       auto k = std::make_tuple(pid, e.value("tid", 0), e.value("id", std::string()));
       if (ph == "b") {
@@ -112,7 +130,8 @@ std::vector<StepOverlap> stepOverlaps(const nlohmann::json& trace) {
   if (!events.is_array()) throw ValueError("trace: 'traceEvents' is not an array");
   std::vector<StepOverlap> out;
   for (auto& [rank, spans] : collect(events)) {
-    const auto compute = unite(spans.compute), comm = unite(spans.comm);
+    const auto compute = subtract(unite(spans.compute), unite(spans.wait));
+    const auto comm = unite(spans.comm);
     std::sort(spans.steps.begin(), spans.steps.end(),
               [](const auto& a, const auto& b) { return a.second.begin < b.second.begin; });
     for (const auto& [name, window] : spans.steps) {
