@@ -14,6 +14,7 @@
 #include <mutex>
 
 #include "runtime/autograd/engine.hpp"
+#include "runtime/comm/device_mesh.hpp"
 #include "runtime/core/errors.hpp"
 #include "runtime/core/trace.hpp"
 #include "tests/fsdp/fsdp_test_util.hpp"
@@ -118,6 +119,24 @@ TEST(FsdpReshardToSmallerWorld, SameParametersBackwardGathersWithinTheSmallerGro
     EXPECT_EQ(run.counts.allGathers, 10 * (2 + 2));  // groups h.0 and the root
     EXPECT_EQ(run.counts.postForwardAllGathers, 10 * 2);
     EXPECT_EQ(run.counts.reduceScatters, 10 * 2);
+  });
+}
+
+// HSDP 2 x 4 with reshardAfterForward = 2: the post-forward groups split each
+// replica's shard group (ranks {0,1}, {2,3}, {4,5}, {6,7}); 3 MLP steps.
+TEST(FsdpReshardToSmallerWorld, HsdpSplitsEachReplicasShardGroup) {
+  TrainConfig tc;
+  tc.steps = 3;
+  const auto ref = trainReference(tc, 8);
+  withWorld(8, [&](RankContext& ctx) {
+    FsdpConfig config;
+    config.train = tc;
+    config.options.mesh = comm::initDeviceMesh("cpu", {2, 4}, {"replicate", "shard"});
+    config.options.reshardAfterForward = 2;
+    FsdpRun run = trainFsdp(ctx, config);
+    EXPECT_LE(maxRelativeError(run.params, ref), kTol) << "rank " << ctx.rank;
+    EXPECT_EQ(run.counts.postForwardAllGathers, 3 * 3);  // three groups, backward
+    EXPECT_EQ(run.counts.allReduces, 3 * 3);
   });
 }
 
