@@ -157,9 +157,8 @@ void FSDPModule::resolvePostForwardGroup(std::map<int, comm::ProcessGroupPtr>& g
   group_->setPostForwardGroup(it->second);
 }
 
-std::optional<nn::TensorList> FSDPModule::modulePreForward(nn::Module& m,
+std::optional<nn::TensorList> FSDPModule::modulePreForward(nn::Module& /*m*/,
                                                            const nn::TensorList& inputs) {
-  (void)m;
   if (!notYetForwarded_.empty() && group_->isUnsharded()) return std::nullopt;
   notYetForwarded_ = modules_;
   earlierOutputs_.clear();
