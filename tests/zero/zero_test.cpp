@@ -213,6 +213,9 @@ TEST(ZeroTest, BadInputNamesTheArgument) {
                 "params[2] is the same tensor as params[0]");
     expectError([&] { zero::ZeroRedundancyOptimizer z({a, zeros({2}, TensorOptions{DType::kFloat64})}, sgd, group); },
                 "params[1] has dtype");
+    // Another device: a meta tensor (shape only) stands in for a GPU here.
+    expectError([&] { zero::ZeroRedundancyOptimizer z({a, zeros({2}, TensorOptions{DType::kFloat32, Device::meta()})}, sgd, group); },
+                "params[1] is on meta but params[0] is on cpu");
     expectError([&] { zero::ZeroRedundancyOptimizer z({a}, sgd, group, {}, {{"betas", 1}}); },
                 "optimizer 'sgd' has no option 'betas'");
     expectError([&] { optim::optimizerFactory("lamb"); }, "unknown optimizer kind 'lamb'");
