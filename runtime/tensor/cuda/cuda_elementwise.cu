@@ -114,26 +114,18 @@ __global__ void convertKernel(Geometry g, O* out, const I* in) {
   }
 }
 
-// Elements moved as raw bits of their size (W = uint8_t .. uint64_t): what
-// any dtype needs for a same-dtype copy or a fill, float16/bfloat16/int8
-// included, without a kernel per dtype.
-template <typename W>
-__global__ void copyBitsKernel(Geometry g, W* out, const W* in) {
+template <typename T>
+__global__ void fillKernel(Geometry g, T* out, T value) {
   for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < g.numel;
        i += int64_t{blockDim.x} * gridDim.x) {
-    out[detail::offsetOf(g, 0, i)] = in[detail::offsetOf(g, 1, i)];
+    out[detail::offsetOf(g, 0, i)] = value;
   }
 }
 
-template <typename W>
-__global__ void fillBitsKernel(Geometry g, W* out, W bits) {
-  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < g.numel;
-       i += int64_t{blockDim.x} * gridDim.x) {
-    out[detail::offsetOf(g, 0, i)] = bits;
-  }
-}
-
-// Calls fn(W{}) with the unsigned integer type of `t`'s element size.
+// Calls fn(W{}) with the unsigned integer type of `t`'s element size: what
+// any dtype needs for a same-dtype copy or a fill (float16, bfloat16 and int8
+// included) is its elements moved as raw bits, by convertKernel<W, W> and
+// fillKernel<W>, without kernels per dtype.
 template <typename Fn>
 void dispatchBits(const Tensor& t, Fn&& fn) {
   switch (elementSize(t.dtype())) {
@@ -157,17 +149,9 @@ void fillBits(const Tensor& out, const Geometry& g, double value) {
     using W = decltype(tag);
     W bits{};
     std::memcpy(&bits, one.rawData(), sizeof(W));
-    fillBitsKernel<W><<<detail::blocksFor(g.numel), detail::kThreads, 0, detail::streamOf(out)>>>(
+    fillKernel<W><<<detail::blocksFor(g.numel), detail::kThreads, 0, detail::streamOf(out)>>>(
         g, static_cast<W*>(out.rawData()), bits);
   });
-}
-
-template <typename T>
-__global__ void fillKernel(Geometry g, T* out, T value) {
-  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < g.numel;
-       i += int64_t{blockDim.x} * gridDim.x) {
-    out[detail::offsetOf(g, 0, i)] = value;
-  }
 }
 
 template <typename T>
@@ -294,7 +278,7 @@ void convertOnDevice(const Tensor& dst, const Tensor& src) {
     }
     dispatchBits(dst, [&](auto tag) {
       using W = decltype(tag);
-      copyBitsKernel<W><<<detail::blocksFor(g.numel), detail::kThreads, 0,
+      convertKernel<W, W><<<detail::blocksFor(g.numel), detail::kThreads, 0,
                           detail::streamOf(dst)>>>(g, static_cast<W*>(dst.rawData()),
                                                    static_cast<const W*>(src.rawData()));
     });
