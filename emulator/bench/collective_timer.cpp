@@ -29,8 +29,16 @@ float inputValue(int rank, uint64_t i) {
 // results read back through host copies, and the host waits for the device
 // after each operation (Work::wait on nccl only orders the current stream), so
 // every time includes the device's work.
-Device benchDevice(ProcessGroup& g) {
-  if (g.hasBackend(DeviceType::kCPU) || !g.hasBackend(DeviceType::kCUDA)) return Device::cpu();
+// `requested` (--device): "cpu", "cuda" (cuda:(rank mod devices): CUDA
+// tensors on a host backend are staged through pinned memory, Note [CUDA
+// tensors on host backends]) or "auto" (cuda only for a CUDA-only group).
+Device benchDevice(ProcessGroup& g, const std::string& requested) {
+  const bool cudaOnly = !g.hasBackend(DeviceType::kCPU) && g.hasBackend(DeviceType::kCUDA);
+  if (requested == "cpu" || (requested == "auto" && !cudaOnly)) {
+    if (cudaOnly) throw ValueError("bench collectives: --device cpu, but this backend serves CUDA "
+                                   "tensors only; use --device cuda or auto");
+    return Device::cpu();
+  }
 #if DISTLAB_HAVE_CUDA
   const int count = cuda::deviceCount();
   if (count == 0) throw DistBackendError("bench collectives: " + cuda::unavailableReason());
@@ -66,10 +74,10 @@ struct OpBuffers {
 
 // `async`: asyncOp=true (the progress thread's path) and Work::wait, else the
 // blocking path (asyncOp=false, run inline on the caller).
-OpBuffers makeOp(ProcessGroup& g, const std::string& op, uint64_t count, bool async) {
+OpBuffers makeOp(ProcessGroup& g, const std::string& op, uint64_t count, bool async,
+                 const Device& dev) {
   const int n = g.size(), me = g.rank();
   const uint64_t m = count / n;  // per-rank part for the split ops
-  const Device dev = benchDevice(g);
   const TensorOptions f32{DType::kFloat32, dev};
   const auto rankInput = [&dev](int rank, uint64_t c) { return rankInputOn(rank, c, dev); };
   OpBuffers b;
@@ -130,9 +138,9 @@ int64_t countWrong(const OpBuffers& b) {
 }
 
 // Per-iteration slowest-rank times (us) from every rank's local times.
-std::vector<double> slowestTimes(ProcessGroup& g, const std::vector<double>& local) {
+std::vector<double> slowestTimes(ProcessGroup& g, const std::vector<double>& local,
+                                 const Device& dev) {
   const int64_t iters = static_cast<int64_t>(local.size());
-  const Device dev = benchDevice(g);
   Tensor mine = fromVector<double>(local).to(dev);
   Tensor all = empty({g.size() * iters}, TensorOptions{DType::kFloat64, dev});
   g.allgatherIntoTensor(all, mine, {.asyncOp = false})->wait();
@@ -151,8 +159,8 @@ BenchRow benchOne(ProcessGroup& g, const std::string& backend, const std::string
   uint64_t count = std::max<uint64_t>(1, bytes / 4);
   if (op != "allreduce" && op != "broadcast") count = std::max<uint64_t>(n, count - count % n);
   BenchRow row{backend, mode, op, count * 4, count};
-  const Device dev = benchDevice(g);
-  OpBuffers b = makeOp(g, op, count, mode == "async");
+  const Device dev = benchDevice(g, options.device);
+  OpBuffers b = makeOp(g, op, count, mode == "async", dev);
   b.run();  // verification pass on the crafted inputs
   Tensor wrong = full({1}, countWrong(b), TensorOptions{DType::kInt64, dev});
   g.allreduce(wrong, {.asyncOp = false})->wait();
@@ -177,7 +185,7 @@ BenchRow benchOne(ProcessGroup& g, const std::string& backend, const std::string
     syncDevice(dev);  // Note [Bench on CUDA]
     local[i] = static_cast<double>(monotonicNowNs() - start) / 1e3;
   }
-  std::vector<double> times = slowestTimes(g, local);
+  std::vector<double> times = slowestTimes(g, local, dev);
   row.iters = iters;
   double sum = 0;
   for (double t : times) sum += t;
@@ -202,8 +210,7 @@ namespace {
 // Freshly forked ranks start out sharing one core until the scheduler spreads
 // them, and their waits have not warmed up; without this the first row measured
 // (8 B allreduce) read 13 us where every later small message took under 2 us.
-void warmUpGroup(ProcessGroup& group) {
-  const Device dev = benchDevice(group);
+void warmUpGroup(ProcessGroup& group, const Device& dev) {
   Tensor t = full({1}, 1.0f, TensorOptions{DType::kFloat32, dev});
   const Deadline until = Deadline::after(Milliseconds(200));
   int64_t go = 1;
@@ -221,7 +228,7 @@ void warmUpGroup(ProcessGroup& group) {
 std::vector<BenchRow> benchRank(ProcessGroup& group, const std::string& backend,
                                 const CollectivesBenchOptions& options) {
   std::vector<BenchRow> rows;
-  warmUpGroup(group);
+  warmUpGroup(group, benchDevice(group, options.device));
   std::vector<std::string> modes{"blocking"};
   if (options.async) modes.push_back("async");
   for (const auto& mode : modes) {

@@ -48,6 +48,9 @@ struct CollectivesBenchOptions {
   bool async = false;
   std::vector<std::string> peers;  // "mpi", "torch-gloo" (peer_bench.hpp)
   std::map<std::string, std::string> backendOptions;  // BackendContext::options
+  // Where the buffers live: "cpu", "cuda" (host backends stage CUDA tensors
+  // through pinned memory) or "auto" (cuda only for a CUDA-only backend: nccl).
+  std::string device = "auto";
 };
 
 struct BenchRow {

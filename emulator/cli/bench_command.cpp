@@ -84,11 +84,12 @@ std::vector<T> numberList(const std::string& text, const char* flag, double lo, 
 // and its action.
 std::pair<CLI::App*, std::function<int()>> addOverlapCommand(CLI::App& sub) {
   CLI::App* ov = sub.add_subcommand(
-      "overlap", "DDP communication/compute overlap per bucket size, comm hook, link model");
+      "overlap", "DDP (and FSDP) communication/compute overlap per bucket size, comm hook, link");
   struct Flags {
     std::string worldSizes = "2,4", links = "ethernet-10g,ethernet-100g";
     std::string caps = "0.05,1,5,25,1024", hooks = "noop,fp16_compress,powersgd";
     std::string sizes = "512,2048,2048,2048,16";
+    std::string fsdp = "block,block_no_prefetch,root";
     bool noOverhead = false;
     emulator::OverlapBenchOptions options;
   };
@@ -97,6 +98,8 @@ std::pair<CLI::App*, std::function<int()>> addOverlapCommand(CLI::App& sub) {
   ov->add_option("--links", f->links, "Comma list of link presets (distlab run's link names)");
   ov->add_option("--caps", f->caps, "Comma list of bucket_cap_mb values (hook none)");
   ov->add_option("--hooks", f->hooks, "Comma list of comm hooks at bucket_cap_mb 25 ('' none)");
+  ov->add_option("--fsdp", f->fsdp,
+                 "Comma list of FSDP rows: block, block_no_prefetch, root ('' none)");
   ov->add_option("--model", f->options.model, "mlp | residual_mlp");
   ov->add_option("--sizes", f->sizes, "The model's widths (scenario 'sizes')");
   ov->add_option("--steps", f->options.steps, "Training steps per run (>= 3; two are warm-up)");
@@ -112,6 +115,12 @@ std::pair<CLI::App*, std::function<int()>> addOverlapCommand(CLI::App& sub) {
     o.capsMb = numberList<double>(f->caps, "--caps", 1e-4, 1 << 20);
     o.hooks = f->hooks.empty() ? std::vector<std::string>{} : splitList(f->hooks, "--hooks");
     o.sizes = numberList<int64_t>(f->sizes, "--sizes", 1, 4096);
+    o.fsdpWraps = f->fsdp.empty() ? std::vector<std::string>{} : splitList(f->fsdp, "--fsdp");
+    for (const auto& w : o.fsdpWraps) {
+      if (w != "block" && w != "block_no_prefetch" && w != "root") {
+        throw ValueError("--fsdp '" + w + "': use block, block_no_prefetch or root");
+      }
+    }
     o.tracingOverhead = !f->noOverhead;
     if (o.steps < 3) throw ValueError("--steps must be at least 3 (the first two are warm-up)");
     if (o.batchSize < 1) throw ValueError("--batch-size must be at least 1");
@@ -146,6 +155,10 @@ const CommandRegistrar kBench{Command{
       coll->add_option("--option", flags->backendOptions,
                        "Backend option key=value (repeatable), e.g. shm.slot_bytes=1048576");
       coll->add_option("--json", flags->options.jsonPath, "Write the results as JSON here");
+      coll->add_option("--device", flags->options.device,
+                       "Buffers on cpu, cuda (host backends stage through pinned memory) or "
+                       "auto (cuda for nccl only)")
+          ->check(CLI::IsMember({"auto", "cpu", "cuda"}));
       coll->add_flag("--async", flags->options.async,
                      "Also time the asynchronous path (asyncOp=true + Work::wait)");
       CLI::Option* peerFlag =

@@ -8,6 +8,7 @@
 #include "runtime/ddp/comm_hooks/default_hooks.hpp"
 #include "runtime/ddp/comm_hooks/powersgd_hook.hpp"
 #include "runtime/ddp/distributed_data_parallel.hpp"
+#include "runtime/zero/zero_ddp_hook.hpp"
 
 namespace distlab::emulator {
 
@@ -56,7 +57,12 @@ class DdpEngine : public TrainingEngine {
     const auto& tr = ctx.scenario->training;
     model_ = std::make_shared<ddp::DistributedDataParallel>(ctx.module, ctx.group,
                                                             ddpOptions(tr.engineOptions));
-    registerHook(*model_, tr.commHook, tr.engineOptions, ctx.group);
+    // With overlap_with_ddp the hook is ZeRO's, registered by overlapZero.
+    if (!tr.overlapWithDdp) registerHook(*model_, tr.commHook, tr.engineOptions, ctx.group);
+  }
+  void overlapZero(zero::ZeroRedundancyOptimizer& zero) override {
+    model_->registerCommHook({}, zero::hookWithZeroStep(ddp::allreduceHook, *model_, zero),
+                             "hook_with_zero_step");
   }
   nn::TensorList forward(const Tensor& input) override { return model_->call({input}); }
   void setGradSync(bool enabled) override { model_->setRequireBackwardGradSync(enabled); }

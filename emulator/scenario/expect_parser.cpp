@@ -120,6 +120,12 @@ void parseExpect(const TomlReader& r, const toml::table& root, Scenario& s) {
   };
   trainingOnly("params_equal", e.paramsEqualAcrossRanks);
   trainingOnly("params_match_reference", e.paramsMatchReference);
+  if (e.paramsMatchReference && s.training.overlapWithDdp) {
+    r.fail(r.lineOfKey(*t, "params_match_reference"),
+           "params_match_reference cannot check overlap_with_ddp = true: its first two steps "
+           "(three with static_graph) do not update the parameters (PyTorch's warm-up), so the "
+           "reference would differ; use params_equal and loss_decreased");
+  }
   trainingOnly("params_differ", e.paramsDifferAcrossRanks);
   trainingOnly("loss_decreased", e.lossDecreased);
   parseOverlapExpect(r, *t, s);

@@ -8,6 +8,8 @@
 //   hsdp_replicas          > 1: a 2-D mesh of hsdp_replicas x (world / hsdp_replicas)
 //   root_only_rank         this rank wraps at the root only while the others wrap
 //                          per block (a wrapping bug to diagnose); -1: none
+//   prefetch               true (default) or false: the implicit forward and
+//                          backward prefetches (setImplicitPrefetch; bench overlap)
 #include <fmt/format.h>
 
 #include <set>
@@ -79,6 +81,9 @@ class FsdpEngine : public TrainingEngine {
                           std::stoi(option(o, "root_only_rank", "-1")) == ctx.rank;
     if (!rootOnly) wrapBlocks(module_, s);
     root_ = fsdp::fullyShard(module_, s);
+    if (auto it = o.find("prefetch"); it != o.end() && it->second != "true") {
+      root_->setImplicitPrefetch(false, false);
+    }
   }
   nn::TensorList forward(const Tensor& input) override { return module_->call({input}); }
   void setGradSync(bool enabled) override { root_->setRequiresGradientSync(enabled); }
@@ -122,7 +127,8 @@ void registerFsdpEngine() {
                   {"param_dtype", OptionType::kString},
                   {"reduce_dtype", OptionType::kString},
                   {"hsdp_replicas", OptionType::kInt},
-                  {"root_only_rank", OptionType::kInt}};
+                  {"root_only_rank", OptionType::kInt},
+                  {"prefetch", OptionType::kBool}};
   info.optionRanges = {{"hsdp_replicas", {1, 1 << 16}}, {"root_only_rank", {-1, 1 << 16}}};
   info.commHooks = {"none"};
   info.distributed = true;

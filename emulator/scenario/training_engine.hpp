@@ -11,6 +11,10 @@
 #include "runtime/join/join.hpp"
 #include "runtime/nn/module.hpp"
 
+namespace distlab::zero {
+class ZeroRedundancyOptimizer;
+}
+
 namespace distlab::emulator {
 
 struct EngineContext {
@@ -32,6 +36,10 @@ class TrainingEngine {
   virtual void finishBackward() {}
   // The parameters the optimizer updates (the module's, in order).
   virtual std::vector<Tensor> parameters() = 0;
+  // overlap_with_ddp: drive `zero` from the engine's comm hook (the DDP engine
+  // registers zero::hookWithZeroStep around its allreduce hook). Called once,
+  // before the first forward; the parser admits the key for "ddp" only.
+  virtual void overlapZero(zero::ZeroRedundancyOptimizer& zero) { (void)zero; }
   // The engine as a Joinable for `join = true` (EngineInfo::joinable engines).
   virtual join::Joinable* joinable() { return nullptr; }
   // The full parameters for the end-of-run checksum (sharding engines gather

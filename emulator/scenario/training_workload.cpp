@@ -129,6 +129,7 @@ void runTrainingWorkload(const Scenario& s, int rank, const comm::ProcessGroupPt
   auto engine = info->factory(ctx);
   auto params = engine->parameters();
   RunOptimizer opt = makeRunOptimizer(tr, params, world);
+  if (opt.zero && tr.overlapWithDdp) engine->overlapZero(*opt.zero);
   const bool auxUnused = plan.engineFault("unused_param", -1) != nullptr;
   if (auxUnused) {
     setAuxUsed(*ctx.module, false);

@@ -120,6 +120,34 @@ void requireWith(const TomlReader& r, const toml::table& w, const std::string& k
   }
 }
 
+// overlap_with_ddp = true: ZeRO stepped by hookWithZeroStep around DDP's
+// allreduce hook (runtime/zero/zero_ddp_hook.hpp), which needs DDP to rebuild
+// its buckets and is not a Join participant.
+void checkOverlapWithDdp(const TomlReader& r, const toml::table& w, const TrainingWorkload& tr) {
+  const int line = r.lineOfKey(w, "overlap_with_ddp");
+  if (tr.engine != "ddp") {
+    r.fail(line, fmt::format("overlap_with_ddp = true needs engine = \"ddp\" (engine is '{}')",
+                             tr.engine));
+  }
+  if (!tr.commHook.empty() && tr.commHook != "none" && tr.commHook != "allreduce") {
+    r.fail(line, fmt::format("overlap_with_ddp = true wraps DDP's allreduce hook; comm_hook must "
+                             "be \"none\" or \"allreduce\" (is '{}')", tr.commHook));
+  }
+  if (tr.join) {
+    r.fail(line, "overlap_with_ddp = true cannot be combined with join = true (the overlapped "
+                 "ZeRO step is not a Join participant); set one of them to false");
+  }
+  auto option = [&](const char* key) {
+    auto it = tr.engineOptions.find(key);
+    return it != tr.engineOptions.end() && it->second == "true";
+  };
+  if (option("find_unused_parameters") && !option("static_graph")) {
+    r.fail(line, "overlap_with_ddp = true needs DDP to rebuild its buckets, which it never does "
+                 "with find_unused_parameters = true; set static_graph = true or "
+                 "find_unused_parameters = false in engine_options");
+  }
+}
+
 // join, throw_on_early_termination, divide_by_initial_world_size,
 // optimizer_sharding, overlap_with_ddp, parameters_as_bucket_view.
 void parseJoinAndSharding(const TomlReader& r, const toml::table& w, const EngineInfo& engine,
@@ -145,16 +173,7 @@ void parseJoinAndSharding(const TomlReader& r, const toml::table& w, const Engin
   requireWith(r, w, "parameters_as_bucket_view", zero, "optimizer_sharding = \"zero\"");
   if (auto v = r.boolean(w, "overlap_with_ddp")) tr.overlapWithDdp = *v;
   if (auto v = r.boolean(w, "parameters_as_bucket_view")) tr.parametersAsBucketView = *v;
-  if (tr.overlapWithDdp) {
-    r.fail(r.lineOfKey(w, "overlap_with_ddp"),
-           "overlap_with_ddp = true is not supported yet (ZeroRedundancyOptimizer's DDP "
-           "overlap hook is not built); remove the key or set it to false");
-  }
-  if (tr.overlapWithDdp && tr.engine != "ddp") {
-    r.fail(r.lineOfKey(w, "overlap_with_ddp"),
-           fmt::format("overlap_with_ddp = true needs engine = \"ddp\" (engine is '{}')",
-                       tr.engine));
-  }
+  if (tr.overlapWithDdp) checkOverlapWithDdp(r, w, tr);
 }
 
 void parseTrainingWorkload(const TomlReader& r, const toml::table& w, Scenario& s) {

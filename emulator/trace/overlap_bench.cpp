@@ -23,19 +23,30 @@ struct Config {
   std::string link;
   std::string hook = "none";
   double capMb = 25;
+  std::string fsdpWrap;  // non-empty: engine "fsdp" with this wrap (overlap_bench.hpp)
 };
+
+// The engine lines of the scenario: DDP with its bucket cap, or FSDP.
+std::string engineText(const Config& c) {
+  if (c.fsdpWrap.empty()) {
+    return fmt::format("engine = \"ddp\"\nengine_options = {{ bucket_cap_mb = {} }}\n", c.capMb);
+  }
+  const bool root = c.fsdpWrap == "root";
+  return fmt::format("engine = \"fsdp\"\nengine_options = {{ wrap = \"{}\", prefetch = {} }}\n",
+                     root ? "root" : "block", c.fsdpWrap != "block_no_prefetch");
+}
 
 std::string scenarioText(const OverlapBenchOptions& o, const Config& c) {
   std::string text = fmt::format(
       "name = \"overlap_ws{}_{}_{}_{}\"\n"
       "description = \"distlab bench overlap\"\ngroup = \"bench\"\n\n"
       "[cluster]\nworld_size = {}\nbackend = \"shm\"\ntimeout = 60\nlink = \"{}\"\n\n"
-      "[workload]\nkind = \"training\"\nmodel = \"{}\"\nsizes = [{}]\nengine = \"ddp\"\n"
-      "engine_options = {{ bucket_cap_mb = {} }}\n"
+      "[workload]\nkind = \"training\"\nmodel = \"{}\"\nsizes = [{}]\n{}"
       "optimizer = \"sgd\"\nlr = 0.001\nsteps = {}\nbatch_size = {}\n",
-      c.worldSize, c.link, c.hook, c.capMb, c.worldSize, c.link, o.model,
-      fmt::join(o.sizes, ", "), c.capMb, o.steps, o.batchSize * c.worldSize);
-  if (c.hook != "none") text += fmt::format("comm_hook = \"{}\"\n", c.hook);
+      c.worldSize, c.link, c.fsdpWrap.empty() ? c.hook : "fsdp_" + c.fsdpWrap, c.capMb,
+      c.worldSize, c.link, o.model, fmt::join(o.sizes, ", "), engineText(c), o.steps,
+      o.batchSize * c.worldSize);
+  if (c.hook != "none" && c.fsdpWrap.empty()) text += fmt::format("comm_hook = \"{}\"\n", c.hook);
   return text + "\n[expect]\noutcome = \"success\"\n";
 }
 
@@ -75,6 +86,7 @@ std::vector<Config> configsOf(const OverlapBenchOptions& o) {
     for (const auto& link : o.links) {
       for (double cap : o.capsMb) out.push_back({ws, link, "none", cap});
       for (const auto& hook : o.hooks) out.push_back({ws, link, hook, 25});
+      for (const auto& wrap : o.fsdpWraps) out.push_back({ws, link, "fsdp:" + wrap, 0, wrap});
     }
   }
   return out;
@@ -94,22 +106,22 @@ void fillVsDefault(std::vector<OverlapRow>& rows) {
 void printTable(const OverlapBenchOptions& o, const std::vector<OverlapRow>& rows,
                 std::ostream& out) {
   out << fmt::format(
-      "# distlab bench overlap: DDP, model {} [{}], {} steps of batch {} per rank, shm "
+      "# distlab bench overlap: DDP (and FSDP rows), model {} [{}], {} steps of batch {} per rank, shm "
       "backend behind the link emulator\n# times: mean over ranks of the steps after two of "
       "warm-up (ms); overlap, exposed%: the worst rank; vs_default: step time / that of "
       "bucket_cap_mb 25 without a hook\n# {}\n",
       o.model, fmt::join(o.sizes, ", "), o.steps, o.batchSize, blasSummary());
-  out << fmt::format("{:>5} {:<14} {:<14} {:>9} {:>9} {:>10} {:>9} {:>10} {:>8} {:>9} {:>10}\n",
+  out << fmt::format("{:>5} {:<14} {:<22} {:>9} {:>9} {:>10} {:>9} {:>10} {:>8} {:>9} {:>10}\n",
                      "world", "link", "hook", "bucket_mb", "step_ms", "compute_ms", "comm_ms",
                      "exposed_ms", "overlap", "exposed%", "vs_default");
   for (const auto& r : rows) {
     if (!r.error.empty()) {
-      out << fmt::format("{:>5} {:<14} {:<14} {:>9} failed: {}\n", r.worldSize, r.link, r.hook,
+      out << fmt::format("{:>5} {:<14} {:<22} {:>9} failed: {}\n", r.worldSize, r.link, r.hook,
                          r.capMb, r.error);
       continue;
     }
     out << fmt::format(
-        "{:>5} {:<14} {:<14} {:>9} {:>9.2f} {:>10.2f} {:>9.2f} {:>10.2f} {:>8.3f} {:>8.1f}% "
+        "{:>5} {:<14} {:<22} {:>9} {:>9.2f} {:>10.2f} {:>9.2f} {:>10.2f} {:>8.3f} {:>8.1f}% "
         "{:>10.3f}\n",
         r.worldSize, r.link, r.hook, r.capMb, r.stepMs, r.computeMs, r.commMs, r.exposedMs,
         r.overlapRatio, 100 * r.exposedShare, r.vsDefault);

@@ -1,5 +1,5 @@
 #pragma once
-// `distlab bench overlap`: how much communication DDP hides behind compute,
+// `distlab bench overlap`: how much communication DDP (and FSDP) hides behind compute,
 // per configuration, measured from traces (Note [Overlap metrics]).
 //
 // Each configuration is a generated training scenario (the scenario runner:
@@ -13,6 +13,11 @@
 // "vs default" column is the step time over that of bucket_cap_mb = 25
 // without a hook in the same (world size, link) -- a ratio measured side by
 // side in one run (house style 8). Progress goes to stderr, one line per run.
+//
+// FSDP rows (fsdpWraps): the same model under the scenario engine "fsdp",
+// wrapped per block ("block"), per block without the implicit prefetches
+// ("block_no_prefetch") or at the root only ("root"); their hook column reads
+// "fsdp:<wrap>", bucket_mb 0, and vs_default compares with DDP's default.
 //
 // With tracingOverhead, the first (world size, link) default configuration
 // also runs `overheadRepeats` times untraced and traced, alternating; the
@@ -29,6 +34,7 @@ struct OverlapBenchOptions {
   std::vector<std::string> links{"ethernet-10g", "ethernet-100g"};
   std::vector<double> capsMb{0.05, 1, 5, 25, 1024};
   std::vector<std::string> hooks{"noop", "fp16_compress", "powersgd"};
+  std::vector<std::string> fsdpWraps{"block", "block_no_prefetch", "root"};
   std::string model = "mlp";
   std::vector<int64_t> sizes{512, 2048, 2048, 2048, 16};
   int steps = 6;
@@ -42,7 +48,7 @@ struct OverlapBenchOptions {
 struct OverlapRow {
   int worldSize = 0;
   std::string link;
-  std::string hook;  // "none": DDP's allreduce
+  std::string hook;  // "none": DDP's allreduce; "fsdp:<wrap>": an FSDP row
   double capMb = 0;
   double stepMs = 0;
   double computeMs = 0;

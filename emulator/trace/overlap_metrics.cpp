@@ -32,6 +32,20 @@ double measure(const std::vector<Interval>& united) {
   return total;
 }
 
+std::vector<Interval> subtract(const std::vector<Interval>& a, const std::vector<Interval>& b) {
+  std::vector<Interval> out;
+  size_t j = 0;
+  for (Interval rest : a) {
+    while (j < b.size() && b[j].end <= rest.begin) ++j;
+    for (size_t k = j; k < b.size() && b[k].begin < rest.end; ++k) {
+      if (b[k].begin > rest.begin) out.push_back({rest.begin, b[k].begin});
+      rest.begin = std::max(rest.begin, b[k].end);
+    }
+    if (rest.end > rest.begin) out.push_back(rest);
+  }
+  return out;
+}
+
 double intersection(const std::vector<Interval>& a, const std::vector<Interval>& b) {
   double total = 0;
   size_t i = 0, j = 0;
@@ -50,6 +64,7 @@ struct RankSpans {
   std::vector<std::pair<std::string, Interval>> steps;
   std::vector<Interval> compute;
   std::vector<Interval> comm;
+  std::vector<Interval> wait;           // "wait" spans (not compute, even inside compute)
   std::vector<Interval> backward;       // "backward <module>" compute spans
   std::vector<double> bucketLaunches;   // begin of each "launch bucket N" span
   std::vector<double> waits;            // begin of each "wait" span
@@ -67,6 +82,7 @@ void addComplete(RankSpans& r, const std::string& cat, const std::string& name,
   if (cat == "compute" && startsWith(name, "backward ")) r.backward.push_back(span);
   if (cat == "comm") r.comm.push_back(span);
   if (cat == "ddp" && startsWith(name, "launch bucket")) r.bucketLaunches.push_back(span.begin);
+  if (cat == "wait") r.wait.push_back(span);
   if (cat == "wait") r.waits.push_back(span.begin);
 }
 
@@ -146,7 +162,8 @@ std::vector<StepOverlap> stepOverlaps(const nlohmann::json& trace) {
   if (!events.is_array()) throw ValueError("trace: 'traceEvents' is not an array");
   std::vector<StepOverlap> out;
   for (auto& [rank, spans] : collect(events)) {
-    const auto compute = unite(spans.compute), comm = unite(spans.comm);
+    const auto compute = subtract(unite(spans.compute), unite(spans.wait));
+    const auto comm = unite(spans.comm);
     std::sort(spans.steps.begin(), spans.steps.end(),
               [](const auto& a, const auto& b) { return a.second.begin < b.second.begin; });
     for (const auto& [name, window] : spans.steps) {

@@ -5,7 +5,10 @@
 // Per rank (the trace's pid) and per step (each "step" complete event), with
 // every interval clipped to the step:
 //   compute  C = union of "compute" spans (module forward, backward per module,
-//                optimizer step) on any of the rank's tracks;
+//                optimizer step) on any of the rank's tracks, minus the union
+//                of its "wait" spans (a thread blocked on communication inside
+//                a compute span -- FSDP's all-gather waits in a parent
+//                module's forward or in an autograd pre-hook -- is not compute);
 //   comm     M = union of "comm" spans (a collective from start to completion,
 //                async 'b'/'e' pairs on the "comm <group>" tracks);
 //   exposed    = |M \ C|: communication during which the rank computed nothing,
@@ -49,6 +52,8 @@ struct Interval {
 std::vector<Interval> unite(std::vector<Interval> intervals);
 // Total length of a union.
 double measure(const std::vector<Interval>& united);
+// A \ B for two unions (a union).
+std::vector<Interval> subtract(const std::vector<Interval>& a, const std::vector<Interval>& b);
 // |A ∩ B| for two unions.
 double intersection(const std::vector<Interval>& a, const std::vector<Interval>& b);
 

@@ -126,7 +126,7 @@ void DistributedDataParallel::setUpDelayedAllReduce(const nn::NamedTensors& para
       throw ValueError("DDPOptions: delay_all_reduce_named_params must share one dtype");
     }
   }
-  delayedBuffer_ = zeros({numel}, TensorOptions{dtype});
+  delayedBuffer_ = zeros({numel}, TensorOptions{dtype, delayedParams_.front().device()});
   int64_t offset = 0;
   for (Tensor& p : delayedParams_) {
     delayedViews_.push_back(delayedBuffer_.narrow(0, offset, p.numel()).view(p.sizes()));

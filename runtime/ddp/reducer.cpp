@@ -98,8 +98,8 @@ int64_t Reducer::divFactor() const {
 namespace detail {
 
 void copyScaled(Tensor& dst, const Tensor& src, double factor) {
-  if (dst.isContiguous() && src.isContiguous() && dst.dtype() == src.dtype() &&
-      dst.numel() == src.numel()) {
+  if (dst.device().isCpu() && src.device().isCpu() && dst.isContiguous() &&
+      src.isContiguous() && dst.dtype() == src.dtype() && dst.numel() == src.numel()) {
     const int64_t n = dst.numel();
     if (dst.dtype() == DType::kFloat32) {
       float* d = dst.data<float>();

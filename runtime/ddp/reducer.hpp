@@ -166,6 +166,9 @@ class Reducer {
   bool globallyUnused(size_t index);
   void allreduceLocalUsedMap();
   void allreduceLocalUsedMapAfterHooks();
+  // A copy of localUsedMap_ for a collective: on the host when the group has a
+  // CPU route, else on the parameters' device (nccl alone has no CPU route).
+  Tensor usedMapForComm() const;
   void searchUnusedParameters(const std::vector<Tensor>& outputs);
   void resetBucketCounting();
   std::vector<size_t> unmarkedParamIndices() const;
@@ -203,8 +206,8 @@ class Reducer {
   std::vector<uint8_t> readyThisIteration_;
   std::vector<size_t> unusedParameters_;
   std::vector<uint8_t> locallyUnusedThisIteration_;  // marked by the unused search
-  Tensor localUsedMap_;      // int32 [numParams], 1 = used since the last sync
-  Tensor localUsedMapSync_;  // what was allreduced
+  Tensor localUsedMap_;      // int32 [numParams] on the host, 1 = used since the last sync
+  Tensor localUsedMapSync_;  // what was allreduced (usedMapForComm)
   comm::WorkPtr localUsedWork_;
   bool localUsedMapReduced_ = false;
   FuturePtr usedMapIssued_;                    // Note [Used map after hook collectives]

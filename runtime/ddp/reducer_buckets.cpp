@@ -80,8 +80,11 @@ std::vector<std::vector<size_t>> Reducer::syncBucketIndices(
     c[b] = static_cast<int64_t>(indices[b].size());
   }
   f[n] = static_cast<int64_t>(indices.size());
-  group_->broadcast(flat)->wait();
-  group_->broadcast(counts)->wait();
+  for (Tensor* t : {&flat, &counts}) {
+    Tensor routed = detail::onCommRoute(*group_, *t, params_.front().device());
+    group_->broadcast(routed)->wait();
+    if (!routed.isSame(*t)) t->copy_(routed);
+  }
   std::vector<std::vector<size_t>> synced(static_cast<size_t>(f[n]));
   pos = 0;
   for (size_t b = 0; b < synced.size(); ++b) {

@@ -175,8 +175,13 @@ void Reducer::finalizeBucket(Bucket& bucket) {
   }
 }
 
+Tensor Reducer::usedMapForComm() const {
+  const Tensor copy = detail::onCommRoute(*group_, localUsedMap_, params_.front().device());
+  return copy.isSame(localUsedMap_) ? localUsedMap_.clone() : copy;
+}
+
 void Reducer::allreduceLocalUsedMap() {
-  localUsedMapSync_ = localUsedMap_.clone();
+  localUsedMapSync_ = usedMapForComm();
   localUsedMapReduced_ = false;
   localUsedWork_ = group_->allreduce(localUsedMapSync_);
 }
@@ -189,7 +194,7 @@ void Reducer::allreduceLocalUsedMap() {
 // therefore allreduced once every bucket's Future completed, by the callback
 // of the last one. The callbacks hold no pointer to the Reducer.
 void Reducer::allreduceLocalUsedMapAfterHooks() {
-  localUsedMapSync_ = localUsedMap_.clone();
+  localUsedMapSync_ = usedMapForComm();
   localUsedMapReduced_ = false;
   localUsedWork_.reset();
   auto slot = std::make_shared<comm::WorkPtr>();

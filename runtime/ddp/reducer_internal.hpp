@@ -32,6 +32,14 @@ struct Reducer::Bucket {
 
 namespace detail {
 
+// A host tensor of the Reducer's bookkeeping (bucket order, used map), ready
+// for a collective: itself when the group has a CPU route, else a copy on the
+// parameters' `device` (a group with only a CUDA backend, nccl). Read the
+// result back with copy_ when it is not the same tensor.
+inline Tensor onCommRoute(const comm::ProcessGroup& group, const Tensor& host, Device device) {
+  return group.hasBackend(DeviceType::kCPU) ? host : host.to(device);
+}
+
 // PyTorch's is_alias_of, made strict: same storage and same first element.
 inline bool sameMemory(const Tensor& a, const Tensor& b) {
   return a.defined() && b.defined() && a.sharesStorageWith(b) &&

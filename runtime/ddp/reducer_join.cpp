@@ -53,7 +53,7 @@ void Reducer::writeShadowResult(size_t bucketIndex, const Tensor& result) {
 
 comm::WorkPtr Reducer::matchUsedMapAllreduce() {
   if (!dynamicFindUnused()) return nullptr;
-  return group_->allreduce(localUsedMap_.clone());
+  return group_->allreduce(usedMapForComm());
 }
 
 }  // namespace distlab::ddp

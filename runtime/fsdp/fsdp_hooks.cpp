@@ -18,7 +18,24 @@
 //  post-backward(g): a kAll post-accumulate multi-grad hook over g's unsharded
 //    parameters: reduce-scatter (async) and reshard.
 //  end of backward (root): post-backward for groups whose hook did not fire
-//    (unused parameters), then wait for every reduction and set sharded grads.
+//    (unused parameters), then -- on the last backward (setIsLastBackward,
+//    default true) -- wait for every reduction and set sharded grads. After a
+//    backward that is not last the reductions stay in flight; a group's next
+//    reduce-scatter first waits for its pending one (accumulating it into the
+//    sharded grads), so at most one is pending per group.
+// Every phase is a kPhase trace span "fsdp <phase> <module>"; waits for
+// collectives are kWait spans, copy-in/copy-out kCompute (the collectives
+// themselves get kComm spans from the process group).
+//
+// Note [Group forward hooks]
+// A group of several modules (fullyShard({m1, m2})) has hooks on each module:
+// the group's pre-forward runs at the first of its modules to start a forward
+// (or whenever a module starts while the group is resharded), its post-forward
+// when every module of the group has finished; the pre-backward hook is put on
+// the outputs of all of the group's modules, so it fires at the first gradient
+// flowing into any of them. A module of the group that does not run in a
+// forward leaves the group unsharded until the end of backward; the root's
+// pre-forward starts every group afresh.
 #include <algorithm>
 
 #include "runtime/autograd/engine.hpp"
@@ -26,7 +43,9 @@
 #include "runtime/autograd/multi_grad_hook.hpp"
 #include "runtime/autograd/ops_cast.hpp"
 #include "runtime/core/check.hpp"
+#include "runtime/comm/group_management.hpp"
 #include "runtime/core/errors.hpp"
+#include "runtime/core/trace.hpp"
 #include "runtime/fsdp/fsdp_internal.hpp"
 
 namespace distlab::fsdp {
@@ -62,15 +81,18 @@ void unshardAll(const std::vector<std::weak_ptr<FSDPModule>>& list) {
 }  // namespace
 
 void installHooks(const FSDPModulePtr& state) {
-  nn::Module& m = state->module();
+  // The modules' hooks own the state (the modules outlive their hooks).
+  for (nn::Module* m : state->modules()) {
+    m->registerForwardPreHook([state](nn::Module& self, const nn::TensorList& in) {
+      return state->modulePreForward(self, in);
+    });
+    m->registerForwardHook(
+        [state](nn::Module& self, const nn::TensorList&, const nn::TensorList& out) {
+          return state->modulePostForward(self, out);
+        });
+  }
+  state->paramGroup().setTraceOwner(&state->module());
   std::weak_ptr<FSDPModule> weak = state;
-  // The module's hooks own the state (the module outlives its hooks).
-  m.registerForwardPreHook([state](nn::Module&, const nn::TensorList& in) {
-    return state->preForward(in);
-  });
-  m.registerForwardHook([state](nn::Module&, const nn::TensorList&, const nn::TensorList& out) {
-    return state->postForward(out);
-  });
   nn::TensorList leaves;
   for (const auto& p : state->paramGroup().params()) {
     if (p->requiresGrad()) leaves.push_back(p->unsharded());
@@ -98,7 +120,7 @@ void FSDPModule::lazyInit() {
   for (auto& s : fsdpModulesInTree()) {
     DL_CHECK_T(ValueError, sameMesh(s->options_.mesh.value(), options_.mesh.value()),
                "fully_shard: an inner ", s->module().typeName(),
-               " was sharded over a different mesh than the root ", module_->typeName(),
+               " was sharded over a different mesh than the root ", module().typeName(),
                "; all fully_shard calls of one model must use the same mesh");
     if (s->ctx_) continue;  // already part of another root's tree
     s->ctx_ = ctx;
@@ -108,15 +130,62 @@ void FSDPModule::lazyInit() {
     }
     s->group_->setMemory(&ctx->memory);
     for (const auto& p : s->group_->params()) ctx->memory.shardedParams.add(p->shardedBytes());
+    s->resolvePostForwardGroup(ctx->postForwardGroups);
   }
+  ctx->isLastBackward = isLastBackward_;
+}
+
+// An int reshardAfterForward N below the shard world: the consecutive N ranks
+// of the shard group this rank is in (created once per N and root, by the
+// members only). Note [Resharding to a smaller world].
+void FSDPModule::resolvePostForwardGroup(std::map<int, comm::ProcessGroupPtr>& groups) {
+  const auto& option = options_.reshardAfterForward;
+  const int* n = option ? std::get_if<int>(&*option) : nullptr;
+  const comm::DeviceMesh& mesh = options_.mesh.value();
+  if (n == nullptr || *n <= 1 || *n >= mesh.shape().back()) return;
+  auto it = groups.find(*n);
+  if (it == groups.end()) {
+    const int dim = mesh.ndim() - 1;
+    std::vector<int> ranks = comm::getProcessGroupRanks(mesh.getGroup(std::optional<int>(dim)));
+    const int start = mesh.getLocalRank(std::optional<int>(dim)) / *n * *n;
+    comm::NewGroupOptions o;
+    o.ranks.assign(ranks.begin() + start, ranks.begin() + start + *n);
+    o.useLocalSynchronization = true;
+    o.groupDesc = "fsdp_reshard_after_forward_" + std::to_string(*n);
+    it = groups.emplace(*n, comm::newGroup(o)).first;
+  }
+  group_->setPostForwardGroup(it->second);
+}
+
+std::optional<nn::TensorList> FSDPModule::modulePreForward(nn::Module& /*m*/,
+                                                           const nn::TensorList& inputs) {
+  if (!notYetForwarded_.empty() && group_->isUnsharded()) return std::nullopt;
+  notYetForwarded_ = modules_;
+  earlierOutputs_.clear();
+  return preForward(inputs);
+}
+
+std::optional<nn::TensorList> FSDPModule::modulePostForward(nn::Module& m,
+                                                            const nn::TensorList& outputs) {
+  notYetForwarded_.erase(std::remove(notYetForwarded_.begin(), notYetForwarded_.end(), &m),
+                         notYetForwarded_.end());
+  if (notYetForwarded_.empty()) return postForward(outputs);
+  for (const auto& t : outputs) {
+    if (t.defined() && t.requiresGrad()) earlierOutputs_.push_back(t);
+  }
+  return std::nullopt;
 }
 
 std::optional<nn::TensorList> FSDPModule::preForward(const nn::TensorList& inputs) {
   lazyInit();
+  trace::Span span(trace::Category::kPhase, "fsdp pre-forward ", *module().traceLabel());
   if (isRoot_) {
     ctx_->forwardOrder.clear();
     ctx_->postForwardOrder.clear();
-    for (auto* s : ctx_->modules) s->group_->resetForNextBackward();
+    for (auto* s : ctx_->modules) {
+      s->group_->resetForNextBackward();
+      if (s != this) s->notYetForwarded_.clear();
+    }
   }
   ctx_->forwardOrder.push_back(this);
   group_->waitForUnshard();
@@ -134,26 +203,34 @@ void FSDPModule::prefetchForward() {
 }
 
 std::optional<nn::TensorList> FSDPModule::postForward(const nn::TensorList& outputs) {
-  if (group_->settings().reshardAfterForward) group_->reshard();
+  trace::Span span(trace::Category::kPhase, "fsdp post-forward ", *module().traceLabel());
+  if (group_->settings().reshardAfterForward) group_->reshardAfterForward();
   ctx_->postForwardOrder.push_back(this);
   if (isRoot_) ctx_->lastForwardOrder = ctx_->forwardOrder;
   nn::TensorList result = outputs;
   if (options_.mpPolicy.outputDtype) result = castFloating(outputs, *options_.mpPolicy.outputDtype);
-  nn::TensorList needGrad;
-  for (const auto& t : result) {
-    if (t.defined() && t.requiresGrad()) needGrad.push_back(t);
-  }
-  if (!needGrad.empty() && autograd::GradMode::isEnabled()) {
-    std::weak_ptr<FSDPModule> weak = weak_from_this();
-    autograd::registerMultiGradHook(needGrad, [weak](const nn::TensorList&) {
-      if (auto s = weak.lock()) s->preBackward();
-    }, autograd::MultiGradMode::kAny, /*once=*/true);
-  }
+  registerPreBackward(result);
   if (options_.mpPolicy.outputDtype) return result;
   return std::nullopt;
 }
 
+// A kAny multi-grad hook over the outputs (and those of the group's modules
+// that ran earlier in this forward) that need a gradient: the pre-backward.
+void FSDPModule::registerPreBackward(const nn::TensorList& outputs) {
+  nn::TensorList needGrad = std::move(earlierOutputs_);
+  earlierOutputs_.clear();
+  for (const auto& t : outputs) {
+    if (t.defined() && t.requiresGrad()) needGrad.push_back(t);
+  }
+  if (needGrad.empty() || !autograd::GradMode::isEnabled()) return;
+  std::weak_ptr<FSDPModule> weak = weak_from_this();
+  autograd::registerMultiGradHook(needGrad, [weak](const nn::TensorList&) {
+    if (auto s = weak.lock()) s->preBackward();
+  }, autograd::MultiGradMode::kAny, /*once=*/true);
+}
+
 void FSDPModule::preBackward() {
+  trace::Span span(trace::Category::kPhase, "fsdp pre-backward ", *module().traceLabel());
   RootContext& ctx = *ctx_;
   if (!ctx.inBackward) {
     ctx.inBackward = true;
@@ -179,6 +256,7 @@ void FSDPModule::prefetchBackward() {
 
 void FSDPModule::postBackward() {
   if (!ctx_ || !ctx_->inBackward) return;  // a backward that FSDP's forward did not see
+  trace::Span span(trace::Category::kPhase, "fsdp post-backward ", *module().traceLabel());
   sampleGradientBytes();  // unsharded gradients at their largest, before the reduction
   group_->postBackward();
   sampleGradientBytes();
@@ -191,11 +269,14 @@ void FSDPModule::sampleGradientBytes() {
 }
 
 void FSDPModule::finalBackwardCallback() {
+  trace::Span span(trace::Category::kPhase, "fsdp end of backward");
   RootContext& ctx = *ctx_;
   sampleGradientBytes();
   for (auto* s : ctx.modules) s->group_->postBackward();
   sampleGradientBytes();
-  for (auto* s : ctx.modules) s->group_->finishReduction();
+  if (ctx.isLastBackward) {
+    for (auto* s : ctx.modules) s->group_->finishReduction();
+  }
   sampleGradientBytes();
   ctx.inBackward = false;
 }

@@ -1,6 +1,7 @@
 #pragma once
 // Internal to runtime/fsdp: the state shared by the FSDP modules of one root
 // and the hook installation (fsdp_hooks.cpp).
+#include <map>
 #include <vector>
 
 #include "runtime/fsdp/fully_shard.hpp"
@@ -15,6 +16,8 @@ struct RootContext {
   bool inBackward = false;                     // the end-of-backward callback is queued
   bool implicitForwardPrefetch = true;
   bool implicitBackwardPrefetch = true;
+  bool isLastBackward = true;                  // setIsLastBackward
+  std::map<int, comm::ProcessGroupPtr> postForwardGroups;  // by size (reshard to N)
   MemoryStats memory;
 };
 

@@ -37,10 +37,11 @@ struct OffloadPolicy {
 using ShardPlacementFn =
     std::function<std::optional<dtensor::Placement>(const std::string& fqn, const Tensor& param)>;
 
-// reshard_after_forward: true, false, or an int (the world size to reshard
-// to after forward: 1 == false, the shard world == true; other divisors are
-// rejected with NotImplemented-style ValueError naming the value). Unset:
-// false for the root module, true for the others.
+// reshard_after_forward: true, false, or an int N that divides the shard
+// world W: the world size to reshard to after forward (1 == false, W == true;
+// otherwise each rank keeps 1/N of the unsharded parameters and backward
+// all-gathers within groups of N consecutive ranks: Note [Resharding to a
+// smaller world]). Unset: false for the root module, true for the others.
 using ReshardAfterForward = std::variant<bool, int>;
 
 struct FullyShardOptions {

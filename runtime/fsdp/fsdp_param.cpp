@@ -30,7 +30,7 @@ FSDPParam::FSDPParam(std::string fqn, std::vector<ParamOwner> owners, const Tens
   const int64_t perEntry = original.numel() / std::max<int64_t>(1, original.size(d));
   chunkNumel_ = dtensor::chunkLength(original.size(d), shardWorld()) * perEntry;
   paddedShard_ = zeros({chunkNumel_}, original.options().withRequiresGrad(false));
-  Tensor local = block(original.detach(), shardRank());
+  Tensor local = block(original.detach(), shardRank(), shardWorld());
   Tensor view = paddedShard_.narrow(0, 0, local.numel()).view(local.sizes());
   view.copy_(local);
   sharded_ = view.detach();
@@ -49,15 +49,20 @@ bool FSDPParam::madeFrom(const Tensor& t) const {
 int FSDPParam::shardWorld() const { return static_cast<int>(mesh_.shape().back()); }
 int FSDPParam::shardRank() const { return static_cast<int>(mesh_.getCoordinate()->back()); }
 
-Tensor FSDPParam::block(const Tensor& full, int r) const {
-  dtensor::ShardSpan s = dtensor::shardSpan(full.size(placement_.dim), shardWorld(), r);
+Tensor FSDPParam::block(const Tensor& full, int r, int world) const {
+  dtensor::ShardSpan s = dtensor::shardSpan(full.size(placement_.dim), world, r);
   return full.narrow(placement_.dim, s.offset, s.length);
 }
 
-Tensor FSDPParam::piece(const Tensor& buffer, int r, int64_t offset) const {
+Tensor FSDPParam::piece(const Tensor& buffer, int r, int64_t offset, int world) const {
   Shape local = shape_;
-  local[placement_.dim] = dtensor::shardSpan(shape_[placement_.dim], shardWorld(), r).length;
+  local[placement_.dim] = dtensor::shardSpan(shape_[placement_.dim], world, r).length;
   return buffer.select(0, r).narrow(0, offset, shapeNumel(local)).view(local);
+}
+
+int64_t FSDPParam::chunkNumelFor(int world) const {
+  const int64_t rows = shape_[placement_.dim];
+  return dtensor::chunkLength(rows, world) * (shapeNumel(shape_) / std::max<int64_t>(1, rows));
 }
 
 dtensor::DTensor FSDPParam::shardedDTensor() const {
@@ -72,17 +77,24 @@ void FSDPParam::copyIn(const Tensor& dst) const {
   out.copy_(paddedShard_);
 }
 
-void FSDPParam::copyOut(const Tensor& gathered, int64_t offset) {
-  for (int r = 0; r < shardWorld(); ++r) {
-    Tensor dst = block(unsharded_, r);
-    dst.copy_(piece(gathered, r, offset));
+void FSDPParam::copyOut(const Tensor& gathered, int64_t offset, int world) {
+  for (int r = 0; r < world; ++r) {
+    Tensor dst = block(unsharded_, r, world);
+    dst.copy_(piece(gathered, r, offset, world));
   }
+}
+
+void FSDPParam::copyInUnsharded(const Tensor& dst, int world, int rank) const {
+  Tensor out = dst;
+  out.zero_();
+  Tensor local = block(unsharded_, rank, world);
+  out.narrow(0, 0, local.numel()).view(local.sizes()).copy_(local);
 }
 
 void FSDPParam::gradCopyIn(const Tensor& grad, const Tensor& buffer, int64_t offset) const {
   for (int r = 0; r < shardWorld(); ++r) {
-    Tensor dst = piece(buffer, r, offset);
-    dst.copy_(block(grad, r));
+    Tensor dst = piece(buffer, r, offset, shardWorld());
+    dst.copy_(block(grad, r, shardWorld()));
   }
 }
 

@@ -50,8 +50,15 @@ class FSDPParam {
 
   // Copy-in: this rank's padded shard into `dst` (1-D, chunkNumel, any dtype).
   void copyIn(const Tensor& dst) const;
-  // Copy-out: from the gathered [world, total] buffer at column `offset`.
-  void copyOut(const Tensor& gathered, int64_t offset);
+  // Copy-out: from the gathered [world, total] buffer at column `offset`;
+  // `world` is the shard world, or the smaller post-forward world whose rows
+  // hold chunks of that world's split (Note [Resharding to a smaller world]).
+  void copyOut(const Tensor& gathered, int64_t offset, int world);
+  // Entries of one chunk when split over `world` ranks (padded).
+  int64_t chunkNumelFor(int world) const;
+  // Post-forward copy-in: chunk `rank` of the unsharded parameter split over
+  // `world` into `dst` (1-D, chunkNumelFor(world) entries, zero padding).
+  void copyInUnsharded(const Tensor& dst, int world, int rank) const;
   // Gradient copy-in: `grad` (unsharded shape) into the [world, total] buffer.
   void gradCopyIn(const Tensor& grad, const Tensor& buffer, int64_t offset) const;
   // This rank's gradient from the reduced [total] buffer (a view, sharded shape).
@@ -68,9 +75,10 @@ class FSDPParam {
  private:
   int shardWorld() const;
   int shardRank() const;
-  // Rank r's block of `full` (a view) and its flat piece of a [world, total] row.
-  Tensor block(const Tensor& full, int r) const;
-  Tensor piece(const Tensor& buffer, int r, int64_t offset) const;
+  // Rank r's block of `full` (a view) and its flat piece of a [world, total]
+  // buffer, for the split over `world` ranks.
+  Tensor block(const Tensor& full, int r, int world) const;
+  Tensor piece(const Tensor& buffer, int r, int64_t offset, int world) const;
 
   std::string fqn_;
   std::vector<ParamOwner> owners_;

@@ -5,6 +5,7 @@
 #include "runtime/autograd/grad_mode.hpp"
 #include "runtime/core/check.hpp"
 #include "runtime/core/errors.hpp"
+#include "runtime/core/trace.hpp"
 
 namespace distlab::fsdp {
 namespace {
@@ -39,15 +40,41 @@ FSDPParamGroup::FSDPParamGroup(std::vector<std::unique_ptr<FSDPParam>> params,
   }
 }
 
+std::string_view FSDPParamGroup::traceName() const {
+  return traceOwner_ != nullptr ? std::string_view(*traceOwner_->traceLabel()) : std::string_view();
+}
+
 DType FSDPParamGroup::unshardedDtype() const { return params_[0]->unsharded().dtype(); }
 
 DType FSDPParamGroup::reduceDtype() const {
   return mp_.reduceDtype.value_or(unshardedDtype());
 }
 
+FSDPParamGroup::~FSDPParamGroup() {
+  // Buffers of a collective still in flight must outlive it (an unused
+  // prefetch, or a reduction deferred by setIsLastBackward(false)).
+  for (comm::WorkPtr* w : {&pendingGather_, pendingReduce_ ? &pendingReduce_->scatter : nullptr}) {
+    if (w == nullptr || *w == nullptr) continue;
+    try {
+      (*w)->wait();
+    } catch (const std::exception&) {  // a failed collective: its error was the caller's to see
+    }
+  }
+}
+
 void FSDPParamGroup::unshard() {
   if (unsharded_ || pendingGather_ || empty()) return;
   autograd::NoGradGuard noGrad;
+  if (postForwardShard_.defined()) {  // Note [Resharding to a smaller world]
+    gatherInput_ = postForwardShard_;
+    gatherOutput_ = distlab::empty({postForward_.world * postForward_.total}, gatherInput_.options());
+    pendingGather_ = postForward_.group->allgatherIntoTensor(gatherOutput_, gatherInput_);
+    gatherFromPostForward_ = true;
+    ++counts_.postForwardAllGathers;
+    ++counts_.allGathers;
+    return;
+  }
+  trace::Span span(trace::Category::kCompute, "fsdp all-gather copy-in ", traceName());
   gatherInput_ = distlab::empty({total_}, TensorOptions{}.withDType(unshardedDtype()));
   for (size_t i = 0; i < params_.size(); ++i) {
     params_[i]->copyIn(gatherInput_.narrow(0, offsets_[i], params_[i]->chunkNumel()));
@@ -64,28 +91,44 @@ void FSDPParamGroup::waitForUnshard() {
     return;
   }
   unshard();
-  pendingGather_->wait();
+  {
+    trace::Span wait(trace::Category::kWait, "fsdp wait all-gather ", traceName());
+    pendingGather_->wait();
+  }
   pendingGather_.reset();
   autograd::NoGradGuard noGrad;
-  Tensor rows = gatherOutput_.view({shardWorld(), total_});
+  trace::Span span(trace::Category::kCompute, "fsdp all-gather copy-out ", traceName());
+  const bool post = gatherFromPostForward_;
+  const int world = post ? postForward_.world : shardWorld();
+  Tensor rows = gatherOutput_.view({world, post ? postForward_.total : total_});
   for (size_t i = 0; i < params_.size(); ++i) {
     params_[i]->allocateUnsharded();
     if (memory_) memory_->unshardedParams.add(params_[i]->unshardedBytes());
-    params_[i]->copyOut(rows, offsets_[i]);
+    params_[i]->copyOut(rows, post ? postForward_.offsets[i] : offsets_[i], world);
     params_[i]->useUnsharded();
   }
+  releaseGatherBuffers();
+  unsharded_ = true;
+}
+
+// Drops the all-gather buffers and, once its all-gather has been copied out
+// or is no longer wanted, the post-forward shard.
+void FSDPParamGroup::releaseGatherBuffers() {
   gatherInput_ = Tensor();
   gatherOutput_ = Tensor();
-  unsharded_ = true;
+  gatherFromPostForward_ = false;
+  if (postForwardShard_.defined()) {
+    if (memory_) memory_->unshardedParams.sub(postForwardShard_.nbytes());
+    postForwardShard_ = Tensor();
+  }
 }
 
 void FSDPParamGroup::reshard() {
   if (pendingGather_) {  // a prefetch nobody used: let it land, then drop it
     pendingGather_->wait();
     pendingGather_.reset();
-    gatherInput_ = Tensor();
-    gatherOutput_ = Tensor();
   }
+  releaseGatherBuffers();
   if (!unsharded_) return;
   for (auto& p : params_) {
     if (memory_ && p->unshardedAllocated()) memory_->unshardedParams.sub(p->unshardedBytes());
@@ -93,6 +136,32 @@ void FSDPParamGroup::reshard() {
     p->useSharded();
   }
   unsharded_ = false;
+}
+
+void FSDPParamGroup::setPostForwardGroup(comm::ProcessGroupPtr group) {
+  postForward_ = Layout{};
+  if (!group) return;
+  postForward_.group = std::move(group);
+  postForward_.world = postForward_.group->size();
+  postForward_.rank = postForward_.group->rank();
+  for (const auto& p : params_) {
+    postForward_.offsets.push_back(postForward_.total);
+    postForward_.total += p->chunkNumelFor(postForward_.world);
+  }
+}
+
+void FSDPParamGroup::reshardAfterForward() {
+  if (!postForward_.group || !unsharded_ || empty()) return reshard();
+  autograd::NoGradGuard noGrad;
+  Tensor shard = distlab::empty({postForward_.total}, TensorOptions{}.withDType(unshardedDtype()));
+  for (size_t i = 0; i < params_.size(); ++i) {
+    params_[i]->copyInUnsharded(
+        shard.narrow(0, postForward_.offsets[i], params_[i]->chunkNumelFor(postForward_.world)),
+        postForward_.world, postForward_.rank);
+  }
+  reshard();
+  postForwardShard_ = shard;
+  if (memory_) memory_->unshardedParams.add(shard.nbytes());
 }
 
 void FSDPParamGroup::postBackward() {
@@ -135,6 +204,7 @@ void FSDPParamGroup::issueReduceScatter() {
   } else if (settings_.gradientDivideFactor) {
     op = comm::ReduceOp::premulSum(1.0 / factor);
   }
+  trace::Span span(trace::Category::kCompute, "fsdp reduce-scatter copy-in ", traceName());
   pr.input = zeros({shardWorld(), total_}, TensorOptions{}.withDType(reduceDtype()));
   for (size_t i : reduced) {
     params_[i]->gradCopyIn(params_[i]->unsharded().grad(), pr.input, offsets_[i]);
@@ -153,13 +223,17 @@ void FSDPParamGroup::finishReduction() {
   if (!pendingReduce_) return;
   PendingReduce pr = std::move(*pendingReduce_);
   pendingReduce_.reset();
-  pr.scatter->wait();
+  {
+    trace::Span wait(trace::Category::kWait, "fsdp wait reduce-scatter ", traceName());
+    pr.scatter->wait();
+  }
   autograd::NoGradGuard noGrad;
   Tensor out = pr.output;
   const bool hsdp = mesh_.ndim() == 2 && mesh_.shape()[0] > 1;
   if (hsdp && settings_.requiresAllReduce) {
     comm::AllreduceOptions opts;
     opts.reduceOp = pr.sumMode ? comm::ReduceOp::kSum : comm::ReduceOp::kAvg;
+    trace::Span wait(trace::Category::kWait, "fsdp all-reduce across replicas ", traceName());
     mesh_.getGroup(std::optional<int>(0))->allreduce(out, opts)->wait();
     ++counts_.allReduces;
   }

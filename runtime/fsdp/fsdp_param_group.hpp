@@ -23,9 +23,25 @@
 // setForceSumReductionForComms, use SUM with a pre-division by p and a
 // post-division by F/p (p doubles while F % p == 0 and F / p > p, about sqrt(F))
 // so the partial sums stay in float16's range.
+//
+// Note [Resharding to a smaller world]
+// reshardAfterForward = N (1 < N < shard world W, N | W; PyTorch's int) splits
+// the shard group's ranks into consecutive groups of N (the post-forward
+// group). Post-forward, instead of freeing the unsharded parameters outright,
+// each rank first keeps its chunk of every unsharded parameter split over N
+// ranks (the same torch.chunk spans and padding as the shard world's, in a
+// flat [totalN] buffer of the unsharded dtype), so between forward and
+// backward a rank holds about 1/N of the group's unsharded bytes instead of
+// 1/W (true) or all of them (false). The backward unshard all-gathers that
+// buffer within the post-forward group only (N ranks hold the whole
+// parameter) and copies out with the N-way split; the buffer is dropped
+// once copied out, on reshard(), or when the setting is changed. It counts
+// as unsharded-parameter memory. Sharded parameters, gradients and the
+// reduce-scatter stay on the shard world.
 #include <functional>
 #include <memory>
 #include <optional>
+#include <string_view>
 #include <vector>
 
 #include "runtime/comm/work.hpp"
@@ -38,6 +54,7 @@ namespace distlab::fsdp {
 // Collectives this group issued (tests count them).
 struct CommCounts {
   int64_t allGathers = 0;
+  int64_t postForwardAllGathers = 0;  // of allGathers: over the post-forward group
   int64_t reduceScatters = 0;
   int64_t allReduces = 0;
 };
@@ -55,6 +72,7 @@ struct GroupSettings {
 
 class FSDPParamGroup {
  public:
+  ~FSDPParamGroup();  // waits (bounded) for collectives still in flight
   FSDPParamGroup(std::vector<std::unique_ptr<FSDPParam>> params, comm::DeviceMesh mesh,
                  MixedPrecisionPolicy mp, MemoryStats* memory);
 
@@ -63,6 +81,8 @@ class FSDPParamGroup {
   const CommCounts& counts() const { return counts_; }
   bool empty() const { return params_.empty(); }
   void setMemory(MemoryStats* memory) { memory_ = memory; }
+  // The module whose trace label names this group's trace spans.
+  void setTraceOwner(const nn::Module* owner) { traceOwner_ = owner; }
 
   // Issues the all-gather unless unsharded or already in flight.
   void unshard();
@@ -73,6 +93,12 @@ class FSDPParamGroup {
   bool unshardInFlight() const { return pendingGather_ != nullptr; }
   // Frees the unsharded parameters and points the owners at the shards.
   void reshard();
+  // Post-forward: reshard() or, with a post-forward group, keep this rank's
+  // chunk of the smaller split (Note [Resharding to a smaller world]).
+  void reshardAfterForward();
+  // The post-forward group (null: reshard to the shard world).
+  void setPostForwardGroup(comm::ProcessGroupPtr group);
+  bool hasPostForwardGroup() const { return postForward_.group != nullptr; }
 
   // After this group's gradients are accumulated: issues the reduce-scatter
   // (when gradient sync is on) and reshards when reshardAfterBackward. Once per
@@ -81,6 +107,7 @@ class FSDPParamGroup {
   bool postBackwardDone() const { return postBackwardDone_; }
   // Waits for the reduction and writes (accumulates) the sharded gradients.
   void finishReduction();
+  bool reductionPending() const { return pendingReduce_.has_value(); }
   void resetForNextBackward() { postBackwardDone_ = false; }
   // Unsharded gradients, pending reduction output and sharded gradients.
   size_t gradientBytes() const;
@@ -91,13 +118,28 @@ class FSDPParamGroup {
   DType unshardedDtype() const;
   DType reduceDtype() const;
   void issueReduceScatter();
+  std::string_view traceName() const;
+
+  // Where each parameter's chunk sits in a [world, total] all-gather buffer.
+  struct Layout {
+    comm::ProcessGroupPtr group;  // post-forward layout: its group; else unused
+    int world = 1;
+    int rank = 0;
+    std::vector<int64_t> offsets;  // column of each param in a row
+    int64_t total = 0;
+  };
+  void releaseGatherBuffers();
 
   std::vector<std::unique_ptr<FSDPParam>> params_;
   std::vector<int64_t> offsets_;  // column of each param in a [world, total] row
   int64_t total_ = 0;
+  Layout postForward_;
+  Tensor postForwardShard_;   // [postForward_.total] while post-forward resharded
+  bool gatherFromPostForward_ = false;
   comm::DeviceMesh mesh_;
   MixedPrecisionPolicy mp_;
   MemoryStats* memory_;
+  const nn::Module* traceOwner_ = nullptr;
   GroupSettings settings_;
   CommCounts counts_;
 

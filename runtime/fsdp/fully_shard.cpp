@@ -109,12 +109,16 @@ void checkReshardOption(const FullyShardOptions& options, const comm::DeviceMesh
   if (!options.reshardAfterForward) return;
   if (const int* n = std::get_if<int>(&*options.reshardAfterForward)) {
     const int64_t world = mesh.shape().back();
-    DL_CHECK_T(ValueError, *n >= 1 && world % *n == 0, "fully_shard: reshard_after_forward=", *n,
-               " must be a positive divisor of the shard world size ", world);
-    DL_CHECK_T(ValueError, *n == 1 || *n == world, "fully_shard: reshard_after_forward=", *n,
-               " (resharding to a smaller world after forward) is not supported; use 1 (keep ",
-               "unsharded, = false) or ", world, " (= true)");
+    DL_CHECK_T(ValueError, *n >= 1 && *n <= world && world % *n == 0,
+               "fully_shard: reshard_after_forward=", *n, " must be a factor of the shard world ",
+               "size ", world, " (the world size to reshard to after forward; 1 = false, ",
+               world, " = true)");
   }
+}
+
+// The prefix of module i's parameters in messages: "" for one module.
+std::string listPrefix(size_t count, size_t i) {
+  return count == 1 ? std::string() : "modules[" + std::to_string(i) + "]";
 }
 
 }  // namespace
@@ -127,26 +131,42 @@ FSDPModulePtr fsdpModuleOf(const nn::Module& module) {
 
 FSDPModulePtr fullyShard(const std::shared_ptr<nn::Module>& module, FullyShardOptions options) {
   DL_CHECK_T(ValueError, module != nullptr, "fully_shard: module is null");
-  DL_CHECK_T(ValueError, fsdpModuleOf(*module) == nullptr, "fully_shard: this ", module->typeName(),
-             " is already sharded (fully_shard was applied to it twice); apply it once per module");
+  return fullyShard(std::vector<std::shared_ptr<nn::Module>>{module}, std::move(options));
+}
+
+FSDPModulePtr fullyShard(const std::vector<std::shared_ptr<nn::Module>>& modules,
+                         FullyShardOptions options) {
+  DL_CHECK_T(ValueError, !modules.empty(), "fully_shard: the module list is empty; pass at "
+             "least one module");
   std::vector<Collected> collected;
   std::vector<FSDPModulePtr> below;
-  collect(*module, "", options.ignoredParams, collected, below);
+  std::vector<nn::Module*> raw;
+  for (size_t i = 0; i < modules.size(); ++i) {
+    const auto& m = modules[i];
+    DL_CHECK_T(ValueError, m != nullptr, "fully_shard: module ", i, " of the list is null");
+    DL_CHECK_T(ValueError, fsdpModuleOf(*m) == nullptr, "fully_shard: this ", m->typeName(),
+               " is already sharded (fully_shard was applied to it twice); apply it once per ",
+               "module");
+    DL_CHECK_T(ValueError, std::find(raw.begin(), raw.end(), m.get()) == raw.end(),
+               "fully_shard: module ", i, " (", m->typeName(), ") appears twice in the list");
+    collect(*m, listPrefix(modules.size(), i), options.ignoredParams, collected, below);
+    raw.push_back(m.get());
+  }
   checkNotShared(collected, below);
   comm::DeviceMesh mesh = resolveMesh(options, collected);
   checkReshardOption(options, mesh);
   auto group = makeGroup(collected, mesh, options);
   options.mesh = mesh;
-  auto state = std::make_shared<FSDPModule>(module.get(), std::move(options), std::move(group));
+  auto state = std::make_shared<FSDPModule>(raw, std::move(options), std::move(group));
   installHooks(state);
   std::lock_guard<std::mutex> lock(registryMutex());
-  registry()[module.get()] = state;
+  for (nn::Module* m : raw) registry()[m] = state;
   return state;
 }
 
-FSDPModule::FSDPModule(nn::Module* module, FullyShardOptions options,
+FSDPModule::FSDPModule(std::vector<nn::Module*> modules, FullyShardOptions options,
                        std::unique_ptr<FSDPParamGroup> group)
-    : module_(module), options_(std::move(options)), group_(std::move(group)) {
+    : modules_(std::move(modules)), options_(std::move(options)), group_(std::move(group)) {
   GroupSettings& s = group_->settings();
   if (options_.reshardAfterForward) {
     const auto& v = *options_.reshardAfterForward;
@@ -156,14 +176,19 @@ FSDPModule::FSDPModule(nn::Module* module, FullyShardOptions options,
 
 FSDPModule::~FSDPModule() {
   std::lock_guard<std::mutex> lock(registryMutex());
-  auto it = registry().find(module_);
-  if (it != registry().end() && it->second.expired()) registry().erase(it);
+  for (nn::Module* m : modules_) {
+    auto it = registry().find(m);
+    if (it != registry().end() && it->second.expired()) registry().erase(it);
+  }
 }
 
 std::vector<FSDPModulePtr> FSDPModule::fsdpModulesInTree() const {
   std::vector<FSDPModulePtr> out;
-  for (const auto& [name, m] : module_->namedModules()) {
-    if (auto s = fsdpModuleOf(*m)) out.push_back(s);
+  for (nn::Module* root : modules_) {
+    for (const auto& [name, m] : root->namedModules()) {
+      auto s = fsdpModuleOf(*m);
+      if (s && std::find(out.begin(), out.end(), s) == out.end()) out.push_back(s);
+    }
   }
   return out;
 }
@@ -182,7 +207,15 @@ void FSDPModule::setRequiresAllReduce(bool value, bool recurse) {
   for (auto* s : tree(recurse)) s->group_->settings().requiresAllReduce = value;
 }
 void FSDPModule::setReshardAfterForward(bool value, bool recurse) {
-  for (auto* s : tree(recurse)) s->group_->settings().reshardAfterForward = value;
+  for (auto* s : tree(recurse)) {
+    s->group_->settings().reshardAfterForward = value;
+    s->group_->setPostForwardGroup(nullptr);
+    s->options_.reshardAfterForward = value;
+  }
+}
+void FSDPModule::setIsLastBackward(bool value) {
+  for (auto* s : tree(true)) s->isLastBackward_ = value;
+  if (ctx_) ctx_->isLastBackward = value;
 }
 void FSDPModule::setReshardAfterBackward(bool value, bool recurse) {
   for (auto* s : tree(recurse)) s->group_->settings().reshardAfterBackward = value;

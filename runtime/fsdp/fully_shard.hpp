@@ -16,13 +16,21 @@
 // group's gradients once they are all accumulated, and the root's end-of-
 // backward callback waits for the reductions and sets the sharded `.grad`s.
 //
+// fullyShard({m1, m2}, options) makes one group of the parameters of several
+// modules (PyTorch: fully_shard([m1, m2])): one all-gather and one
+// reduce-scatter for all of them; each module becomes an FSDP module sharing
+// one FSDPModule (fsdpModuleOf(m1) == fsdpModuleOf(m2)). Note [Group forward
+// hooks] in fsdp_hooks.cpp says when such a group unshards and reshards.
+//
 // Errors (ValueError naming the module or parameter and the fix): a module
 // sharded twice, a parameter shared with another group, an uneven
 // shardPlacementFn dim, a mesh this rank is not in / of the wrong device type /
-// differing between nested calls, a reshardAfterForward int that is not 1 or the
-// shard world. Collectives: all ranks must shard the same model the same way.
+// differing between nested calls, a reshardAfterForward int that does not
+// divide the shard world, an empty module list. Collectives: all ranks must
+// shard the same model the same way.
 // Thread-safety: one module tree is used by one thread (its rank).
 #include <functional>
+#include <map>
 #include <memory>
 #include <vector>
 
@@ -52,12 +60,15 @@ class UnshardHandle {
 class FSDPModule : public std::enable_shared_from_this<FSDPModule> {
  public:
   // Use fullyShard(); the module's hooks own this object.
-  FSDPModule(nn::Module* module, FullyShardOptions options, std::unique_ptr<FSDPParamGroup> group);
+  FSDPModule(std::vector<nn::Module*> modules, FullyShardOptions options,
+             std::unique_ptr<FSDPParamGroup> group);
   ~FSDPModule();
   FSDPModule(const FSDPModule&) = delete;
   FSDPModule& operator=(const FSDPModule&) = delete;
 
-  nn::Module& module() const { return *module_; }
+  // The (first) module; modules(): all modules of a fullyShard({...}) group.
+  nn::Module& module() const { return *modules_.front(); }
+  const std::vector<nn::Module*>& modules() const { return modules_; }
   FSDPParamGroup& paramGroup() { return *group_; }
   const FSDPParamGroup& paramGroup() const { return *group_; }
   const FullyShardOptions& options() const { return options_; }
@@ -70,15 +81,21 @@ class FSDPModule : public std::enable_shared_from_this<FSDPModule> {
   // `recurse`: this module and every FSDP module below it.
   void setRequiresGradientSync(bool value, bool recurse = true);
   void setRequiresAllReduce(bool value, bool recurse = true);
+  // Also drops an int reshardAfterForward (true: reshard to the shard world).
   void setReshardAfterForward(bool value, bool recurse = true);
   void setReshardAfterBackward(bool value, bool recurse = true);
   void setUnshardInBackward(bool value);
   void setGradientDivideFactor(double factor);      // recursive, like PyTorch
   void setForceSumReductionForComms(bool value);    // recursive
   void setAllReduceHook(std::function<void(Tensor&)> hook);
-  // Accepted for API parity; the end-of-backward callback always waits for the
-  // reductions (so every backward ends with sharded grads set).
-  void setIsLastBackward(bool value) { isLastBackward_ = value; }
+  // Whether the next backward is the last one (tree-wide, default true). After
+  // a backward that is not last, the end-of-backward callback leaves the
+  // reduce-scatters in flight and the sharded `.grad`s unset; the next
+  // reduce-scatter of a group first waits for its pending one and accumulates
+  // it, and the last backward waits for all (gradient accumulation with
+  // communication but without waiting; Note [FSDP schedule]). Call it on the
+  // root, or on any module after the first forward.
+  void setIsLastBackward(bool value);
   void setModulesToForwardPrefetch(std::vector<FSDPModulePtr> modules);
   void setModulesToBackwardPrefetch(std::vector<FSDPModulePtr> modules);
   // distlab extension for measurements: switches the implicit prefetches (next
@@ -101,6 +118,9 @@ class FSDPModule : public std::enable_shared_from_this<FSDPModule> {
   // ---- internal (the hooks in fsdp_hooks.cpp) ------------------------------------------
   std::optional<nn::TensorList> preForward(const nn::TensorList& inputs);
   std::optional<nn::TensorList> postForward(const nn::TensorList& outputs);
+  // The forward hooks of one module of the group (Note [Group forward hooks]).
+  std::optional<nn::TensorList> modulePreForward(nn::Module& m, const nn::TensorList& inputs);
+  std::optional<nn::TensorList> modulePostForward(nn::Module& m, const nn::TensorList& outputs);
   void preBackward();
   void postBackward();
 
@@ -109,10 +129,14 @@ class FSDPModule : public std::enable_shared_from_this<FSDPModule> {
   void finalBackwardCallback();
   void prefetchForward();
   void prefetchBackward();
+  void resolvePostForwardGroup(std::map<int, comm::ProcessGroupPtr>& groups);
+  void registerPreBackward(const nn::TensorList& outputs);
   void sampleGradientBytes();  // memory accounting of gradients (root tree)
   std::vector<FSDPModule*> tree(bool recurse);
 
-  nn::Module* module_;  // owns this object through its hooks
+  std::vector<nn::Module*> modules_;  // own this object through their hooks
+  std::vector<nn::Module*> notYetForwarded_;  // group modules to run in this forward
+  nn::TensorList earlierOutputs_;  // outputs of the group's modules run so far
   FullyShardOptions options_;
   std::unique_ptr<FSDPParamGroup> group_;
   std::shared_ptr<RootContext> ctx_;  // set at the root's first forward
@@ -124,6 +148,9 @@ class FSDPModule : public std::enable_shared_from_this<FSDPModule> {
 };
 
 FSDPModulePtr fullyShard(const std::shared_ptr<nn::Module>& module,
+                         FullyShardOptions options = {});
+// One group over several modules (PyTorch: fully_shard([m1, m2])).
+FSDPModulePtr fullyShard(const std::vector<std::shared_ptr<nn::Module>>& modules,
                          FullyShardOptions options = {});
 // The FSDPModule of `module`, or null when it was not sharded.
 FSDPModulePtr fsdpModuleOf(const nn::Module& module);

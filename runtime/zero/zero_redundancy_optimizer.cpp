@@ -47,12 +47,7 @@ ZeroRedundancyOptimizer::ZeroRedundancyOptimizer(std::vector<optim::ParamGroup> 
         "ZeroRedundancyOptimizer: process_group must be a group this rank is a member of");
   }
   if (!factory_) throw ValueError("ZeroRedundancyOptimizer: optimizer factory is empty");
-  if (options_.overlapWithDdp) {
-    throw ValueError(
-        "ZeroRedundancyOptimizer: overlap_with_ddp = true is not supported by distlab yet (the "
-        "DDP comm hook that steps each bucket is not built); construct with "
-        "overlapWithDdp = false");
-  }
+  if (options_.overlapWithDdp) checkOverlapOptions(groups, options_);
   std::vector<Tensor> all;
   for (const auto& g : groups) all.insert(all.end(), g.params.begin(), g.params.end());
   if (all.empty()) {
@@ -67,6 +62,7 @@ ZeroRedundancyOptimizer::ZeroRedundancyOptimizer(std::vector<optim::ParamGroup> 
   for (auto& g : groups) {
     for (const Tensor& p : g.params) params_.push_back(p);
     groups_.push_back(std::move(g));
+    if (options_.overlapWithDdp) continue;  // partitioned by bucket later (initOverlap)
     partitionGroup(groups_.size() - 1);
     addLocalGroup(groups_.size() - 1);
   }
@@ -159,6 +155,12 @@ void ZeroRedundancyOptimizer::addLocalGroup(size_t groupIndex) {
 }
 
 void ZeroRedundancyOptimizer::addParamGroup(optim::ParamGroup group) {
+  if (options_.overlapWithDdp) {
+    throw ValueError(
+        "ZeroRedundancyOptimizer::addParamGroup: overlapWithDdp = true supports exactly one "
+        "parameter group (PyTorch: \"Overlapping DDP with ZeRO only supports a single parameter "
+        "group\"); construct with overlapWithDdp = false to add groups");
+  }
   if (group.params.empty()) {
     throw ValueError("ZeroRedundancyOptimizer::addParamGroup: the group has no parameters");
   }
@@ -192,6 +194,10 @@ void ZeroRedundancyOptimizer::zeroGrad(bool setToNone) {
 
 void ZeroRedundancyOptimizer::step() {
   join::Join::notifyJoinContext(*this);
+  if (options_.overlapWithDdp) {
+    checkOverlapHook();
+    return;  // the hook steps and broadcasts (Note [ZeRO overlapped with DDP])
+  }
   if (local_) {
     syncLocalOptions();
     local_->step();
@@ -265,6 +271,12 @@ int64_t ZeroRedundancyOptimizer::localStateNumel() const {
 }
 
 std::unique_ptr<join::JoinHook> ZeroRedundancyOptimizer::joinHook(const join::JoinKwargs&) {
+  if (options_.overlapWithDdp) {
+    throw ValueError(
+        "ZeroRedundancyOptimizer: Join is not supported with overlapWithDdp = true (the "
+        "bucket-wise steps run inside DDP's comm hook); construct the optimizer with "
+        "overlapWithDdp = false to train uneven inputs under Join");
+  }
   return std::make_unique<ZeroJoinHook>(*this);
 }
 

@@ -91,6 +91,7 @@ void decodeInto(Reader& r, std::map<int64_t, optim::ParamState>& out) {
 }  // namespace
 
 void ZeroRedundancyOptimizer::consolidateStateDict(int to) {
+  checkOverlapInitialized("consolidateStateDict");
   if (to < 0 || to >= group_->size()) {
     throw ValueError(fmt::format(
         "ZeroRedundancyOptimizer::consolidateStateDict: to = {} is not a rank of the group "
@@ -132,6 +133,7 @@ void ZeroRedundancyOptimizer::consolidateStateDict(int to) {
 }
 
 optim::OptimizerStateDict ZeroRedundancyOptimizer::stateDict() const {
+  checkOverlapInitialized("stateDict");
   if (!consolidated_) {
     throw Error(
         "Optimizer state has not been consolidated on this rank. Please call "
@@ -142,6 +144,7 @@ optim::OptimizerStateDict ZeroRedundancyOptimizer::stateDict() const {
 }
 
 void ZeroRedundancyOptimizer::loadStateDict(const optim::OptimizerStateDict& sd) {
+  checkOverlapInitialized("loadStateDict");
   if (sd.paramGroups.size() != groups_.size()) {
     throw ValueError(fmt::format(
         "ZeroRedundancyOptimizer::loadStateDict: the state dict has {} parameter groups, the "

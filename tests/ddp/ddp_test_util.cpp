@@ -10,6 +10,7 @@
 #include "runtime/nn/models/mlp.hpp"
 #include "runtime/optim/adam.hpp"
 #include "runtime/optim/sgd.hpp"
+#include "runtime/tensor/dispatch.hpp"
 #include "tests/support/test_groups.hpp"
 
 namespace distlab::testing {
@@ -104,7 +105,11 @@ std::vector<Tensor> trainReference(const TrainConfig& config, int worldSize, int
 DdpRun trainDdp(const RankContext& ctx, const comm::ProcessGroupPtr& group,
                 const TrainConfig& config, const ddp::DDPOptions& options,
                 const HookInstaller& hook, bool noSyncMicro) {
-  auto model = makeModel(config.model);
+  std::shared_ptr<nn::Module> model;
+  {
+    DefaultDeviceGuard onDevice(config.device);
+    model = makeModel(config.model);
+  }
   ddp::DistributedDataParallel ddp(model, group, options);
   if (hook) hook(ddp);
   auto opt = makeOptimizer(config.optim, model->parameters(), config.lr);
@@ -112,6 +117,7 @@ DdpRun trainDdp(const RankContext& ctx, const comm::ProcessGroupPtr& group,
   for (int step = 0; step < config.steps; ++step) {
     Batch local = shard(globalBatch(config.model, ctx.worldSize * config.perRank, step),
                         ctx.rank, config.perRank);
+    local = {local.x.to(config.device), local.y.to(config.device)};
     opt->zeroGrad();
     if (noSyncMicro) {
       const int64_t half = config.perRank / 2;
@@ -134,7 +140,7 @@ DdpRun trainDdp(const RankContext& ctx, const comm::ProcessGroupPtr& group,
     }
     opt->step();
   }
-  run.params = copies(model->parameters());
+  for (const Tensor& p : model->parameters()) run.params.push_back(p.detach().to(Device::cpu()).clone());
   run.stats = ddp.loggingData();
   return run;
 }

@@ -63,6 +63,10 @@ struct TrainConfig {
   int steps = 10;
   int64_t perRank = 4;  // rows per rank per step
   double lr = 0.05;
+  // trainDdp builds the model under a DefaultDeviceGuard of it (the same
+  // initial values: random factories draw on the host) and moves each batch
+  // there; DdpRun::params are host copies.
+  Device device = Device::cpu();
 };
 
 // Single-process training on the full N * perRank batch (or, with rank >= 0,

@@ -102,6 +102,24 @@ TEST(OverlapMetrics, LaunchesAndWaitsBeforeBackwardEnds) {
   EXPECT_EQ(sum.at(0).maxWaitsInBackward, 1);
 }
 
+// A wait inside a compute span (FSDP's all-gather wait in a parent module's
+// forward) is not compute: step [0, 100], compute [0, 80] with a wait
+// [20, 50] inside, comm [10, 50]: compute 50, exposed 30.
+TEST(OverlapMetrics, WaitsInsideComputeSpansAreNotCompute) {
+  json ev = json::array({span("step", "step 0", 0, 100), span("compute", "forward", 0, 80),
+                         span("wait", "fsdp wait all-gather", 20, 30)});
+  addComm(ev, 10, 50, "0x1");
+  auto steps = stepOverlaps(ev);
+  ASSERT_EQ(steps.size(), 1u);
+  EXPECT_DOUBLE_EQ(steps[0].computeUs, 50);
+  EXPECT_DOUBLE_EQ(steps[0].exposedCommUs, 30);
+  const std::vector<Interval> left = subtract({{0, 10}, {20, 40}}, {{5, 25}, {30, 35}});
+  ASSERT_EQ(left.size(), 3u);
+  EXPECT_DOUBLE_EQ(left[0].end, 5);
+  EXPECT_DOUBLE_EQ(left[1].begin, 25);
+  EXPECT_DOUBLE_EQ(left[2].begin, 35);
+}
+
 TEST(OverlapMetrics, NoCommunicationIsFullyOverlapped) {
   json ev = json::array({span("step", "step 0", 0, 10), span("compute", "c", 0, 5)});
   auto steps = stepOverlaps(ev);  // a bare event array works too

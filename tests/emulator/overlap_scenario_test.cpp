@@ -123,17 +123,22 @@ TEST(OverlapBench, OneConfigurationAndUsageErrors) {
   distlab::testing::TempDir dir;
   RunResult r = runDistlab(
       "bench overlap --world-sizes 2 --links ethernet-1g --caps 25 --hooks '' --sizes 32,64,8 "
-      "--steps 3 --batch-size 4 --no-tracing-overhead --json " + dir.file("o.json"));
+      "--steps 3 --batch-size 4 --no-tracing-overhead --fsdp block --json " + dir.file("o.json"));
   ASSERT_EQ(r.exitCode, 0) << r.output;
-  EXPECT_NE(r.output.find("[1/1] world 2, ethernet-1g, bucket_cap_mb 25, hook none"),
+  EXPECT_NE(r.output.find("[1/2] world 2, ethernet-1g, bucket_cap_mb 25, hook none"),
             std::string::npos) << r.output;
   std::ifstream in(dir.file("o.json"));
   auto j = nlohmann::json::parse(in);
-  ASSERT_EQ(j["rows"].size(), 1u);
+  ASSERT_EQ(j["rows"].size(), 2u);
   EXPECT_EQ(j["rows"][0]["error"], "");
   EXPECT_GT(j["rows"][0]["comm_ms"].get<double>(), 0);
   EXPECT_DOUBLE_EQ(j["rows"][0]["vs_default"].get<double>(), 1.0);
-  for (const char* bad : {"--links nowhere", "--world-sizes 2,x", "--steps 2", "--caps 0"}) {
+  EXPECT_EQ(j["rows"][1]["hook"], "fsdp:block");  // the FSDP row: all-gathers, reduce-scatters
+  EXPECT_EQ(j["rows"][1]["error"], "");
+  EXPECT_GT(j["rows"][1]["comm_ms"].get<double>(), 0);
+  EXPECT_GT(j["rows"][1]["vs_default"].get<double>(), 0);
+  for (const char* bad : {"--links nowhere", "--world-sizes 2,x", "--steps 2", "--caps 0",
+                          "--fsdp bogus"}) {
     RunResult u = runDistlab(std::string("bench overlap ") + bad);
     EXPECT_EQ(u.exitCode, 2) << bad << ": " << u.output;
   }

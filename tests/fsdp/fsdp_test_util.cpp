@@ -18,6 +18,11 @@ void withWorld(int world, const std::function<void(RankContext&)>& fn) {
 
 fsdp::FSDPModulePtr shardModel(const std::shared_ptr<nn::Module>& model, ModelKind kind, Wrap wrap,
                                const fsdp::FullyShardOptions& options) {
+  if (wrap == Wrap::kListBlocks) {
+    auto layers = model->child("layers");
+    fsdp::fullyShard({layers->child("0"), layers->child("2")}, options);
+    fsdp::fullyShard(layers->child("4"), options);
+  }
   if (wrap == Wrap::kPerBlock) {
     auto blocks = model->child(kind == ModelKind::kMlp ? "layers" : "h");
     for (const auto& [name, child] : blocks->namedChildren()) {
@@ -38,16 +43,22 @@ double trainStep(const RankContext& ctx, nn::Module& model, optim::Optimizer& op
   return loss.item<double>();
 }
 
-// Two half-batches, the first without gradient sync, each loss halved.
+// Two half-batches, the first without gradient sync (or, deferWait, not the
+// last backward), each loss halved.
 double accumulateStep(const RankContext& ctx, nn::Module& model, fsdp::FSDPModule& root,
-                      optim::Optimizer& opt, const TrainConfig& config, int step) {
+                      optim::Optimizer& opt, const FsdpConfig& fc, int step) {
+  const TrainConfig& config = fc.train;
   Batch local = shard(globalBatch(config.model, ctx.worldSize * config.perRank, step), ctx.rank,
                       config.perRank);
   opt.zeroGrad();
   const int64_t half = config.perRank / 2;
   double total = 0;
   for (int part = 0; part < 2; ++part) {
-    root.setRequiresGradientSync(part == 1);
+    if (fc.deferWait) {
+      root.setIsLastBackward(part == 1);
+    } else {
+      root.setRequiresGradientSync(part == 1);
+    }
     Tensor loss = lossOf(config.model, model.forward(local.x.narrow(0, part * half, half)),
                          local.y.narrow(0, part * half, half));
     autograd::backward(ops::mul(loss, 0.5));
@@ -68,6 +79,7 @@ fsdp::CommCounts sumCounts(fsdp::FSDPModule& root) {
   fsdp::CommCounts c;
   for (auto& s : root.fsdpModulesInTree()) {
     c.allGathers += s->commCounts().allGathers;
+    c.postForwardAllGathers += s->commCounts().postForwardAllGathers;
     c.reduceScatters += s->commCounts().reduceScatters;
     c.allReduces += s->commCounts().allReduces;
   }
@@ -82,7 +94,7 @@ FsdpRun trainFsdp(const RankContext& ctx, const FsdpConfig& config) {
   auto opt = makeOptimizer(tc.optim, model->parameters(), tc.lr);
   FsdpRun run;
   for (int step = 0; step < tc.steps; ++step) {
-    run.losses.push_back(config.accumulate ? accumulateStep(ctx, *model, *root, *opt, tc, step)
+    run.losses.push_back(config.accumulate ? accumulateStep(ctx, *model, *root, *opt, config, step)
                                            : trainStep(ctx, *model, *opt, tc, step));
   }
   run.counts = sumCounts(*root);

@@ -13,7 +13,9 @@
 
 namespace distlab::testing {
 
-enum class Wrap { kPerBlock, kRootOnly };
+// kListBlocks (MLP only): layers.0 and layers.2 as one group
+// (fullyShard({...})), layers.4 alone, then the root.
+enum class Wrap { kPerBlock, kRootOnly, kListBlocks };
 
 // Runs fn on `world` thread ranks, each with its own default shm group.
 void withWorld(int world, const std::function<void(RankContext&)>& fn);
@@ -27,8 +29,11 @@ struct FsdpConfig {
   TrainConfig train;
   Wrap wrap = Wrap::kPerBlock;
   fsdp::FullyShardOptions options;
-  // Splits each step's local batch in two halves, the first with gradient sync off.
+  // Splits each step's local batch in two halves, the first with gradient sync
+  // off -- or, with deferWait, synced but not the last backward
+  // (setIsLastBackward(false): its reduce-scatters are not waited for).
   bool accumulate = false;
+  bool deferWait = false;
   // Called after sharding, before training (controls, prefetch lists).
   std::function<void(fsdp::FSDPModule& root)> setup;
 };

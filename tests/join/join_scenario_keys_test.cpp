@@ -1,5 +1,6 @@
-// The training workload's Join and ZeRO keys: accepted values and defaults,
-// and each misuse a "file:line: " error naming the key and the fix.
+// The training workload's Join and ZeRO keys (overlap_with_ddp included):
+// accepted values and defaults, and each misuse a "file:line: " error naming
+// the key and the fix.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -12,11 +13,14 @@ namespace {
 
 // Line numbers: header 1-3, [cluster] 4-5, [workload] 6, kind 7, engine 8,
 // then `keys` from line 9.
-std::string training(const std::string& keys, const std::string& engine = "ddp") {
+std::string training(const std::string& keys, const std::string& engine = "ddp",
+                     const std::string& expect = "") {
   return "name = \"t\"\ndescription = \"d\"\ngroup = \"g\"\n[cluster]\nworld_size = 2\n"
          "[workload]\nkind = \"training\"\nengine = \"" + engine + "\"\n" + keys +
-         "[expect]\noutcome = \"success\"\n";
+         "[expect]\noutcome = \"success\"\n" + expect;
 }
+
+const std::string kZeroOverlap = "optimizer_sharding = \"zero\"\noverlap_with_ddp = true\n";
 
 TEST(JoinScenarioKeys, DefaultsAndValues) {
   Scenario d = parseScenarioText(training(""), "ok.toml");
@@ -34,6 +38,16 @@ TEST(JoinScenarioKeys, DefaultsAndValues) {
   EXPECT_EQ(s.training.optimizerSharding, "zero");
   EXPECT_FALSE(s.training.overlapWithDdp);
   EXPECT_TRUE(s.training.parametersAsBucketView);
+}
+
+TEST(JoinScenarioKeys, OverlapWithDdpIsAccepted) {
+  Scenario s = parseScenarioText(
+      training(kZeroOverlap + "comm_hook = \"allreduce\"\nparameters_as_bucket_view = true\n"
+               "engine_options = { find_unused_parameters = true, static_graph = true }\n",
+               "ddp", "params_equal = true\nloss_decreased = true\n"),
+      "ok.toml");
+  EXPECT_TRUE(s.training.overlapWithDdp);
+  EXPECT_TRUE(s.training.parametersAsBucketView);  // ignored at run time, with a warning
 }
 
 struct Bad {
@@ -54,10 +68,18 @@ TEST(JoinScenarioKeys, MisuseNamesTheKey) {
       {training("optimizer_sharding = \"zero\"\n", "local"), 9,
        "optimizer_sharding = \"zero\" needs a distributed engine"},
       {training("overlap_with_ddp = true\n"), 9, "'overlap_with_ddp' needs optimizer_sharding"},
-      {training("optimizer_sharding = \"zero\"\noverlap_with_ddp = true\n"), 10,
-       "overlap_with_ddp = true is not supported yet"},
       {training("parameters_as_bucket_view = true\n"), 9,
        "'parameters_as_bucket_view' needs optimizer_sharding"},
+      {training(kZeroOverlap, "fsdp"), 10, "overlap_with_ddp = true needs engine = \"ddp\""},
+      {training(kZeroOverlap + "comm_hook = \"fp16_compress\"\n"), 10,
+       "comm_hook must be \"none\" or \"allreduce\" (is 'fp16_compress')"},
+      {training(kZeroOverlap + "join = true\n"), 10,
+       "overlap_with_ddp = true cannot be combined with join = true"},
+      {training(kZeroOverlap + "engine_options = { find_unused_parameters = true }\n"), 10,
+       "set static_graph = true or find_unused_parameters = false"},
+      {training(kZeroOverlap, "ddp", "params_match_reference = true\n"), 13,
+       "params_match_reference cannot check overlap_with_ddp = true"},
+      {training("optimizer_sharding = \"zero\"\noverlap_with_ddp = 1\n"), 10, "overlap_with_ddp"},
   };
   for (const Bad& c : cases) {
     try {

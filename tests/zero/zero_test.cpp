@@ -15,24 +15,17 @@
 #include "runtime/core/errors.hpp"
 #include "runtime/zero/zero_redundancy_optimizer.hpp"
 #include "tests/ddp/ddp_test_util.hpp"
+#include "tests/zero/zero_test_util.hpp"
 #include "tests/support/test_groups.hpp"
 
 namespace distlab::testing {
 namespace {
 
 using std::chrono::seconds;
-constexpr int64_t kPerRank = 4;
 
-optim::Options defaultsOf(const std::string& kind) {
-  if (kind == "sgd") return {{"lr", 0.05}, {"momentum", 0.9}};
-  return {{"lr", 0.01}, {"eps", 1e-4}};  // Note [AdamW eps in parity tests]
-}
-
-// A training step on this rank's shard through `ddp`.
+optim::Options defaultsOf(const std::string& kind) { return zeroDefaultsOf(kind); }
 void backwardStep(ddp::DistributedDataParallel& ddp, const RankContext& ctx, int step) {
-  Batch b = shard(globalBatch(ModelKind::kMlp, ctx.worldSize * kPerRank, step), ctx.rank,
-                  kPerRank);
-  autograd::backward(lossOf(ModelKind::kMlp, ddp.forward(b.x), b.y));
+  zeroBackwardStep(ddp, ctx, step);
 }
 
 std::vector<Tensor> trainPlain(const RankContext& ctx, const comm::ProcessGroupPtr& group,
@@ -220,8 +213,6 @@ TEST(ZeroTest, BadInputNamesTheArgument) {
                 "params[2] is the same tensor as params[0]");
     expectError([&] { zero::ZeroRedundancyOptimizer z({a, zeros({2}, TensorOptions{DType::kFloat64})}, sgd, group); },
                 "params[1] has dtype");
-    expectError([&] { zero::ZeroRedundancyOptimizer z({a}, sgd, group, {.overlapWithDdp = true}); },
-                "overlap_with_ddp");
     expectError([&] { zero::ZeroRedundancyOptimizer z({a}, sgd, group, {}, {{"betas", 1}}); },
                 "optimizer 'sgd' has no option 'betas'");
     expectError([&] { optim::optimizerFactory("lamb"); }, "unknown optimizer kind 'lamb'");
