@@ -94,6 +94,26 @@ void CompletionThread::loop() {
   }
 }
 
+// What became of `work`: nullopt while it runs within its deadline; else
+// its error (null: success) and, when it timed out, the timeout message.
+std::optional<CompletionThread::Outcome> CompletionThread::outcomeOf(const NcclWork& work,
+                                                                     const Deadline& deadline) {
+  try {
+    if (work.endEvent().query()) return Outcome{};
+  } catch (const std::exception& e) {  // a CUDA error: the operation and the group failed
+    const std::string msg =
+        fmt::format("{}: group '{}': {}", work.info().describe(), groupName_, e.what());
+    markFailed_(msg);
+    return Outcome{std::make_exception_ptr(DistBackendError(msg)), ""};
+  }
+  if (!deadline.expired()) return std::nullopt;
+  const WorkInfo& wi = work.info();
+  const std::string msg =
+      fmt::format("{}: rank {}: timed out after {} ms; the NCCL communicator was aborted",
+                  wi.describe(), wi.rank, wi.timeout.count());
+  return Outcome{std::make_exception_ptr(DistTimeoutError(msg)), msg};
+}
+
 // Finishes the done Works at the front (they complete in issue order on the
 // one stream). True while the front one is still running.
 bool CompletionThread::pollOnce() {
@@ -112,34 +132,20 @@ bool CompletionThread::pollOnce() {
       work = pending_.front().work;
       deadline = pending_.front().deadline;
     }
-    bool done = false;
-    std::exception_ptr error;
-    try {
-      done = work->endEvent().query();
-    } catch (const std::exception& e) {
-      done = true;  // a CUDA error: the operation and the group have failed
-      const std::string msg =
-          fmt::format("{}: group '{}': {}", work->info().describe(), groupName_, e.what());
-      markFailed_(msg);
-      error = std::make_exception_ptr(DistBackendError(msg));
-    }
-    if (!done && !deadline.expired()) return true;
-    std::string timeoutMessage;
-    if (!done) {
-      const WorkInfo& wi = work->info();
-      timeoutMessage = fmt::format(
-          "{}: rank {}: timed out after {} ms; the NCCL communicator was aborted", wi.describe(),
-          wi.rank, wi.timeout.count());
-      error = std::make_exception_ptr(DistTimeoutError(timeoutMessage));
-    }
+    const std::optional<Outcome> outcome = outcomeOf(*work, deadline);
+    if (!outcome) return true;
     {
       std::lock_guard<std::mutex> lock(mutex_);
       if (!pending_.empty() && pending_.front().work == work) pending_.pop_front();
     }
-    if (!timeoutMessage.empty()) markFailed_(timeoutMessage);
-    work->finish(error);  // popped already: abort_'s failAll does not name it
-    if (!timeoutMessage.empty()) {
-      abort_(timeoutMessage);
+    // The group is marked failed before the Work fails, so whoever sees the
+    // failure finds the group refusing work; abort_ (which may block, Note
+    // [NCCL abort may block]) comes after. Popped already: its failAll does
+    // not name this Work.
+    if (!outcome->timeout.empty()) markFailed_(outcome->timeout);
+    work->finish(outcome->error);
+    if (!outcome->timeout.empty()) {
+      abort_(outcome->timeout);
       return false;
     }
   }

@@ -28,6 +28,8 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -83,8 +85,13 @@ class CompletionThread {
     std::vector<Tensor> keep;
     Deadline deadline;
   };
+  struct Outcome {
+    std::exception_ptr error;  // null: success
+    std::string timeout;       // non-empty: it timed out (the message)
+  };
   void loop();
   bool pollOnce();  // true when something is still pending
+  std::optional<Outcome> outcomeOf(const NcclWork& work, const Deadline& deadline);
 
   std::string groupName_;
   std::function<std::optional<std::string>()> checkHealth_;
