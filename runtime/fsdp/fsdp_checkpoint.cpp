@@ -47,7 +47,7 @@ ShardedStateDict savedEntries(FSDPModule& root, const optim::Optimizer* opt) {
   ShardedStateDict out = shardedStateDict(root);
   if (!opt) return out;
   ShardedStateDict model = out;
-  for (const auto& [fqn, param] : root.module().namedParameters()) {
+  for (const auto& [fqn, param] : rootNamedParameters(root)) {
     const dtensor::DTensor* d = findEntry(model, fqn);
     const optim::ParamState* st = opt->findState(param);
     if (!d || !st) continue;
@@ -155,7 +155,7 @@ struct OptimTargets {
 OptimTargets optimTargets(FSDPModule& root, optim::Optimizer& opt, const ShardedStateDict& model,
                           const std::vector<std::string>& order) {
   OptimTargets t;
-  const nn::NamedTensors params = root.module().namedParameters();
+  const nn::NamedTensors params = rootNamedParameters(root);
   for (const std::string& key : order) {
     if (key.rfind("optim.", 0) != 0) continue;
     const std::string rest = key.substr(6);

@@ -2,13 +2,30 @@
 
 #include "runtime/autograd/grad_mode.hpp"
 #include "runtime/core/check.hpp"
+#include "distlab/config.hpp"
 #include "runtime/core/errors.hpp"
+#if DISTLAB_HAVE_CUDA
+#include "runtime/tensor/cuda/cuda_allocator.hpp"
+#endif
 
 namespace distlab::fsdp {
+namespace {
+
+// Host memory for an offloaded shard or gradient (Note [CPU offload]).
+Tensor hostEmpty(const Shape& shape, DType dtype, bool pin) {
+#if DISTLAB_HAVE_CUDA
+  if (pin) return cuda::pinnedEmpty(shape, dtype);
+#else
+  (void)pin;
+#endif
+  return empty(shape, TensorOptions{}.withDType(dtype));
+}
+
+}  // namespace
 
 FSDPParam::FSDPParam(std::string fqn, std::vector<ParamOwner> owners, const Tensor& original,
                      const comm::DeviceMesh& mesh, dtensor::Placement placement,
-                     DType unshardedDtype)
+                     DType unshardedDtype, const OffloadPolicy& offload)
     : fqn_(std::move(fqn)),
       owners_(std::move(owners)),
       originalImpl_(original.impl()),
@@ -16,7 +33,9 @@ FSDPParam::FSDPParam(std::string fqn, std::vector<ParamOwner> owners, const Tens
       mesh_(mesh),
       placement_(placement),
       shape_(original.sizes()),
-      requiresGrad_(original.requiresGrad()) {
+      requiresGrad_(original.requiresGrad()),
+      offloaded_(offload.cpuOffload && !original.device().isCpu()),
+      pinHost_(offload.pinMemory) {
   DL_CHECK_T(ValueError, original.dim() > 0, "fully_shard: parameter '", fqn_,
              "' is 0-dimensional; FSDP shards parameters along a dimension");
   const int64_t d = placement_.dim;
@@ -29,7 +48,12 @@ FSDPParam::FSDPParam(std::string fqn, std::vector<ParamOwner> owners, const Tens
   autograd::NoGradGuard noGrad;
   const int64_t perEntry = original.numel() / std::max<int64_t>(1, original.size(d));
   chunkNumel_ = dtensor::chunkLength(original.size(d), shardWorld()) * perEntry;
-  paddedShard_ = zeros({chunkNumel_}, original.options().withRequiresGrad(false));
+  if (offloaded_) {
+    paddedShard_ = hostEmpty({chunkNumel_}, original.dtype(), pinHost_);
+    paddedShard_.zero_();
+  } else {
+    paddedShard_ = zeros({chunkNumel_}, original.options().withRequiresGrad(false));
+  }
   Tensor local = block(original.detach(), shardRank(), shardWorld());
   Tensor view = paddedShard_.narrow(0, 0, local.numel()).view(local.sizes());
   view.copy_(local);
@@ -100,6 +124,13 @@ void FSDPParam::gradCopyIn(const Tensor& grad, const Tensor& buffer, int64_t off
 
 Tensor FSDPParam::shardedGradView(const Tensor& reduced, int64_t offset) const {
   return reduced.narrow(0, offset, sharded_.numel()).view(sharded_.sizes());
+}
+
+Tensor FSDPParam::toShardDevice(const Tensor& grad) const {
+  if (grad.device() == sharded_.device()) return grad.to(sharded_.dtype());
+  Tensor host = hostEmpty(grad.sizes(), sharded_.dtype(), pinHost_);
+  host.copy_(grad);
+  return host;
 }
 
 void FSDPParam::allocateUnsharded() {

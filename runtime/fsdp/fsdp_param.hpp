@@ -14,11 +14,23 @@
 // see the re-gathered values in backward, and its AccumulateGrad is stable.
 // Owners' module parameters point at the sharded leaf while resharded and at the
 // unsharded leaf while unsharded (Module::setParameter).
+//
+// Note [CPU offload]
+// With OffloadPolicy::cpuOffload and a parameter on a CUDA device (PyTorch:
+// CPUOffloadPolicy), the padded shard -- hence the sharded leaf, the
+// optimizer's parameter and its state -- lives in host memory (page-locked
+// when pinMemory), while the unsharded parameter stays on the parameter's
+// device, where the module computes. Copy-in copies host -> device into the
+// group's device buffer before the all-gather; the reduce-scattered gradient
+// is copied device -> host (toShardDevice) before it becomes the sharded
+// `.grad`, so the optimizer steps on the CPU. On a CPU parameter the policy
+// changes nothing: everything is already on the host.
 #include <string>
 #include <vector>
 
 #include "runtime/comm/device_mesh.hpp"
 #include "runtime/dtensor/dtensor.hpp"
+#include "runtime/fsdp/fsdp_options.hpp"
 #include "runtime/nn/module.hpp"
 
 namespace distlab::fsdp {
@@ -33,7 +45,8 @@ class FSDPParam {
   // `original` is the module's current parameter (identical on all ranks).
   // `mesh` is the FSDP mesh (HSDP: the sharding is along its dim 1).
   FSDPParam(std::string fqn, std::vector<ParamOwner> owners, const Tensor& original,
-            const comm::DeviceMesh& mesh, dtensor::Placement placement, DType unshardedDtype);
+            const comm::DeviceMesh& mesh, dtensor::Placement placement, DType unshardedDtype,
+            const OffloadPolicy& offload = {});
 
   const std::string& fqn() const { return fqn_; }
   const Tensor& sharded() const { return sharded_; }  // the optimizer's parameter
@@ -63,6 +76,10 @@ class FSDPParam {
   void gradCopyIn(const Tensor& grad, const Tensor& buffer, int64_t offset) const;
   // This rank's gradient from the reduced [total] buffer (a view, sharded shape).
   Tensor shardedGradView(const Tensor& reduced, int64_t offset) const;
+  // `grad` in the sharded parameter's dtype on its device: itself when it is
+  // already there, else a copy (Note [CPU offload]: pinned host memory).
+  Tensor toShardDevice(const Tensor& grad) const;
+  bool offloaded() const { return offloaded_; }  // Note [CPU offload]
 
   void allocateUnsharded();  // no-op when allocated
   void freeUnsharded();      // no-op when free
@@ -89,6 +106,8 @@ class FSDPParam {
   dtensor::Placement placement_;
   Shape shape_;
   bool requiresGrad_;
+  bool offloaded_ = false;  // shard in host memory, unsharded on the device
+  bool pinHost_ = false;
   int64_t chunkNumel_ = 0;
   Tensor paddedShard_;  // 1-D, chunkNumel_, the param's dtype
   Tensor sharded_;      // leaf view of paddedShard_

@@ -44,6 +44,12 @@ std::string_view FSDPParamGroup::traceName() const {
   return traceOwner_ != nullptr ? std::string_view(*traceOwner_->traceLabel()) : std::string_view();
 }
 
+// Communication buffers live where the unsharded parameters compute (the
+// parameters' device; Note [CPU offload]: not the offloaded shards' host).
+TensorOptions FSDPParamGroup::bufferOptions(DType dtype) const {
+  return TensorOptions{}.withDType(dtype).withDevice(params_[0]->unsharded().device());
+}
+
 DType FSDPParamGroup::unshardedDtype() const { return params_[0]->unsharded().dtype(); }
 
 DType FSDPParamGroup::reduceDtype() const {
@@ -75,7 +81,7 @@ void FSDPParamGroup::unshard() {
     return;
   }
   trace::Span span(trace::Category::kCompute, "fsdp all-gather copy-in ", traceName());
-  gatherInput_ = distlab::empty({total_}, TensorOptions{}.withDType(unshardedDtype()));
+  gatherInput_ = distlab::empty({total_}, bufferOptions(unshardedDtype()));
   for (size_t i = 0; i < params_.size(); ++i) {
     params_[i]->copyIn(gatherInput_.narrow(0, offsets_[i], params_[i]->chunkNumel()));
   }
@@ -153,7 +159,7 @@ void FSDPParamGroup::setPostForwardGroup(comm::ProcessGroupPtr group) {
 void FSDPParamGroup::reshardAfterForward() {
   if (!postForward_.group || !unsharded_ || empty()) return reshard();
   autograd::NoGradGuard noGrad;
-  Tensor shard = distlab::empty({postForward_.total}, TensorOptions{}.withDType(unshardedDtype()));
+  Tensor shard = distlab::empty({postForward_.total}, bufferOptions(unshardedDtype()));
   for (size_t i = 0; i < params_.size(); ++i) {
     params_[i]->copyInUnsharded(
         shard.narrow(0, postForward_.offsets[i], params_[i]->chunkNumelFor(postForward_.world)),
@@ -205,7 +211,7 @@ void FSDPParamGroup::issueReduceScatter() {
     op = comm::ReduceOp::premulSum(1.0 / factor);
   }
   trace::Span span(trace::Category::kCompute, "fsdp reduce-scatter copy-in ", traceName());
-  pr.input = zeros({shardWorld(), total_}, TensorOptions{}.withDType(reduceDtype()));
+  pr.input = zeros({shardWorld(), total_}, bufferOptions(reduceDtype()));
   for (size_t i : reduced) {
     params_[i]->gradCopyIn(params_[i]->unsharded().grad(), pr.input, offsets_[i]);
   }
@@ -241,7 +247,7 @@ void FSDPParamGroup::finishReduction() {
   if (settings_.allReduceHook) settings_.allReduceHook(out);
   for (size_t i : pr.reduced) {
     const FSDPParam& p = *params_[i];
-    Tensor g = p.shardedGradView(out, offsets_[i]).to(p.sharded().dtype());
+    Tensor g = p.toShardDevice(p.shardedGradView(out, offsets_[i]));
     Tensor sharded = p.sharded();
     if (sharded.grad().defined()) {
       sharded.mutableGrad().add_(g);

@@ -117,6 +117,7 @@ class FSDPParamGroup {
   comm::ProcessGroupPtr shardGroup() const { return mesh_.getGroup(std::optional<int>(mesh_.ndim() - 1)); }
   DType unshardedDtype() const;
   DType reduceDtype() const;
+  TensorOptions bufferOptions(DType dtype) const;
   void issueReduceScatter();
   std::string_view traceName() const;
 

@@ -30,7 +30,37 @@ dtensor::DTensor replicated(const Tensor& t, const comm::DeviceMesh& mesh) {
       t, mesh, dtensor::Placements(mesh.ndim(), dtensor::Placement::replicate()), t.sizes());
 }
 
+// Note [State dicts of list groups]
+// fullyShard({m1, m2}) may make a root of several modules that share no parent
+// module (PyTorch users then call state_dict() on each module). A state dict of
+// such a root covers every module, with keys "modules[i].<fqn>", so that save,
+// load and fullStateDict round-trip all of them; a single-module root keeps
+// its FQNs unchanged.
+std::string listPrefix(const FSDPModule& root, size_t i) {
+  return root.modules().size() == 1 ? std::string() : "modules[" + std::to_string(i) + "].";
+}
+
 }  // namespace
+
+nn::StateDict rootStateDict(const FSDPModule& root) {
+  nn::StateDict out;
+  for (size_t i = 0; i < root.modules().size(); ++i) {
+    for (const auto& [fqn, t] : root.modules()[i]->stateDict()) {
+      out.insert(listPrefix(root, i) + fqn, t);
+    }
+  }
+  return out;
+}
+
+nn::NamedTensors rootNamedParameters(const FSDPModule& root) {
+  nn::NamedTensors out;
+  for (size_t i = 0; i < root.modules().size(); ++i) {
+    for (const auto& [fqn, t] : root.modules()[i]->namedParameters()) {
+      out.emplace_back(listPrefix(root, i) + fqn, t);
+    }
+  }
+  return out;
+}
 
 ShardedStateDict shardedStateDict(FSDPModule& root) {
   DL_CHECK_T(ValueError, !root.paramGroup().isUnsharded() || root.paramGroup().empty(),
@@ -38,7 +68,7 @@ ShardedStateDict shardedStateDict(FSDPModule& root) {
              "call reshard() first");
   ShardedStateDict out;
   const comm::DeviceMesh mesh = meshOf(root);
-  for (const auto& [fqn, t] : root.module().stateDict()) {
+  for (const auto& [fqn, t] : rootStateDict(root)) {
     if (const FSDPParam* p = findParam(root, t)) {
       out.emplace_back(fqn, p->shardedDTensor());
     } else {

@@ -3,7 +3,8 @@
 // full_tensor, and a distributed-checkpoint-like directory format).
 //
 // A sharded state dict maps each FQN of the root module's stateDict() (FQNs as
-// before sharding) to a DTensor: FSDP parameters with their shard placement,
+// before sharding; for a root made from a list, fullyShard({m1, m2}), the
+// entries of every module as "modules[i].<fqn>", see rootStateDict) to a DTensor: FSDP parameters with their shard placement,
 // everything else (buffers, ignored parameters) Replicate. Building it needs no
 // communication; the DTensors' locals share storage with the module.
 //
@@ -24,6 +25,13 @@
 namespace distlab::fsdp {
 
 using ShardedStateDict = std::vector<std::pair<std::string, dtensor::DTensor>>;
+
+// The state entries / parameters of `root`'s modules: one module: its own
+// stateDict() / namedParameters(); a list group: each module's, in list order,
+// prefixed "modules[i]." (the names fullyShard's messages use). Note [State
+// dicts of list groups] in fsdp_state_dict.cpp.
+nn::StateDict rootStateDict(const FSDPModule& root);
+nn::NamedTensors rootNamedParameters(const FSDPModule& root);
 
 ShardedStateDict shardedStateDict(FSDPModule& root);
 // Full tensors (collective: every rank of the mesh calls it); the result is

@@ -99,7 +99,8 @@ std::unique_ptr<FSDPParamGroup> makeGroup(std::vector<Collected>& collected,
     DL_CHECK_T(ValueError, placement.isShard(), "fully_shard: shard_placement_fn returned ",
                placement.str(), " for '", c.fqn, "'; it must return Shard(d) or nullopt");
     const DType dtype = options.mpPolicy.paramDtype.value_or(c.tensor.dtype());
-    params.push_back(std::make_unique<FSDPParam>(c.fqn, c.owners, c.tensor, mesh, placement, dtype));
+    params.push_back(std::make_unique<FSDPParam>(c.fqn, c.owners, c.tensor, mesh, placement, dtype,
+                                                 options.offloadPolicy));
     c.tensor = Tensor();  // the original may be freed now
   }
   return std::make_unique<FSDPParamGroup>(std::move(params), mesh, options.mpPolicy, nullptr);

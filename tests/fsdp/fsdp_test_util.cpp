@@ -71,7 +71,7 @@ double accumulateStep(const RankContext& ctx, nn::Module& model, fsdp::FSDPModul
 std::vector<Tensor> fullParameters(fsdp::FSDPModule& root) {
   nn::StateDict full = fsdp::fullStateDict(root, comm::getRank());
   std::vector<Tensor> out;
-  for (const auto& [fqn, t] : root.module().namedParameters()) out.push_back(full.at(fqn));
+  for (const auto& [fqn, t] : fsdp::rootNamedParameters(root)) out.push_back(full.at(fqn));
   return out;
 }
 

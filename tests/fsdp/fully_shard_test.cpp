@@ -150,6 +150,31 @@ TEST(FullyShard, GradientDivideFactorAndForceSumKeepTheMean) {
   }
 }
 
+// CPU offload on a "cpu" mesh (Note [CPU offload]): the parameters already
+// live on the host, so the policy changes nothing -- not a value (bitwise equal
+// to the run without it), not the shards' device (CUDA offload:
+// tests/gpu/gpu_fsdp_offload_test.cpp).
+TEST(FullyShard, CpuOffloadOnACpuMeshChangesNothing) {
+  withWorld(2, [&](RankContext& ctx) {
+    FsdpConfig plain;
+    plain.train.model = ModelKind::kGpt;
+    FsdpConfig offload = plain;
+    offload.options.offloadPolicy.cpuOffload = true;
+    offload.setup = [](FSDPModule& root) {
+      for (auto& s : root.fsdpModulesInTree()) {
+        for (const auto& p : s->paramGroup().params()) {
+          EXPECT_FALSE(p->offloaded()) << p->fqn();
+          EXPECT_TRUE(p->sharded().device().isCpu()) << p->fqn();
+        }
+      }
+    };
+    const FsdpRun a = trainFsdp(ctx, plain);
+    const FsdpRun b = trainFsdp(ctx, offload);
+    ASSERT_EQ(a.params.size(), b.params.size());
+    for (size_t i = 0; i < a.params.size(); ++i) EXPECT_TRUE(a.params[i].equal(b.params[i])) << i;
+  });
+}
+
 // A 4-block GPT with the test vocabulary (lossOf works on it).
 std::shared_ptr<nn::Module> deepGpt() {
   Generator gen(7);
