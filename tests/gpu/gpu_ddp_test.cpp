@@ -22,13 +22,7 @@ namespace {
 
 constexpr double kTol = 1e-4;
 
-class GpuDdp : public ::testing::Test {
- protected:
-  void SetUp() override {
-    const std::string reason = gputest::cudaUnavailableReasonInChild();
-    if (!reason.empty()) GTEST_SKIP() << reason;
-  }
-};
+using GpuDdp = gputest::ForkedCudaTest;
 
 struct Case {
   const char* name;

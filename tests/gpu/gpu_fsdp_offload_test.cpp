@@ -31,13 +31,7 @@ namespace {
 
 constexpr double kTol = 1e-4;
 
-class GpuFsdpOffload : public ::testing::Test {
- protected:
-  void SetUp() override {
-    const std::string reason = gputest::cudaUnavailableReasonInChild();
-    if (!reason.empty()) GTEST_SKIP() << reason;
-  }
-};
+using GpuFsdpOffload = gputest::ForkedCudaTest;
 
 struct WhereTensors {
   bool shardsOn = true;          // every sharded parameter on the expected device
