@@ -67,7 +67,6 @@ struct RankSpans {
   std::vector<Interval> wait;           // "wait" spans (not compute, even inside compute)
   std::vector<Interval> backward;       // "backward <module>" compute spans
   std::vector<double> bucketLaunches;   // begin of each "launch bucket N" span
-  std::vector<double> waits;            // begin of each "wait" span
 };
 
 bool startsWith(const std::string& text, std::string_view prefix) {
@@ -83,7 +82,6 @@ void addComplete(RankSpans& r, const std::string& cat, const std::string& name,
   if (cat == "comm") r.comm.push_back(span);
   if (cat == "ddp" && startsWith(name, "launch bucket")) r.bucketLaunches.push_back(span.begin);
   if (cat == "wait") r.wait.push_back(span);
-  if (cat == "wait") r.waits.push_back(span.begin);
 }
 
 bool counted(const std::string& cat) {
@@ -155,6 +153,13 @@ int countIn(const std::vector<double>& times, double from, double before) {
                                         [&](double t) { return t >= from && t < before; }));
 }
 
+// Spans that begin in [from, before).
+int countBegunIn(const std::vector<Interval>& spans, double from, double before) {
+  return static_cast<int>(std::count_if(spans.begin(), spans.end(), [&](const Interval& i) {
+    return i.begin >= from && i.begin < before;
+  }));
+}
+
 }  // namespace
 
 std::vector<StepOverlap> stepOverlaps(const nlohmann::json& trace) {
@@ -178,7 +183,7 @@ std::vector<StepOverlap> stepOverlaps(const nlohmann::json& trace) {
       s.exposedCommUs = s.commUs - intersection(c, m);
       const double end = backwardEnd(spans.backward, window);
       s.launchesInBackward = countIn(spans.bucketLaunches, window.begin, end);
-      s.waitsInBackward = countIn(spans.waits, window.begin, end);
+      s.waitsInBackward = countBegunIn(spans.wait, window.begin, end);
       out.push_back(s);
     }
   }

@@ -66,6 +66,12 @@ inline void checkLaunch(const char* op, const Tensor& t) {
               " with dtype " + std::string(dtypeName(t.dtype())));
 }
 
+// The dtypes dispatchCuda below has typed kernels for.
+inline bool hasTypedKernels(DType dtype) {
+  return dtype == DType::kFloat32 || dtype == DType::kFloat64 || dtype == DType::kInt64 ||
+         dtype == DType::kInt32 || dtype == DType::kBool;
+}
+
 // Calls fn(T{}) for the element types the CUDA kernels support.
 template <typename Fn>
 void dispatchCuda(const char* op, const Tensor& t, Fn&& fn) {

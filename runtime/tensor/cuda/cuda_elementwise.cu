@@ -136,11 +136,6 @@ void dispatchBits(const Tensor& t, Fn&& fn) {
   }
 }
 
-bool hasTypedKernels(DType dtype) {
-  return dtype == DType::kFloat32 || dtype == DType::kFloat64 || dtype == DType::kInt64 ||
-         dtype == DType::kInt32 || dtype == DType::kBool;
-}
-
 // fill_ for a dtype without typed kernels: the value converted on the host
 // (the CPU's conversion, rounding as it does), then copied as bits.
 void fillBits(const Tensor& out, const Geometry& g, double value) {
@@ -234,7 +229,7 @@ void fill(const KernelArgs& args) {
   const Tensor* ops[] = {&out};
   const Geometry g = detail::geometryOf("fill_", out.sizes(), ops, 1);
   if (g.numel == 0) return;
-  if (!hasTypedKernels(out.dtype())) {
+  if (!detail::hasTypedKernels(out.dtype())) {
     fillBits(out, g, args.scalars[0]);
     return detail::checkLaunch("fill_", out);
   }
