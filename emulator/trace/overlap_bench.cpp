@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "emulator/launcher/exit_guard.hpp"
+#include "emulator/link/link_model.hpp"
 #include "emulator/scenario/runner.hpp"
 #include "emulator/trace/overlap_metrics.hpp"
 #include "runtime/core/errors.hpp"
@@ -74,6 +75,7 @@ OverlapRow rowOf(const Config& c, const ScenarioReport& rep) {
     row.computeMs += s.computeUs / steps / 1000 / n;
     row.commMs += s.commUs / steps / 1000 / n;
     row.exposedMs += s.exposedCommUs / steps / 1000 / n;
+    row.backwardMs += s.backwardUs / steps / 1000 / n;
     row.overlapRatio = std::min(row.overlapRatio, s.overlapRatio());
     row.exposedShare = std::max(row.exposedShare, s.exposedShare());
   }
@@ -168,9 +170,21 @@ nlohmann::json rowsJson(const std::vector<OverlapRow>& rows) {
     out.push_back({{"world_size", r.worldSize}, {"link", r.link}, {"hook", r.hook},
                    {"bucket_cap_mb", r.capMb}, {"step_ms", r.stepMs},
                    {"compute_ms", r.computeMs}, {"comm_ms", r.commMs},
-                   {"exposed_comm_ms", r.exposedMs}, {"overlap_ratio", r.overlapRatio},
+                   {"exposed_comm_ms", r.exposedMs}, {"backward_ms", r.backwardMs},
+                   {"overlap_ratio", r.overlapRatio},
                    {"exposed_share", r.exposedShare}, {"vs_default", r.vsDefault},
                    {"error", r.error}});
+  }
+  return out;
+}
+
+// The alpha-beta figures of each link preset, so that a peer (PyTorch's DDP in
+// bench/ddp/torch_overlap_peer.py) can model the same link.
+nlohmann::json linksJson(const std::vector<std::string>& links) {
+  nlohmann::json out = nlohmann::json::object();
+  for (const auto& name : links) {
+    const LinkModel m = linkPreset(name);
+    out[name] = {{"latency_us", m.latencyUs}, {"bandwidth_gbs", m.bandwidthGBs}};
   }
   return out;
 }
@@ -195,7 +209,8 @@ int runOverlapBench(const OverlapBenchOptions& o, std::ostream& out) {
   nlohmann::json doc = {{"model", o.model}, {"sizes", o.sizes}, {"steps", o.steps},
                         {"batch_size", o.batchSize}, {"rows", rowsJson(rows)},
                         {"blas", blasSummary()},
-                        {"cores", std::thread::hardware_concurrency()}};
+                        {"cores", std::thread::hardware_concurrency()},
+                        {"links", linksJson(o.links)}};
   if (o.tracingOverhead && !o.worldSizes.empty() && !o.links.empty()) {
     doc["tracing_overhead"] =
         measureTracingOverhead(o, {o.worldSizes.front(), o.links.front(), "none", 25},

@@ -54,6 +54,7 @@ struct OverlapRow {
   double computeMs = 0;
   double commMs = 0;
   double exposedMs = 0;
+  double backwardMs = 0;  // backward compute (waits excluded)
   double overlapRatio = 0;  // worst rank
   double exposedShare = 0;  // worst rank
   double vsDefault = 0;

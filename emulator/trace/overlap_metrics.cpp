@@ -66,6 +66,7 @@ struct RankSpans {
   std::vector<Interval> comm;
   std::vector<Interval> wait;           // "wait" spans (not compute, even inside compute)
   std::vector<Interval> backward;       // "backward <module>" compute spans
+  std::vector<Interval> backwardAll;    // those and the whole-pass "backward" span
   std::vector<double> bucketLaunches;   // begin of each "launch bucket N" span
 };
 
@@ -79,6 +80,7 @@ void addComplete(RankSpans& r, const std::string& cat, const std::string& name,
   if (cat == "step") r.steps.emplace_back(name, span);
   if (cat == "compute") r.compute.push_back(span);
   if (cat == "compute" && startsWith(name, "backward ")) r.backward.push_back(span);
+  if (cat == "compute" && startsWith(name, "backward")) r.backwardAll.push_back(span);
   if (cat == "comm") r.comm.push_back(span);
   if (cat == "ddp" && startsWith(name, "launch bucket")) r.bucketLaunches.push_back(span.begin);
   if (cat == "wait") r.wait.push_back(span);
@@ -167,7 +169,9 @@ std::vector<StepOverlap> stepOverlaps(const nlohmann::json& trace) {
   if (!events.is_array()) throw ValueError("trace: 'traceEvents' is not an array");
   std::vector<StepOverlap> out;
   for (auto& [rank, spans] : collect(events)) {
-    const auto compute = subtract(unite(spans.compute), unite(spans.wait));
+    const auto waits = unite(spans.wait);
+    const auto compute = subtract(unite(spans.compute), waits);
+    const auto backward = subtract(unite(spans.backwardAll), waits);
     const auto comm = unite(spans.comm);
     std::sort(spans.steps.begin(), spans.steps.end(),
               [](const auto& a, const auto& b) { return a.second.begin < b.second.begin; });
@@ -181,6 +185,7 @@ std::vector<StepOverlap> stepOverlaps(const nlohmann::json& trace) {
       s.computeUs = measure(c);
       s.commUs = measure(m);
       s.exposedCommUs = s.commUs - intersection(c, m);
+      s.backwardUs = measure(clip(backward, window));
       const double end = backwardEnd(spans.backward, window);
       s.launchesInBackward = countIn(spans.bucketLaunches, window.begin, end);
       s.waitsInBackward = countBegunIn(spans.wait, window.begin, end);
@@ -205,6 +210,7 @@ std::map<int, OverlapSummary> summarizeByRank(const std::vector<StepOverlap>& st
     o.computeUs += s.computeUs;
     o.commUs += s.commUs;
     o.exposedCommUs += s.exposedCommUs;
+    o.backwardUs += s.backwardUs;
   }
   return out;
 }

@@ -16,7 +16,11 @@
 //   overlap ratio = |M ∩ C| / |M| (1 when there is no communication);
 //   the step's critical path is split into compute |C|, exposed comm and the
 //   rest (|step| - |C| - exposed: Python-level overhead here, data, checks);
-//   computeShare / exposedShare are those over |step|.
+//   computeShare / exposedShare are those over |step|;
+//   backward   = union of the compute spans named "backward" or "backward
+//                <module>", minus the waits: the backward compute that DDP's
+//                buckets can hide behind (the issue's "communication at most
+//                the backward compute" condition is comm <= backward).
 // Launch structure (Note [Overlap by structure]) is counted per step too:
 //   launchesInBackward = DDP "launch bucket N" spans (category ddp) that begin
 //                        before the step's last "backward <module>" compute
@@ -65,6 +69,7 @@ struct StepOverlap {
   double computeUs = 0;
   double commUs = 0;
   double exposedCommUs = 0;
+  double backwardUs = 0;  // backward compute: "backward" spans less waits (Note [Overlap metrics])
   int launchesInBackward = 0;
   int waitsInBackward = 0;
 
@@ -79,6 +84,7 @@ struct OverlapSummary {
   double computeUs = 0;
   double commUs = 0;
   double exposedCommUs = 0;
+  double backwardUs = 0;
   int minLaunchesInBackward = 0;  // the fewest over the steps counted
   int maxWaitsInBackward = 0;     // the most over the steps counted
 

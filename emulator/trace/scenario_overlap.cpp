@@ -104,6 +104,7 @@ nlohmann::json overlapJson(const std::map<int, OverlapSummary>& byRank) {
                    {"compute_ms", s.computeUs / n / 1000},
                    {"comm_ms", s.commUs / n / 1000},
                    {"exposed_comm_ms", s.exposedCommUs / n / 1000},
+                   {"backward_ms", s.backwardUs / n / 1000},
                    {"overlap_ratio", s.overlapRatio()},
                    {"compute_share", s.computeShare()},
                    {"exposed_share", s.exposedShare()},

@@ -51,6 +51,7 @@ TEST(OverlapMetrics, KnownAnswer) {
   EXPECT_DOUBLE_EQ(s.computeUs, 60);
   EXPECT_DOUBLE_EQ(s.commUs, 55);
   EXPECT_DOUBLE_EQ(s.exposedCommUs, 30);
+  EXPECT_DOUBLE_EQ(s.backwardUs, 20);  // "backward" [50, 70]; the wait after it is not
   EXPECT_DOUBLE_EQ(s.overlapRatio(), 25.0 / 55.0);
   EXPECT_DOUBLE_EQ(s.computeShare(), 0.6);
   EXPECT_DOUBLE_EQ(s.exposedShare(), 0.3);
