@@ -5,8 +5,11 @@
     distlab bench collectives --world-size 4 --async --peer mpi --json ws4.json
     bench/collectives/collectives_report.py ws2.json ws4.json > reports/collectives_shm.md
     bench/collectives/collectives_report.py --before old_ws2.json ws2.json ws4.json  # + before/after
+    bench/collectives/collectives_report.py --plot busbw.png [--before ...] ws2.json ws4.json
 
-Standard library only. Ratios compare rows of one JSON file: one run, one set of conditions.
+Standard library only, but --plot (busbw vs size per backend, peer and path) needs matplotlib.
+
+Ratios compare rows of one JSON file: one run, one set of conditions.
 """
 import json
 import platform
@@ -141,8 +144,37 @@ def before_after(before, after):
     return "\n".join(lines)
 
 
+def plot_busbw(paths, out_path):
+    """allreduce bus bandwidth vs message size, per backend/peer and path, one panel per run."""
+    import matplotlib  # only for --plot: python3-matplotlib (reports/make_reports.sh installs it)
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    fig, axes = plt.subplots(1, len(paths), figsize=(6 * len(paths), 4), squeeze=False)
+    for ax, p in zip(axes[0], paths):
+        data = json.load(open(p))
+        series = sorted({(r["backend"], r.get("mode", "blocking")) for r in data["rows"]})
+        for backend, mode in series:
+            rows = rows_by(data, backend, mode, "allreduce")
+            if rows:
+                sizes = sorted(rows)
+                ax.plot(sizes, [rows[s]["busbw_GBps"] for s in sizes], marker=".",
+                        label=f"{backend} {mode}")
+        ax.axhline(data["memcpy_GBps"], color="gray", linestyle=":", label="memcpy (same run)")
+        ax.set_xscale("log", base=2)
+        ax.set_yscale("log")
+        ax.set_xlabel("bytes per rank")
+        ax.set_ylabel("bus bandwidth (GB/s)")
+        ax.set_title(f"allreduce, world {data['world_size']}")
+        ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(out_path, dpi=90)
+
+
 def main(paths):
-    before = None
+    before, plot_path = None, None
+    if paths and paths[0] == "--plot":
+        plot_path, paths = paths[1], paths[2:]
+        plot_busbw([p for p in paths[2 if paths[:1] == ["--before"] else 0:]], plot_path)
     if paths and paths[0] == "--before":
         before = json.load(open(paths[1]))
         paths = paths[2:]
@@ -155,6 +187,9 @@ def main(paths):
         peers = sorted({r["backend"] for r in data["rows"]} - {"shm", "gloo"})
         print(f"```\ndistlab bench collectives --world-size {data['world_size']} --async "
               f"--peer {','.join(peers)} --json {p}\n```")
+    if plot_path:
+        print(f"\n![allreduce bus bandwidth vs size]({__import__('os').path.basename(plot_path)})")
+    print("\nCommentary on these figures (hand-written, dated): `collectives_shm_notes.md`.")
     for p in paths:
         data = json.load(open(p))
         peers = sorted({r["backend"] for r in data["rows"]} - {"shm", "gloo"})

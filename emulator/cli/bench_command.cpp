@@ -104,6 +104,8 @@ std::pair<CLI::App*, std::function<int()>> addOverlapCommand(CLI::App& sub) {
   ov->add_option("--sizes", f->sizes, "The model's widths (scenario 'sizes')");
   ov->add_option("--steps", f->options.steps, "Training steps per run (>= 3; two are warm-up)");
   ov->add_option("--batch-size", f->options.batchSize, "Rows per rank per step");
+  ov->add_option("--rounds", f->options.rounds,
+                 "Runs per configuration, interleaved; rows are medians (default 1)");
   ov->add_flag("--no-tracing-overhead", f->noOverhead, "Skip the traced-vs-untraced runs");
   ov->add_option("--overhead-repeats", f->options.overheadRepeats, "Runs each, traced and not");
   ov->add_option("--json", f->options.jsonPath, "Write the results as JSON here");
@@ -124,6 +126,7 @@ std::pair<CLI::App*, std::function<int()>> addOverlapCommand(CLI::App& sub) {
     o.tracingOverhead = !f->noOverhead;
     if (o.steps < 3) throw ValueError("--steps must be at least 3 (the first two are warm-up)");
     if (o.batchSize < 1) throw ValueError("--batch-size must be at least 1");
+    if (o.rounds < 1 || o.rounds > 100) throw ValueError("--rounds must be in [1, 100]");
     if (o.overheadRepeats < 1) throw ValueError("--overhead-repeats must be at least 1");
     if (!o.jsonPath.empty()) requireWritableFile("--json", o.jsonPath);
     return emulator::runOverlapBench(o, std::cout);

@@ -82,6 +82,39 @@ OverlapRow rowOf(const Config& c, const ScenarioReport& rep) {
   return row;
 }
 
+double medianOf(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+// Per-column medians of the rounds of one configuration that passed.
+OverlapRow medianRow(const Config& c, const std::vector<OverlapRow>& rounds) {
+  OverlapRow out{c.worldSize, c.link, c.hook, c.capMb};
+  std::vector<const OverlapRow*> ok;
+  for (const auto& r : rounds) {
+    if (r.error.empty()) ok.push_back(&r);
+  }
+  out.rounds = static_cast<int>(rounds.size());
+  out.roundsOk = static_cast<int>(ok.size());
+  if (ok.empty()) {
+    out.error = rounds.empty() ? "not run" : rounds.front().error;
+    return out;
+  }
+  auto med = [&ok](double OverlapRow::*field) {
+    std::vector<double> v;
+    for (const OverlapRow* r : ok) v.push_back(r->*field);
+    return medianOf(v);
+  };
+  for (double OverlapRow::*f : {&OverlapRow::stepMs, &OverlapRow::computeMs, &OverlapRow::commMs,
+                                &OverlapRow::exposedMs, &OverlapRow::backwardMs,
+                                &OverlapRow::overlapRatio, &OverlapRow::exposedShare}) {
+    out.*f = med(f);
+  }
+  return out;
+}
+
 std::vector<Config> configsOf(const OverlapBenchOptions& o) {
   std::vector<Config> out;
   for (int ws : o.worldSizes) {
@@ -111,11 +144,14 @@ void printTable(const OverlapBenchOptions& o, const std::vector<OverlapRow>& row
       "# distlab bench overlap: DDP (and FSDP rows), model {} [{}], {} steps of batch {} per rank, shm "
       "backend behind the link emulator\n# times: mean over ranks of the steps after two of "
       "warm-up (ms); overlap, exposed%: the worst rank; vs_default: step time / that of "
-      "bucket_cap_mb 25 without a hook\n# {}\n",
-      o.model, fmt::join(o.sizes, ", "), o.steps, o.batchSize, blasSummary());
-  out << fmt::format("{:>5} {:<14} {:<22} {:>9} {:>9} {:>10} {:>9} {:>10} {:>8} {:>9} {:>10}\n",
-                     "world", "link", "hook", "bucket_mb", "step_ms", "compute_ms", "comm_ms",
-                     "exposed_ms", "overlap", "exposed%", "vs_default");
+      "bucket_cap_mb 25 without a hook{}\n# {}\n",
+      o.model, fmt::join(o.sizes, ", "), o.steps, o.batchSize,
+      o.rounds > 1 ? fmt::format("; each the median of {} interleaved rounds", o.rounds) : "",
+      blasSummary());
+  out << fmt::format(
+      "{:>5} {:<14} {:<22} {:>9} {:>9} {:>10} {:>11} {:>9} {:>10} {:>8} {:>9} {:>10}\n", "world",
+      "link", "hook", "bucket_mb", "step_ms", "compute_ms", "backward_ms", "comm_ms", "exposed_ms",
+      "overlap", "exposed%", "vs_default");
   for (const auto& r : rows) {
     if (!r.error.empty()) {
       out << fmt::format("{:>5} {:<14} {:<22} {:>9} failed: {}\n", r.worldSize, r.link, r.hook,
@@ -123,10 +159,12 @@ void printTable(const OverlapBenchOptions& o, const std::vector<OverlapRow>& row
       continue;
     }
     out << fmt::format(
-        "{:>5} {:<14} {:<22} {:>9} {:>9.2f} {:>10.2f} {:>9.2f} {:>10.2f} {:>8.3f} {:>8.1f}% "
-        "{:>10.3f}\n",
-        r.worldSize, r.link, r.hook, r.capMb, r.stepMs, r.computeMs, r.commMs, r.exposedMs,
-        r.overlapRatio, 100 * r.exposedShare, r.vsDefault);
+        "{:>5} {:<14} {:<22} {:>9} {:>9.2f} {:>10.2f} {:>11.2f} {:>9.2f} {:>10.2f} {:>8.3f} "
+        "{:>8.1f}% {:>10.3f}{}\n",
+        r.worldSize, r.link, r.hook, r.capMb, r.stepMs, r.computeMs, r.backwardMs, r.commMs,
+        r.exposedMs, r.overlapRatio, 100 * r.exposedShare, r.vsDefault,
+        r.roundsOk < r.rounds ? fmt::format(" ({} of {} rounds passed)", r.roundsOk, r.rounds)
+                              : "");
   }
 }
 
@@ -147,21 +185,24 @@ double meanStepMs(const ScenarioReport& rep) {
 // Alternates untraced and traced runs of `c`; returns the JSON record.
 nlohmann::json measureTracingOverhead(const OverlapBenchOptions& o, const Config& c,
                                       const std::string& dir, std::ostream& out) {
-  double off = 0, on = 0;
+  std::vector<double> off, on, ratio;
   for (int rep = 0; rep < o.overheadRepeats; ++rep) {
     for (bool traced : {false, true}) {
       std::cerr << fmt::format("[overhead {}/{}] tracing {}\n", rep + 1, o.overheadRepeats,
                                traced ? "on" : "off");
       ScenarioReport r = runConfig(o, c, traced, dir, 1000 + rep * 2 + traced);
       if (!r.passed) throw Error("tracing-overhead run failed: " + r.failures.front());
-      (traced ? on : off) += meanStepMs(r) / o.overheadRepeats;
+      (traced ? on : off).push_back(meanStepMs(r));
     }
+    ratio.push_back(off.back() > 0 ? on.back() / off.back() : 1);
   }
+  const double pairRatio = medianOf(ratio);
   out << fmt::format(
       "# tracing overhead (world {}, {}, bucket_cap_mb 25): step {:.2f} ms traced vs {:.2f} ms "
-      "untraced ({:+.1f}%), {} runs each, alternating\n",
-      c.worldSize, c.link, on, off, off > 0 ? 100 * (on / off - 1) : 0, o.overheadRepeats);
-  return {{"traced_step_ms", on}, {"untraced_step_ms", off}, {"runs", o.overheadRepeats}};
+      "untraced (medians), traced/untraced per pair: median {:+.1f}%, {} pairs, alternating\n",
+      c.worldSize, c.link, medianOf(on), medianOf(off), 100 * (pairRatio - 1), o.overheadRepeats);
+  return {{"traced_step_ms", medianOf(on)}, {"untraced_step_ms", medianOf(off)},
+          {"pair_ratio_median", pairRatio}, {"runs", o.overheadRepeats}};
 }
 
 nlohmann::json rowsJson(const std::vector<OverlapRow>& rows) {
@@ -173,7 +214,7 @@ nlohmann::json rowsJson(const std::vector<OverlapRow>& rows) {
                    {"exposed_comm_ms", r.exposedMs}, {"backward_ms", r.backwardMs},
                    {"overlap_ratio", r.overlapRatio},
                    {"exposed_share", r.exposedShare}, {"vs_default", r.vsDefault},
-                   {"error", r.error}});
+                   {"rounds_ok", r.roundsOk}, {"rounds", r.rounds}, {"error", r.error}});
   }
   return out;
 }
@@ -194,19 +235,28 @@ nlohmann::json linksJson(const std::vector<std::string>& links) {
 int runOverlapBench(const OverlapBenchOptions& o, std::ostream& out) {
   GuardedTempDir dir("distlab-overlap-");
   const auto configs = configsOf(o);
-  std::vector<OverlapRow> rows;
-  for (size_t i = 0; i < configs.size(); ++i) {
-    const Config& c = configs[i];
-    std::cerr << fmt::format("[{}/{}] world {}, {}, bucket_cap_mb {}, hook {} ...", i + 1,
-                             configs.size(), c.worldSize, c.link, c.capMb, c.hook)
-              << std::flush;
-    ScenarioReport rep = runConfig(o, c, true, dir.path(), static_cast<int>(i));
-    std::cerr << fmt::format(" {:.1f} s{}\n", rep.durationS, rep.passed ? "" : " (failed)");
-    rows.push_back(rowOf(c, rep));
+  std::vector<std::vector<OverlapRow>> runs(configs.size());
+  bool anyFailed = false;
+  const size_t total = configs.size() * static_cast<size_t>(o.rounds);
+  for (int round = 0; round < o.rounds; ++round) {
+    for (size_t i = 0; i < configs.size(); ++i) {
+      const Config& c = configs[i];
+      std::cerr << fmt::format("[{}/{}] world {}, {}, bucket_cap_mb {}, hook {} ...",
+                               round * configs.size() + i + 1, total, c.worldSize, c.link,
+                               c.capMb, c.hook)
+                << std::flush;
+      ScenarioReport rep = runConfig(o, c, true, dir.path(), static_cast<int>(i));
+      std::cerr << fmt::format(" {:.1f} s{}\n", rep.durationS, rep.passed ? "" : " (failed)");
+      runs[i].push_back(rowOf(c, rep));
+      anyFailed = anyFailed || !runs[i].back().error.empty();
+    }
   }
+  std::vector<OverlapRow> rows;
+  for (size_t i = 0; i < configs.size(); ++i) rows.push_back(medianRow(configs[i], runs[i]));
   fillVsDefault(rows);
   printTable(o, rows, out);
   nlohmann::json doc = {{"model", o.model}, {"sizes", o.sizes}, {"steps", o.steps},
+                        {"rounds", o.rounds},
                         {"batch_size", o.batchSize}, {"rows", rowsJson(rows)},
                         {"blas", blasSummary()},
                         {"cores", std::thread::hardware_concurrency()},
@@ -217,9 +267,7 @@ int runOverlapBench(const OverlapBenchOptions& o, std::ostream& out) {
                                dir.path(), out);
   }
   if (!o.jsonPath.empty()) std::ofstream(o.jsonPath) << doc.dump(2) << "\n";
-  const bool failed = std::any_of(rows.begin(), rows.end(),
-                                  [](const OverlapRow& r) { return !r.error.empty(); });
-  return failed ? 1 : 0;
+  return anyFailed ? 1 : 0;
 }
 
 }  // namespace distlab::emulator

@@ -19,9 +19,15 @@
 // ("block_no_prefetch") or at the root only ("root"); their hook column reads
 // "fsdp:<wrap>", bucket_mb 0, and vs_default compares with DDP's default.
 //
+// With rounds > 1 every configuration runs `rounds` times, the configurations
+// interleaved round-robin so that a slow phase of a shared machine falls on all
+// of them; a row holds the per-column medians of its successful rounds.
+//
 // With tracingOverhead, the first (world size, link) default configuration
 // also runs `overheadRepeats` times untraced and traced, alternating; the
-// step times (recorded by the ranks either way) give tracing's cost.
+// step times (recorded by the ranks either way) give tracing's cost, as the
+// median over the pairs of traced / untraced (neighbouring runs, so a drift in
+// the machine's load cancels).
 #include <cstdint>
 #include <iosfwd>
 #include <string>
@@ -38,6 +44,7 @@ struct OverlapBenchOptions {
   std::string model = "mlp";
   std::vector<int64_t> sizes{512, 2048, 2048, 2048, 16};
   int steps = 6;
+  int rounds = 1;
   int batchSize = 32;
   bool tracingOverhead = true;
   int overheadRepeats = 3;
@@ -58,7 +65,9 @@ struct OverlapRow {
   double overlapRatio = 0;  // worst rank
   double exposedShare = 0;  // worst rank
   double vsDefault = 0;
-  std::string error;  // the run failed: why
+  int roundsOk = 0;   // rounds that passed (their medians are the figures above)
+  int rounds = 0;
+  std::string error;  // no round passed: why the first failed
 };
 
 // Runs the sweep; prints the table to `out`. Returns 0, or 1 when a run failed.

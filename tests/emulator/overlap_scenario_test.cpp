@@ -123,22 +123,29 @@ TEST(OverlapBench, OneConfigurationAndUsageErrors) {
   distlab::testing::TempDir dir;
   RunResult r = runDistlab(
       "bench overlap --world-sizes 2 --links ethernet-1g --caps 25 --hooks '' --sizes 32,64,8 "
-      "--steps 3 --batch-size 4 --no-tracing-overhead --fsdp block --json " + dir.file("o.json"));
+      "--steps 3 --batch-size 4 --no-tracing-overhead --fsdp block --rounds 2 --json " +
+      dir.file("o.json"));
   ASSERT_EQ(r.exitCode, 0) << r.output;
-  EXPECT_NE(r.output.find("[1/2] world 2, ethernet-1g, bucket_cap_mb 25, hook none"),
+  // Two rounds of the two configurations, interleaved.
+  EXPECT_NE(r.output.find("[3/4] world 2, ethernet-1g, bucket_cap_mb 25, hook none"),
             std::string::npos) << r.output;
   std::ifstream in(dir.file("o.json"));
   auto j = nlohmann::json::parse(in);
   ASSERT_EQ(j["rows"].size(), 2u);
+  EXPECT_EQ(j["rounds"], 2);
+  EXPECT_EQ(j["rows"][0]["rounds_ok"], 2);
+  EXPECT_EQ(j["links"]["ethernet-1g"]["bandwidth_gbs"], 0.125);  // for a peer to model it
   EXPECT_EQ(j["rows"][0]["error"], "");
   EXPECT_GT(j["rows"][0]["comm_ms"].get<double>(), 0);
+  EXPECT_GT(j["rows"][0]["backward_ms"].get<double>(), 0);
+  EXPECT_LE(j["rows"][0]["backward_ms"].get<double>(), j["rows"][0]["compute_ms"].get<double>());
   EXPECT_DOUBLE_EQ(j["rows"][0]["vs_default"].get<double>(), 1.0);
   EXPECT_EQ(j["rows"][1]["hook"], "fsdp:block");  // the FSDP row: all-gathers, reduce-scatters
   EXPECT_EQ(j["rows"][1]["error"], "");
   EXPECT_GT(j["rows"][1]["comm_ms"].get<double>(), 0);
   EXPECT_GT(j["rows"][1]["vs_default"].get<double>(), 0);
   for (const char* bad : {"--links nowhere", "--world-sizes 2,x", "--steps 2", "--caps 0",
-                          "--fsdp bogus"}) {
+                          "--fsdp bogus", "--rounds 0"}) {
     RunResult u = runDistlab(std::string("bench overlap ") + bad);
     EXPECT_EQ(u.exitCode, 2) << bad << ": " << u.output;
   }

@@ -1,0 +1,90 @@
+# The parts of reports/make_reports.sh (sourced by it: $build, $distlab, $py, $work, $here,
+# $root, $have_torch, $have_mpi, step and bounded come from there).
+
+part_collectives() {
+  step "collectives: world 2 and 4 (several minutes)"
+  peers2=""; peers4=""
+  [ $have_mpi = yes ] && { peers2="mpi"; peers4="mpi"; }
+  [ $have_torch = yes ] && peers2="${peers2:+$peers2,}torch-gloo"
+  bounded 1800 "$distlab" bench collectives --world-size 2 --async ${peers2:+--peer "$peers2"} \
+    --json "$here/collectives_shm_ws2.json" > "$work/coll2.txt"
+  bounded 1800 "$distlab" bench collectives --world-size 4 --async ${peers4:+--peer "$peers4"} \
+    --json "$here/collectives_shm_ws4.json" > "$work/coll4.txt"
+  $py "$root/bench/collectives/collectives_report.py" --plot "$here/collectives_busbw.png" \
+    --before "$here/collectives_shm_before_ws2.json" \
+    "$here/collectives_shm_ws2.json" "$here/collectives_shm_ws4.json" > "$here/collectives_shm.md"
+}
+
+# One `distlab bench overlap` configuration set: NAME, then its flags.
+overlap_run() {
+  name=$1; shift
+  step "overlap: $name ($*)"
+  bounded 3600 "$distlab" bench overlap "$@" --json "$here/overlap/$name.json" \
+    > "$work/overlap_$name.txt"
+  cat "$work/overlap_$name.txt"
+  [ $have_torch = yes ] || return 0
+  # PyTorch DDP over the same links, per world size and link of the run (its DDP caps).
+  $py - "$here/overlap/$name.json" > "$work/torch_jobs.txt" <<'EOF'
+import json, sys
+d = json.load(open(sys.argv[1]))
+caps = sorted({r["bucket_cap_mb"] for r in d["rows"] if r["hook"] == "none"})
+for ws in sorted({r["world_size"] for r in d["rows"]}):
+    for link, m in d["links"].items():
+        print(ws, link, m["latency_us"], m["bandwidth_gbs"], ",".join(f"{c:g}" for c in caps),
+              ",".join(map(str, d["sizes"])), d["batch_size"], d["steps"], d.get("model", "mlp"))
+EOF
+  while read -r ws link lat bw caps sizes batch steps model; do
+    [ "$model" = mlp ] || continue  # the peer builds the scenario MLP only
+    step "overlap: $name, PyTorch DDP at world $ws over $link"
+    bounded 900 $py "$root/bench/ddp/torch_overlap_peer.py" --world-size "$ws" --sizes "$sizes" \
+      --batch-size "$batch" --steps "$steps" --caps "$caps" --latency-us "$lat" \
+      --bandwidth-gbs "$bw" --json "$here/overlap/torch_${name}_ws${ws}_$link.json" > /dev/null
+  done < "$work/torch_jobs.txt"
+}
+
+part_overlap() {
+  mkdir -p "$here/overlap"
+  rm -f "$here"/overlap/*.json
+  # The reference MLP: the bucket sweep, the comm hooks and FSDP, world 2 and 4.
+  overlap_run reference_mlp --world-sizes 2,4 --links ethernet-10g,ethernet-100g \
+    --caps 0.05,1,5,25,1024 --hooks noop,fp16_compress,powersgd \
+    --fsdp block,block_no_prefetch,root --steps 8 --rounds 3 --overhead-repeats 5
+  # A deeper MLP with a narrow input layer and more compute per byte (batch 256): the case
+  # where a step's communication is well under its backward compute, over a link where
+  # communication costs about as much as compute (1 Gb/s) and one where it costs less.
+  overlap_run deep_mlp --world-sizes 2 --links ethernet-1g,ethernet-10g --caps 1,5,25,1024 \
+    --hooks noop --fsdp block,block_no_prefetch,root --steps 6 --batch-size 256 --rounds 3 \
+    --sizes 256,1024,1024,1024,1024,1024,1024,1024,1024,1024,1024,1024,1024,16 \
+    --no-tracing-overhead
+  if "$distlab" bench overlap --help 2>/dev/null | grep -q gpt; then
+    overlap_run gpt --model gpt --world-sizes 2 --links ethernet-1g,ethernet-10g \
+      --caps 1,5,25,1024 --hooks noop --fsdp block,block_no_prefetch,root --steps 6 --rounds 3 \
+      --no-tracing-overhead
+  fi
+  step "overlap: traced DDP and FSDP steps for the timelines"
+  bounded 600 "$distlab" run "$root/scenarios/ddp/overlap_buckets.toml" \
+    "$root/scenarios/fsdp/prefetch_overlap.toml" --trace --out "$work/traces" > /dev/null
+  $py "$here/overlap_report.py" --out-dir "$here" --trace-ddp "$work/traces/ddp__overlap_buckets.trace.json" \
+    --trace-fsdp "$work/traces/fsdp__prefetch_overlap.trace.json" \
+    --trace-bench "$here/trace_bench.json" --command "reports/make_reports.sh overlap" \
+    "$here"/overlap/*.json
+}
+
+part_ddp() {
+  step "ddp: ddp_step_bench"
+  bounded 1800 "$build/bench/ddp/ddp_step_bench" --worlds=2 --rounds=3 \
+    --report="$here/ddp_step" > /dev/null
+}
+
+part_mlp() {
+  step "mlp: mlp_step_bench"
+  bounded 1800 "$build/bench/nn/mlp_step_bench" --rounds=5 --report="$here/mlp_step" > /dev/null
+}
+
+part_scenarios() {
+  step "scenarios: the whole library, serially"
+  start=$(date +%s)
+  bounded 1800 "$distlab" run "$root/scenarios" --out "$work/scen" > /dev/null || true
+  end=$(date +%s)
+  $py "$here/scenario_report.py" "$work/scen" "$((end - start))" > "$here/scenarios.md"
+}
