@@ -5,8 +5,11 @@ the verdicts are ratios measured side by side within one run.
 """
 
 
-def groups(doc):
-    return sorted({(r["world_size"], r["link"]) for r in doc["rows"]})
+def each_group(runs):
+    """(set name, doc, world size, link) of every world size and link of every set."""
+    for name, doc in runs.items():
+        for ws, link in sorted({(r["world_size"], r["link"]) for r in doc["rows"]}):
+            yield name, doc, ws, link
 
 
 def rows_of(doc, ws, link, pred):
@@ -22,19 +25,18 @@ def table(head, lines):
 def ddp_exposed(runs):
     """DDP exposes <= 10 % of its communication where comm <= backward compute."""
     lines = []
-    for name, doc in runs.items():
-        for ws, link in groups(doc):
-            ok = rows_of(doc, ws, link, lambda r: r["hook"] == "none"
-                         and r["comm_ms"] <= r.get("backward_ms", 0))
-            if not ok:
-                lines.append([name, str(ws), link, "-", "-", "-", "-",
-                              "no DDP row has comm <= backward compute"])
-                continue
-            best = max(ok, key=lambda r: r["overlap_ratio"])
-            exposed = 1 - best["overlap_ratio"]
-            lines.append([name, str(ws), link, f'{best["bucket_cap_mb"]:g}',
-                          f'{best["comm_ms"]:.1f}', f'{best["backward_ms"]:.1f}',
-                          f"{100 * exposed:.1f}", "met" if exposed <= 0.10 else "missed"])
+    for name, doc, ws, link in each_group(runs):
+        ok = rows_of(doc, ws, link, lambda r: r["hook"] == "none"
+                     and r["comm_ms"] <= r.get("backward_ms", 0))
+        if not ok:
+            lines.append([name, str(ws), link, "-", "-", "-", "-",
+                          "no DDP row has comm <= backward compute"])
+            continue
+        best = max(ok, key=lambda r: r["overlap_ratio"])
+        exposed = 1 - best["overlap_ratio"]
+        lines.append([name, str(ws), link, f'{best["bucket_cap_mb"]:g}',
+                      f'{best["comm_ms"]:.1f}', f'{best["backward_ms"]:.1f}',
+                      f"{100 * exposed:.1f}", "met" if exposed <= 0.10 else "missed"])
     return table(["set", "world", "link", "best bucket_mb", "comm ms", "backward ms",
                   "exposed % of comm (worst rank)", "<= 10 %"], lines)
 
@@ -42,17 +44,16 @@ def ddp_exposed(runs):
 def bucket_sweep(runs):
     """Tiny buckets and a single bucket are both slower than the default (25 MB)."""
     lines = []
-    for name, doc in runs.items():
-        for ws, link in groups(doc):
-            ddp = rows_of(doc, ws, link, lambda r: r["hook"] == "none")
-            caps = sorted(r["bucket_cap_mb"] for r in ddp)
-            if not caps or caps[0] >= 25 or caps[-1] <= 25:
-                continue
-            tiny = next(r for r in ddp if r["bucket_cap_mb"] == caps[0])
-            one = next(r for r in ddp if r["bucket_cap_mb"] == caps[-1])
-            met = tiny["vs_default"] > 1 and one["vs_default"] > 1
-            lines.append([name, str(ws), link, f"{caps[0]:g}: {tiny['vs_default']:.3f}",
-                          f"{caps[-1]:g}: {one['vs_default']:.3f}", "met" if met else "missed"])
+    for name, doc, ws, link in each_group(runs):
+        ddp = rows_of(doc, ws, link, lambda r: r["hook"] == "none")
+        caps = sorted(r["bucket_cap_mb"] for r in ddp)
+        if not caps or caps[0] >= 25 or caps[-1] <= 25:
+            continue
+        tiny = next(r for r in ddp if r["bucket_cap_mb"] == caps[0])
+        one = next(r for r in ddp if r["bucket_cap_mb"] == caps[-1])
+        met = tiny["vs_default"] > 1 and one["vs_default"] > 1
+        lines.append([name, str(ws), link, f"{caps[0]:g}: {tiny['vs_default']:.3f}",
+                      f"{caps[-1]:g}: {one['vs_default']:.3f}", "met" if met else "missed"])
     return table(["set", "world", "link", "smallest cap: step / default",
                   "largest cap: step / default", "both > 1"], lines)
 
@@ -60,19 +61,18 @@ def bucket_sweep(runs):
 def fsdp_prefetch(runs):
     """FSDP with prefetch >= 15 % faster per step than without when comm ~ compute."""
     lines = []
-    for name, doc in runs.items():
-        for ws, link in groups(doc):
-            on = rows_of(doc, ws, link, lambda r: r["hook"] == "fsdp:block")
-            off = rows_of(doc, ws, link, lambda r: r["hook"] == "fsdp:block_no_prefetch")
-            if not on or not off:
-                continue
-            on, off = on[0], off[0]
-            balance = off["comm_ms"] / off["compute_ms"] if off["compute_ms"] > 0 else 0
-            gain = off["step_ms"] / on["step_ms"] - 1
-            applies = 0.5 <= balance <= 2
-            verdict = ("met" if gain >= 0.15 else "missed") if applies else "comm not ~ compute"
-            lines.append([name, str(ws), link, f"{balance:.2f}", f'{off["step_ms"]:.1f}',
-                          f'{on["step_ms"]:.1f}', f"{100 * gain:+.1f}", verdict])
+    for name, doc, ws, link in each_group(runs):
+        on = rows_of(doc, ws, link, lambda r: r["hook"] == "fsdp:block")
+        off = rows_of(doc, ws, link, lambda r: r["hook"] == "fsdp:block_no_prefetch")
+        if not on or not off:
+            continue
+        on, off = on[0], off[0]
+        balance = off["comm_ms"] / off["compute_ms"] if off["compute_ms"] > 0 else 0
+        gain = off["step_ms"] / on["step_ms"] - 1
+        applies = 0.5 <= balance <= 2
+        verdict = ("met" if gain >= 0.15 else "missed") if applies else "comm not ~ compute"
+        lines.append([name, str(ws), link, f"{balance:.2f}", f'{off["step_ms"]:.1f}',
+                      f'{on["step_ms"]:.1f}', f"{100 * gain:+.1f}", verdict])
     return table(["set", "world", "link", "comm / compute without prefetch",
                   "step ms without", "step ms with", "prefetch faster by %", ">= 15 %"], lines)
 
