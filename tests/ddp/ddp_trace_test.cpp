@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
+#include <map>
 #include <set>
 
 #include "emulator/link/link_backend.hpp"
@@ -90,10 +91,21 @@ void checkSpansPresent(const trace::Snapshot& s) {
     EXPECT_FALSE(named(s, name).empty()) << "no event named " << name;
   }
   std::set<std::string> tracks;
-  for (const auto& t : s.tracks) tracks.insert(t.name);
-  for (const char* track : {"compute", "progress shm:ddp_trace", "link timer",
-                            "comm ddp_trace", "link ddp_trace"}) {
+  std::map<uint32_t, std::string> trackName;
+  for (const auto& t : s.tracks) {
+    tracks.insert(t.name);
+    trackName[t.id] = t.name;
+  }
+  for (const char* track : {"compute", "link timer", "comm ddp_trace", "link ddp_trace"}) {
     EXPECT_TRUE(tracks.count(track)) << "no track " << track;
+  }
+  // A collective starts on the thread that ran it: the group's progress thread,
+  // or the compute thread when its wait ran the queued operation itself (Note
+  // [Waiting helps]) -- which of the two is a race, so either is right, and a
+  // run may have no progress-thread event at all.
+  for (const auto* e : named(s, "start allreduce #")) {
+    const std::string& on = trackName[e->track];
+    EXPECT_TRUE(on == "compute" || on == "progress shm:ddp_trace") << e->name << " on " << on;
   }
 }
 
