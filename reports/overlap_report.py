@@ -197,13 +197,15 @@ def main():
               f"Date: {datetime.date.today().isoformat()}.\n\nCommand: `{a.command}` "
               "(each set's `distlab bench overlap` flags are in reports/make_reports_parts.sh).\n")
     trace_bench = json.load(open(a.trace_bench)) if a.trace_bench else None
-    out.write(targets_section(runs, trace_bench))
+    ddp_trace = json.load(open(a.trace_ddp)) if a.trace_ddp else None
+    out.write(targets_section(runs, trace_bench, ddp_trace))
     for name, doc in runs.items():
         write_set(out, name, doc, torch, a.out_dir)
     out.write("\n## One step of each\n\n")
     for kind, path in (("DDP", a.trace_ddp), ("FSDP", a.trace_fsdp)):
         png = f"overlap_timeline_{kind.lower()}.png"
-        if path and plot_timeline(json.load(open(path)), f"{a.out_dir}/{png}", kind):
+        if path and plot_timeline(ddp_trace if kind == "DDP" else json.load(open(path)),
+                                  f"{a.out_dir}/{png}", kind):
             out.write(f"![timeline of one {kind} step]({png})\n\n")
     out.write(HOW_TO_READ)
     out.close()
