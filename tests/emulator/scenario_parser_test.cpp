@@ -47,6 +47,13 @@ TEST_P(MalformedScenario, ReportsFileAndLine) {
   }
 }
 
+// The test name of a BadCase: its name with every non-alphanumeric as '_'.
+std::string caseName(const ::testing::TestParamInfo<BadCase>& info) {
+  std::string n = info.param.name;
+  for (char& c : n) if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
+  return n;
+}
+
 std::string faultAfterSteps(const std::string& fault) {
   return valid("[cluster]\nworld_size = 2\n", fault);
 }
@@ -141,11 +148,7 @@ INSTANTIATE_TEST_SUITE_P(
                 "\"training\"\nengine = \"local\"\n[workload.engine_options]\nturbo = true\n"
                 "[expect]\noutcome = \"success\"\n",
                 10, "unknown key 'turbo' in engine_options of engine 'local'"}),
-    [](const auto& testInfo) {
-      std::string n = testInfo.param.name;
-      for (char& c : n) if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
-      return n;
-    });
+    caseName);
 
 // A GPT training scenario. Lines: header 1-3, [cluster] 4, world_size 5,
 // [workload] 6, kind 7, model 8, `workload` from line 9, then `rest`.
@@ -181,11 +184,7 @@ INSTANTIATE_TEST_SUITE_P(
         BadCase{"unused_param fault on gpt",
                 gptScenario("steps = 3\n", "[[faults]]\nkind = \"unused_param\"\nranks = [1]\n"),
                 10, "model = \"gpt\" has none"}),
-    [](const auto& testInfo) {
-      std::string n = testInfo.param.name;
-      for (char& c : n) if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
-      return n;
-    });
+    caseName);
 
 TEST(ScenarioParser, ReadsTheGptShape) {
   Scenario s = parseScenarioText(
