@@ -80,6 +80,26 @@ std::vector<T> numberList(const std::string& text, const char* flag, double lo, 
   return out;
 }
 
+// --model and --gpt (vocab,block,embd,heads,layers; the scenario's gpt table
+// ranges, checked here so a bad value is a usage error, not a failed run).
+void readModelFlags(const std::string& gpt, emulator::OverlapBenchOptions& o) {
+  if (o.model != "mlp" && o.model != "residual_mlp" && o.model != "gpt") {
+    throw ValueError("--model '" + o.model + "': use mlp, residual_mlp or gpt");
+  }
+  if (gpt.empty()) return;
+  if (o.model != "gpt") throw ValueError("--gpt needs --model gpt");
+  o.gpt = numberList<int64_t>(gpt, "--gpt", 1, 65536);
+  if (o.gpt.size() != 5) {
+    throw ValueError("--gpt '" + gpt + "': give five numbers vocab,block,embd,heads,layers");
+  }
+  const int64_t vocab = o.gpt[0], block = o.gpt[1], embd = o.gpt[2], heads = o.gpt[3];
+  if (vocab < 2 || block > 4096 || embd > 4096 || heads > 256 || o.gpt[4] > 64 ||
+      embd % heads != 0) {
+    throw ValueError("--gpt '" + gpt + "': vocab 2..65536, block 1..4096, embd 1..4096 and a "
+                     "multiple of heads (1..256), layers 1..64");
+  }
+}
+
 // `distlab bench overlap` (emulator/trace/overlap_bench.hpp): the subcommand
 // and its action.
 std::pair<CLI::App*, std::function<int()>> addOverlapCommand(CLI::App& sub) {
@@ -89,6 +109,7 @@ std::pair<CLI::App*, std::function<int()>> addOverlapCommand(CLI::App& sub) {
     std::string worldSizes = "2,4", links = "ethernet-10g,ethernet-100g";
     std::string caps = "0.05,1,5,25,1024", hooks = "noop,fp16_compress,powersgd";
     std::string sizes = "512,2048,2048,2048,16";
+    std::string gpt;
     std::string fsdp = "block,block_no_prefetch,root";
     bool noOverhead = false;
     emulator::OverlapBenchOptions options;
@@ -100,8 +121,10 @@ std::pair<CLI::App*, std::function<int()>> addOverlapCommand(CLI::App& sub) {
   ov->add_option("--hooks", f->hooks, "Comma list of comm hooks at bucket_cap_mb 25 ('' none)");
   ov->add_option("--fsdp", f->fsdp,
                  "Comma list of FSDP rows: block, block_no_prefetch, root ('' none)");
-  ov->add_option("--model", f->options.model, "mlp | residual_mlp");
-  ov->add_option("--sizes", f->sizes, "The model's widths (scenario 'sizes')");
+  ov->add_option("--model", f->options.model, "mlp | residual_mlp | gpt");
+  ov->add_option("--sizes", f->sizes, "The model's widths (scenario 'sizes'; mlp, residual_mlp)");
+  ov->add_option("--gpt", f->gpt,
+                 "--model gpt: vocab,block,embd,heads,layers (default 256,64,256,4,4)");
   ov->add_option("--steps", f->options.steps, "Training steps per run (>= 3; two are warm-up)");
   ov->add_option("--batch-size", f->options.batchSize, "Rows per rank per step");
   ov->add_option("--rounds", f->options.rounds,
@@ -117,6 +140,7 @@ std::pair<CLI::App*, std::function<int()>> addOverlapCommand(CLI::App& sub) {
     o.capsMb = numberList<double>(f->caps, "--caps", 1e-4, 1 << 20);
     o.hooks = f->hooks.empty() ? std::vector<std::string>{} : splitList(f->hooks, "--hooks");
     o.sizes = numberList<int64_t>(f->sizes, "--sizes", 1, 4096);
+    readModelFlags(f->gpt, o);
     o.fsdpWraps = f->fsdp.empty() ? std::vector<std::string>{} : splitList(f->fsdp, "--fsdp");
     for (const auto& w : o.fsdpWraps) {
       if (w != "block" && w != "block_no_prefetch" && w != "root") {

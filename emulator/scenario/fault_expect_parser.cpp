@@ -137,6 +137,13 @@ void parseFaults(const TomlReader& r, const toml::table& root, Scenario& s) {
       for (int q = 0; q < s.worldSize; ++q) f.ranks.push_back(q);
     }
     readKindParams(r, t, f);
+    if (f.kind == "unused_param" && s.training.model == "gpt") {
+      // GPT has no auxiliary head to leave out (training_model.hpp), and every
+      // one of its parameters reaches the logits: refused, never ignored.
+      r.fail(f.pos.line, "fault 'unused_param' skips the auxiliary head of the mlp, "
+                         "residual_mlp and two_layer models; model = \"gpt\" has none (use "
+                         "one of those models for this fault)");
+    }
     if (f.kind == "uneven_data") {
       for (int rank : f.ranks) s.training.batchesPerRank[rank] =
           s.training.batchesOf(rank) + f.extraBatches;

@@ -1,7 +1,9 @@
 // Engine "fsdp": fullyShard (runtime/fsdp) on the scenario model. Options use
 // PyTorch's argument names where one exists:
 //   wrap                   "block" (default: every Linear / residual block, then
-//                          the root) or "root" (one group)
+//                          the root; for model = "gpt" every transformer block
+//                          h.<i>, then the root with wte, wpe, ln_f, lm_head)
+//                          or "root" (one group)
 //   reshard_after_forward  true/false (unset: PyTorch's default, false for the root)
 //   param_dtype            "float32" (default), "bfloat16" or "float16" (MixedPrecisionPolicy)
 //   reduce_dtype           as param_dtype (unset: param_dtype)
@@ -30,18 +32,23 @@ std::string option(const std::map<std::string, std::string>& o, const std::strin
   return it == o.end() ? dflt : it->second;
 }
 
-bool isBlock(const nn::Module& m) {
-  static const std::set<std::string> kBlocks = {"Linear", "ResidualBlock", "GptBlock"};
-  return kBlocks.count(m.typeName()) > 0;
+// The module types wrap = "block" shards as their own groups. GPT's are its
+// transformer blocks only: its lm_head stays in the root group, where a tied
+// head shares wte.weight (one parameter cannot live in two groups).
+const std::set<std::string>& blockTypes(const TrainingWorkload& tr) {
+  static const std::set<std::string> kMlpBlocks = {"Linear", "ResidualBlock"};
+  static const std::set<std::string> kGptBlocks = {"GptBlock"};
+  return tr.model == "gpt" ? kGptBlocks : kMlpBlocks;
 }
 
 // Outermost blocks in pre-order (a block's own sub-blocks stay in its group).
-void wrapBlocks(const std::shared_ptr<nn::Module>& m, const fsdp::FullyShardOptions& o) {
+void wrapBlocks(const std::shared_ptr<nn::Module>& m, const std::set<std::string>& blocks,
+                const fsdp::FullyShardOptions& o) {
   for (const auto& [name, child] : m->namedChildren()) {
-    if (isBlock(*child) && !child->parameters().empty()) {
+    if (blocks.count(child->typeName()) > 0 && !child->parameters().empty()) {
       fsdp::fullyShard(child, o);
     } else {
-      wrapBlocks(child, o);
+      wrapBlocks(child, blocks, o);
     }
   }
 }
@@ -79,7 +86,7 @@ class FsdpEngine : public TrainingEngine {
     }
     const bool rootOnly = wrap == "root" ||
                           std::stoi(option(o, "root_only_rank", "-1")) == ctx.rank;
-    if (!rootOnly) wrapBlocks(module_, s);
+    if (!rootOnly) wrapBlocks(module_, blockTypes(ctx.scenario->training), s);
     root_ = fsdp::fullyShard(module_, s);
     if (auto it = o.find("prefetch"); it != o.end() && it->second != "true") {
       root_->setImplicitPrefetch(false, false);

@@ -54,11 +54,23 @@ struct CollectiveStep {
 // arrive (no collective sequence number).
 extern const std::vector<std::string> kCollectiveOps;
 
+// The GPT of a training run (model = "gpt"; runtime/nn/models/gpt.hpp):
+// `gpt = { vocab, block, embd, heads, layers, tied }` in [workload].
+struct GptWorkload {
+  int64_t vocab = 64;   // vocabulary size (token ids 0..vocab-1)
+  int64_t block = 16;   // tokens per sequence (the context length)
+  int64_t embd = 32;    // embedding width; a multiple of heads
+  int64_t heads = 2;
+  int64_t layers = 2;   // transformer blocks h.0 .. h.<layers-1>
+  bool tied = false;    // lm_head reuses wte.weight
+};
+
 // A training run (model, engine, data, steps). Engines come from the engine
 // registry (engine_registry.hpp), so new engines need no runner change.
 struct TrainingWorkload {
   std::string model = "mlp";   // mlp | residual_mlp | two_layer | gpt
   std::vector<int64_t> sizes{16, 32, 4};  // model sizes (see models in workloads)
+  GptWorkload gpt;             // model = "gpt" only
   std::string engine = "local";
   std::map<std::string, std::string> engineOptions;  // validated by the engine
   std::string commHook;        // "" = the engine's default

@@ -15,6 +15,14 @@
 // Data: x ~ N(0, 1) [batch, in] from a generator seeded by (seed, rank, step % 2)
 // (each rank cycles over two batches);
 // y = x @ W_teacher, a fixed random teacher, so the loss can decrease.
+//
+// model = "gpt": the model is nn::Gpt itself (FQNs wte, wpe, h.<i>, ln_f,
+// lm_head; no ScenarioNet and no aux head: the parser refuses the
+// unused_param fault for it). x = token ids, int64 (batch, block), uniform
+// over the vocabulary from the same per-(seed, rank, step % 2) generator;
+// y[b, t] = (x[b, t] + x[b, t-1]) % vocab (x[b, -1] = 0), a fixed teacher that
+// needs attention to the previous token; loss = cross entropy of the logits
+// (batch * block rows) against y.
 #include <memory>
 #include <utility>
 
@@ -33,7 +41,8 @@ void setAuxUsed(nn::Module& model, bool used);
 // (x, y) of `rank`'s batch `step`.
 std::pair<Tensor, Tensor> scenarioBatch(const TrainingWorkload& tr, int rank, int step);
 
-// The scenario loss over the model outputs (see the header comment).
+// The scenario loss over the model outputs (see the header comment): cross
+// entropy when `y` holds int64 token ids (gpt), else the MSE (+ aux) loss.
 Tensor scenarioLoss(const nn::TensorList& outputs, const Tensor& y, bool useAux);
 
 // FNV-1a 64 over the bytes of every tensor, as 16 hex digits.

@@ -79,6 +79,34 @@ void checkEngineNumber(const TomlReader& r, const EngineInfo& engine, const toml
   r.number(opts, key, NumRange{lo, hi});
 }
 
+// model = "gpt": the `gpt` table (defaults: GptWorkload); model and sizes
+// keys that do not fit the model are refused.
+void parseGptShape(const TomlReader& r, const toml::table& w, TrainingWorkload& tr) {
+  const bool gpt = tr.model == "gpt";
+  if (gpt && w.get("sizes")) {
+    r.fail(r.lineOfKey(w, "sizes"), "'sizes' does not apply to model = \"gpt\"; give its shape "
+                                    "as gpt = { vocab, block, embd, heads, layers, tied }");
+  }
+  const toml::table* t = r.table(w, "gpt");
+  if (!t) return;
+  if (!gpt) {
+    r.fail(r.lineOfKey(w, "gpt"),
+           fmt::format("'gpt' needs model = \"gpt\" (model is '{}')", tr.model));
+  }
+  r.checkKeys(*t, "gpt", {"vocab", "block", "embd", "heads", "layers", "tied"});
+  GptWorkload& g = tr.gpt;
+  if (auto v = r.intInRange(*t, "vocab", 2, 65536)) g.vocab = *v;
+  if (auto v = r.intInRange(*t, "block", 1, 4096)) g.block = *v;
+  if (auto v = r.intInRange(*t, "embd", 1, 4096)) g.embd = *v;
+  if (auto v = r.intInRange(*t, "heads", 1, 256)) g.heads = *v;
+  if (auto v = r.intInRange(*t, "layers", 1, 64)) g.layers = *v;
+  if (auto v = r.boolean(*t, "tied")) g.tied = *v;
+  if (g.embd % g.heads != 0) {
+    r.fail(r.lineOfKey(*t, "embd"),
+           fmt::format("gpt: embd = {} must be a multiple of heads = {}", g.embd, g.heads));
+  }
+}
+
 }  // namespace
 
 void parseCollectiveWorkload(const TomlReader& r, const toml::table& w, Scenario& s) {
@@ -181,10 +209,11 @@ void parseTrainingWorkload(const TomlReader& r, const toml::table& w, Scenario& 
               {"kind", "model", "sizes", "engine", "engine_options", "comm_hook", "optimizer",
                "lr", "steps", "batch_size", "batches", "no_sync_every", "seed", "join",
                "throw_on_early_termination", "divide_by_initial_world_size",
-               "optimizer_sharding", "overlap_with_ddp", "parameters_as_bucket_view"});
+               "optimizer_sharding", "overlap_with_ddp", "parameters_as_bucket_view", "gpt"});
   auto& tr = s.training;
   tr.pos = r.posOf(w);
-  if (auto m = r.choice(w, "model", {"mlp", "residual_mlp", "two_layer"})) tr.model = *m;
+  if (auto m = r.choice(w, "model", {"mlp", "residual_mlp", "two_layer", "gpt"})) tr.model = *m;
+  parseGptShape(r, w, tr);
   if (auto sizes = r.intList(w, "sizes")) {
     bool ok = sizes->size() >= 2 &&
               std::all_of(sizes->begin(), sizes->end(), [](int64_t v) { return v > 0 && v <= 4096; });

@@ -37,16 +37,22 @@ std::string engineText(const Config& c) {
                      root ? "root" : "block", c.fsdpWrap != "block_no_prefetch");
 }
 
+// The model's shape: `sizes`, or the gpt table (OverlapBenchOptions::gpt).
+std::string shapeText(const OverlapBenchOptions& o) {
+  if (o.model != "gpt") return fmt::format("sizes = [{}]\n", fmt::join(o.sizes, ", "));
+  return fmt::format("gpt = {{ vocab = {}, block = {}, embd = {}, heads = {}, layers = {} }}\n",
+                     o.gpt.at(0), o.gpt.at(1), o.gpt.at(2), o.gpt.at(3), o.gpt.at(4));
+}
+
 std::string scenarioText(const OverlapBenchOptions& o, const Config& c) {
   std::string text = fmt::format(
       "name = \"overlap_ws{}_{}_{}_{}\"\n"
       "description = \"distlab bench overlap\"\ngroup = \"bench\"\n\n"
       "[cluster]\nworld_size = {}\nbackend = \"shm\"\ntimeout = 60\nlink = \"{}\"\n\n"
-      "[workload]\nkind = \"training\"\nmodel = \"{}\"\nsizes = [{}]\n{}"
+      "[workload]\nkind = \"training\"\nmodel = \"{}\"\n{}{}"
       "optimizer = \"sgd\"\nlr = 0.001\nsteps = {}\nbatch_size = {}\n",
       c.worldSize, c.link, c.fsdpWrap.empty() ? c.hook : "fsdp_" + c.fsdpWrap, c.capMb,
-      c.worldSize, c.link, o.model, fmt::join(o.sizes, ", "), engineText(c), o.steps,
-      o.batchSize * c.worldSize);
+      c.worldSize, c.link, o.model, shapeText(o), engineText(c), o.steps, o.batchSize);
   if (c.hook != "none" && c.fsdpWrap.empty()) text += fmt::format("comm_hook = \"{}\"\n", c.hook);
   return text + "\n[expect]\noutcome = \"success\"\n";
 }
@@ -145,7 +151,7 @@ void printTable(const OverlapBenchOptions& o, const std::vector<OverlapRow>& row
       "backend behind the link emulator\n# times: mean over ranks of the steps after two of "
       "warm-up (ms); overlap, exposed%: the worst rank; vs_default: step time / that of "
       "bucket_cap_mb 25 without a hook{}\n# {}\n",
-      o.model, fmt::join(o.sizes, ", "), o.steps, o.batchSize,
+      o.model, fmt::join(o.model == "gpt" ? o.gpt : o.sizes, ", "), o.steps, o.batchSize,
       o.rounds > 1 ? fmt::format("; each the median of {} interleaved rounds", o.rounds) : "",
       blasSummary());
   out << fmt::format(
@@ -261,6 +267,10 @@ int runOverlapBench(const OverlapBenchOptions& o, std::ostream& out) {
                         {"blas", blasSummary()},
                         {"cores", std::thread::hardware_concurrency()},
                         {"links", linksJson(o.links)}};
+  if (o.model == "gpt") {
+    doc["gpt"] = {{"vocab", o.gpt.at(0)}, {"block", o.gpt.at(1)}, {"embd", o.gpt.at(2)},
+                  {"heads", o.gpt.at(3)}, {"layers", o.gpt.at(4)}};
+  }
   if (o.tracingOverhead && !o.worldSizes.empty() && !o.links.empty()) {
     doc["tracing_overhead"] =
         measureTracingOverhead(o, {o.worldSizes.front(), o.links.front(), "none", 25},

@@ -42,7 +42,10 @@ struct OverlapBenchOptions {
   std::vector<std::string> hooks{"noop", "fp16_compress", "powersgd"};
   std::vector<std::string> fsdpWraps{"block", "block_no_prefetch", "root"};
   std::string model = "mlp";
-  std::vector<int64_t> sizes{512, 2048, 2048, 2048, 16};
+  std::vector<int64_t> sizes{512, 2048, 2048, 2048, 16};  // mlp, residual_mlp
+  // model "gpt": vocab, block, embd, heads, layers (untied head); batchSize
+  // is then sequences of `block` tokens.
+  std::vector<int64_t> gpt{256, 64, 256, 4, 4};
   int steps = 6;
   int rounds = 1;
   int batchSize = 32;

@@ -151,4 +151,38 @@ TEST(OverlapBench, OneConfigurationAndUsageErrors) {
   }
 }
 
+// --model gpt: the scenario engine trains a GPT; every row (DDP, the noop
+// hook, FSDP per block) runs and records steps.
+TEST(OverlapBench, GptRows) {
+  distlab::testing::TempDir dir;
+  RunResult r = runDistlab(
+      "bench overlap --model gpt --gpt 32,8,32,2,2 --world-sizes 2 --links ethernet-1g "
+      "--caps 25 --hooks noop --fsdp block --steps 3 --batch-size 2 --no-tracing-overhead "
+      "--json " + dir.file("g.json"));
+  ASSERT_EQ(r.exitCode, 0) << r.output;
+  EXPECT_NE(r.output.find("model gpt [32, 8, 32, 2, 2]"), std::string::npos) << r.output;
+  std::ifstream in(dir.file("g.json"));
+  auto j = nlohmann::json::parse(in);
+  EXPECT_EQ(j["model"], "gpt");
+  EXPECT_EQ(j["gpt"]["embd"], 32);
+  EXPECT_EQ(j["gpt"]["layers"], 2);
+  ASSERT_EQ(j["rows"].size(), 3u) << j.dump();
+  const char* hooks[] = {"none", "noop", "fsdp:block"};
+  for (size_t i = 0; i < 3; ++i) {
+    const auto& row = j["rows"][i];
+    EXPECT_EQ(row["hook"], hooks[i]);
+    EXPECT_EQ(row["error"], "") << row.dump();
+    EXPECT_GT(row["step_ms"].get<double>(), 0) << row.dump();
+    EXPECT_GT(row["compute_ms"].get<double>(), 0) << row.dump();
+  }
+  EXPECT_GT(j["rows"][0]["comm_ms"].get<double>(), 0);  // DDP's allreduce
+  EXPECT_GT(j["rows"][2]["comm_ms"].get<double>(), 0);  // FSDP's all-gathers, reduce-scatters
+  for (const char* bad : {"--model transformer", "--gpt 32,8,32,2,2", "--model gpt --gpt 32,8,32",
+                          "--model gpt --gpt 32,8,30,4,2", "--model gpt --gpt 1,8,32,2,2",
+                          "--model gpt --gpt 32,8,32,2,0"}) {
+    RunResult u = runDistlab(std::string("bench overlap ") + bad);
+    EXPECT_EQ(u.exitCode, 2) << bad << ": " << u.output;
+  }
+}
+
 }  // namespace

@@ -47,6 +47,13 @@ TEST_P(MalformedScenario, ReportsFileAndLine) {
   }
 }
 
+// The test name of a BadCase: its name with every non-alphanumeric as '_'.
+std::string caseName(const ::testing::TestParamInfo<BadCase>& info) {
+  std::string n = info.param.name;
+  for (char& c : n) if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
+  return n;
+}
+
 std::string faultAfterSteps(const std::string& fault) {
   return valid("[cluster]\nworld_size = 2\n", fault);
 }
@@ -141,11 +148,61 @@ INSTANTIATE_TEST_SUITE_P(
                 "\"training\"\nengine = \"local\"\n[workload.engine_options]\nturbo = true\n"
                 "[expect]\noutcome = \"success\"\n",
                 10, "unknown key 'turbo' in engine_options of engine 'local'"}),
-    [](const auto& testInfo) {
-      std::string n = testInfo.param.name;
-      for (char& c : n) if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
-      return n;
-    });
+    caseName);
+
+// A GPT training scenario. Lines: header 1-3, [cluster] 4, world_size 5,
+// [workload] 6, kind 7, model 8, `workload` from line 9, then `rest`.
+std::string gptScenario(const std::string& workload, const std::string& rest = "",
+                        const std::string& model = "gpt") {
+  return std::string(kHeader) + "[cluster]\nworld_size = 2\n[workload]\nkind = \"training\"\n"
+         "model = \"" + model + "\"\n" + workload + rest + "[expect]\noutcome = \"success\"\n";
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    GptMistakes, MalformedScenario,
+    ::testing::Values(
+        BadCase{"gpt embd not a multiple of heads",
+                gptScenario("gpt = { embd = 30, heads = 4 }\n"), 9,
+                "gpt: embd = 30 must be a multiple of heads = 4"},
+        BadCase{"gpt vocab too small", gptScenario("[workload.gpt]\nlayers = 2\nvocab = 1\n"),
+                11, "'vocab' = 1 is out of range [2, 65536]"},
+        BadCase{"gpt block too long", gptScenario("gpt = { block = 5000 }\n"), 9,
+                "'block' = 5000 is out of range [1, 4096]"},
+        BadCase{"gpt no layers", gptScenario("[workload.gpt]\nlayers = 0\n"), 10,
+                "'layers' = 0 is out of range [1, 64]"},
+        BadCase{"gpt zero heads", gptScenario("gpt = { heads = 0 }\n"), 9,
+                "'heads' = 0 is out of range [1, 256]"},
+        BadCase{"gpt tied not a boolean", gptScenario("gpt = { tied = 1 }\n"), 9,
+                "'tied' must be true or false, found an integer"},
+        BadCase{"gpt unknown key", gptScenario("gpt = { vocab = 8, width = 3 }\n"), 9,
+                "unknown key 'width' in gpt"},
+        BadCase{"gpt table without model gpt",
+                gptScenario("sizes = [4, 4]\ngpt = { vocab = 8 }\n", "", "mlp"), 10,
+                "'gpt' needs model = \"gpt\" (model is 'mlp')"},
+        BadCase{"sizes with model gpt", gptScenario("sizes = [4, 8, 4]\n"), 9,
+                "'sizes' does not apply to model = \"gpt\""},
+        BadCase{"unused_param fault on gpt",
+                gptScenario("steps = 3\n", "[[faults]]\nkind = \"unused_param\"\nranks = [1]\n"),
+                10, "model = \"gpt\" has none"}),
+    caseName);
+
+TEST(ScenarioParser, ReadsTheGptShape) {
+  Scenario s = parseScenarioText(
+      gptScenario("gpt = { vocab = 50, block = 12, embd = 24, heads = 3, layers = 5, "
+                  "tied = true }\nengine = \"ddp\"\n"),
+      "ok.toml");
+  EXPECT_EQ(s.training.model, "gpt");
+  EXPECT_EQ(s.training.gpt.vocab, 50);
+  EXPECT_EQ(s.training.gpt.block, 12);
+  EXPECT_EQ(s.training.gpt.embd, 24);
+  EXPECT_EQ(s.training.gpt.heads, 3);
+  EXPECT_EQ(s.training.gpt.layers, 5);
+  EXPECT_TRUE(s.training.gpt.tied);
+  Scenario d = parseScenarioText(gptScenario(""), "ok.toml");  // no table: the defaults
+  EXPECT_EQ(d.training.gpt.vocab, GptWorkload{}.vocab);
+  EXPECT_EQ(d.training.gpt.layers, GptWorkload{}.layers);
+  EXPECT_FALSE(d.training.gpt.tied);
+}
 
 TEST(ScenarioParser, ReadsDefaultsAndPerRankOverrides) {
   Scenario s = parseScenarioText(
