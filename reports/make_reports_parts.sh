@@ -49,17 +49,18 @@ part_overlap() {
   overlap_run reference_mlp --world-sizes 2,4 --links ethernet-10g,ethernet-100g \
     --caps 0.05,1,5,25,1024 --hooks noop,fp16_compress,powersgd \
     --fsdp block,block_no_prefetch,root --steps 8 --rounds 3 --overhead-repeats 5
-  # A deeper MLP with a narrow input layer and more compute per byte (batch 256): the case
+  # A deeper MLP with a narrow input layer and more compute per byte (batch 512): the case
   # where a step's communication is well under its backward compute, over a link where
   # communication costs about as much as compute (1 Gb/s) and one where it costs less.
   overlap_run deep_mlp --world-sizes 2 --links ethernet-1g,ethernet-10g --caps 1,5,25,1024 \
-    --hooks noop --fsdp block,block_no_prefetch,root --steps 6 --batch-size 256 --rounds 3 \
+    --hooks noop --fsdp block,block_no_prefetch,root --steps 6 --batch-size 512 --rounds 3 \
     --sizes 256,1024,1024,1024,1024,1024,1024,1024,1024,1024,1024,1024,1024,16 \
     --no-tracing-overhead
   if "$distlab" bench overlap --help 2>/dev/null | grep -q gpt; then
-    overlap_run gpt --model gpt --world-sizes 2 --links ethernet-1g,ethernet-10g \
-      --caps 1,5,25,1024 --hooks noop --fsdp block,block_no_prefetch,root --steps 6 --rounds 3 \
-      --no-tracing-overhead
+    # GPT 256,64,256,4,4 (3.3 M parameters), 4 sequences of 64 tokens per rank.
+    overlap_run gpt --model gpt --gpt 256,64,256,4,4 --batch-size 4 --world-sizes 2 \
+      --links ethernet-1g,ethernet-10g --caps 1,5,25,1024 --hooks noop \
+      --fsdp block,block_no_prefetch,root --steps 6 --rounds 3 --no-tracing-overhead
   fi
   step "overlap: traced DDP and FSDP steps for the timelines"
   bounded 600 "$distlab" run "$root/scenarios/ddp/overlap_buckets.toml" \
