@@ -82,6 +82,8 @@ OverlapRow rowOf(const Config& c, const ScenarioReport& rep) {
     row.commMs += s.commUs / steps / 1000 / n;
     row.exposedMs += s.exposedCommUs / steps / 1000 / n;
     row.backwardMs += s.backwardUs / steps / 1000 / n;
+    row.commAfterArrivalMs += s.commAfterArrivalUs / steps / 1000 / n;
+    row.exposedAfterArrivalMs += s.exposedAfterArrivalUs / steps / 1000 / n;
     row.overlapRatio = std::min(row.overlapRatio, s.overlapRatio());
     row.exposedShare = std::max(row.exposedShare, s.exposedShare());
   }
@@ -115,6 +117,8 @@ OverlapRow medianRow(const Config& c, const std::vector<OverlapRow>& rounds) {
   };
   for (double OverlapRow::*f : {&OverlapRow::stepMs, &OverlapRow::computeMs, &OverlapRow::commMs,
                                 &OverlapRow::exposedMs, &OverlapRow::backwardMs,
+                                &OverlapRow::commAfterArrivalMs,
+                                &OverlapRow::exposedAfterArrivalMs,
                                 &OverlapRow::overlapRatio, &OverlapRow::exposedShare}) {
     out.*f = med(f);
   }
@@ -218,6 +222,8 @@ nlohmann::json rowsJson(const std::vector<OverlapRow>& rows) {
                    {"bucket_cap_mb", r.capMb}, {"step_ms", r.stepMs},
                    {"compute_ms", r.computeMs}, {"comm_ms", r.commMs},
                    {"exposed_comm_ms", r.exposedMs}, {"backward_ms", r.backwardMs},
+                   {"comm_after_arrival_ms", r.commAfterArrivalMs},
+                   {"exposed_after_arrival_ms", r.exposedAfterArrivalMs},
                    {"overlap_ratio", r.overlapRatio},
                    {"exposed_share", r.exposedShare}, {"vs_default", r.vsDefault},
                    {"rounds_ok", r.roundsOk}, {"rounds", r.rounds}, {"error", r.error}});

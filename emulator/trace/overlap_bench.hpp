@@ -65,6 +65,9 @@ struct OverlapRow {
   double commMs = 0;
   double exposedMs = 0;
   double backwardMs = 0;  // backward compute (waits excluded)
+  // comm and exposed from the last rank's arrival on (Note [Waiting for the last rank])
+  double commAfterArrivalMs = 0;
+  double exposedAfterArrivalMs = 0;
   double overlapRatio = 0;  // worst rank
   double exposedShare = 0;  // worst rank
   double vsDefault = 0;

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <fstream>
+#include <set>
 #include <string_view>
 #include <tuple>
 
@@ -68,6 +69,9 @@ struct RankSpans {
   std::vector<Interval> backward;       // "backward <module>" compute spans
   std::vector<Interval> backwardAll;    // those and the whole-pass "backward" span
   std::vector<double> bucketLaunches;   // begin of each "launch bucket N" span
+  // Each async comm span under "<track name>/<span name>" (e.g. "comm g/allreduce #7"):
+  // one collective, the same key on every rank (Note [Waiting for the last rank]).
+  std::vector<std::pair<std::string, Interval>> commByKey;
 };
 
 bool startsWith(const std::string& text, std::string_view prefix) {
@@ -99,10 +103,23 @@ double number(const nlohmann::json& e, const char* key, size_t index) {
   return it->get<double>();
 }
 
+// (pid, tid) -> the track's thread_name.
+std::map<std::pair<int, int>, std::string> trackNames(const nlohmann::json& events) {
+  std::map<std::pair<int, int>, std::string> out;
+  for (const auto& e : events) {
+    if (e.value("ph", "") != "M" || e.value("name", "") != "thread_name") continue;
+    auto args = e.find("args");
+    if (args == e.end() || !args->is_object()) continue;
+    out[{e.value("pid", 0), e.value("tid", 0)}] = args->value("name", "");
+  }
+  return out;
+}
+
 std::map<int, RankSpans> collect(const nlohmann::json& events) {
   std::map<int, RankSpans> ranks;
-  // (pid, tid, id) -> begin ts of an open async comm span
-  std::map<std::tuple<int, int, std::string>, double> open;
+  const auto tracks = trackNames(events);
+  // (pid, tid, id) -> begin ts and name of an open async comm span
+  std::map<std::tuple<int, int, std::string>, std::pair<double, std::string>> open;
   for (size_t n = 0; n < events.size(); ++n) {
     const auto& e = events[n];
     const std::string ph = e.value("ph", "");
@@ -117,14 +134,20 @@ std::map<int, RankSpans> collect(const nlohmann::json& events) {
     } else if (ph == "b" || ph == "e") {
       auto k = std::make_tuple(pid, e.value("tid", 0), e.value("id", std::string()));
       if (ph == "b") {
-        open[k] = ts;
+        open[k] = {ts, e.value("name", std::string())};
       } else {
         auto it = open.find(k);
         if (it == open.end()) {
           throw ValueError(fmt::format("trace event {}: async end without a begin (id {})", n,
                                        std::get<2>(k)));
         }
-        if (cat == "comm") r.comm.push_back({it->second, ts});
+        if (cat == "comm") {
+          const Interval span{it->second.first, ts};
+          r.comm.push_back(span);
+          auto track = tracks.find({pid, std::get<1>(k)});
+          const std::string trackName = track == tracks.end() ? "" : track->second;
+          r.commByKey.emplace_back(trackName + "/" + it->second.second, span);
+        }
         open.erase(it);
       }
     }
@@ -162,13 +185,44 @@ int countBegunIn(const std::vector<Interval>& spans, double from, double before)
   }));
 }
 
+// The comm spans of each rank from the moment the last rank began the same
+// collective (Note [Waiting for the last rank]); a collective only one rank
+// traced keeps its own begin, and so does a key that is not unique on a rank
+// (a trace without sequence numbers in its span names).
+std::map<int, std::vector<Interval>> commAfterLastArrival(const std::map<int, RankSpans>& ranks) {
+  std::map<std::string, double> lastBegin;
+  std::set<std::string> ambiguous;
+  for (const auto& [rank, spans] : ranks) {
+    std::set<std::string> seen;
+    for (const auto& [key, span] : spans.commByKey) {
+      if (!seen.insert(key).second) ambiguous.insert(key);
+      auto [it, fresh] = lastBegin.emplace(key, span.begin);
+      if (!fresh) it->second = std::max(it->second, span.begin);
+    }
+  }
+  for (const auto& key : ambiguous) lastBegin.erase(key);
+  std::map<int, std::vector<Interval>> out;
+  for (const auto& [rank, spans] : ranks) {
+    auto& trimmed = out[rank];
+    for (const auto& [key, span] : spans.commByKey) {
+      auto last = lastBegin.find(key);
+      const double from = last == lastBegin.end() ? span.begin : std::max(span.begin, last->second);
+      if (span.end > from) trimmed.push_back({from, span.end});
+    }
+    trimmed = unite(std::move(trimmed));
+  }
+  return out;
+}
+
 }  // namespace
 
 std::vector<StepOverlap> stepOverlaps(const nlohmann::json& trace) {
   const nlohmann::json& events = trace.is_array() ? trace : trace.at("traceEvents");
   if (!events.is_array()) throw ValueError("trace: 'traceEvents' is not an array");
   std::vector<StepOverlap> out;
-  for (auto& [rank, spans] : collect(events)) {
+  auto ranks = collect(events);
+  const auto afterArrival = commAfterLastArrival(ranks);
+  for (auto& [rank, spans] : ranks) {
     const auto waits = unite(spans.wait);
     const auto compute = subtract(unite(spans.compute), waits);
     const auto backward = subtract(unite(spans.backwardAll), waits);
@@ -186,6 +240,9 @@ std::vector<StepOverlap> stepOverlaps(const nlohmann::json& trace) {
       s.commUs = measure(m);
       s.exposedCommUs = s.commUs - intersection(c, m);
       s.backwardUs = measure(clip(backward, window));
+      const auto late = clip(afterArrival.at(rank), window);
+      s.commAfterArrivalUs = measure(late);
+      s.exposedAfterArrivalUs = s.commAfterArrivalUs - intersection(c, late);
       const double end = backwardEnd(spans.backward, window);
       s.launchesInBackward = countIn(spans.bucketLaunches, window.begin, end);
       s.waitsInBackward = countBegunIn(spans.wait, window.begin, end);
@@ -211,6 +268,8 @@ std::map<int, OverlapSummary> summarizeByRank(const std::vector<StepOverlap>& st
     o.commUs += s.commUs;
     o.exposedCommUs += s.exposedCommUs;
     o.backwardUs += s.backwardUs;
+    o.commAfterArrivalUs += s.commAfterArrivalUs;
+    o.exposedAfterArrivalUs += s.exposedAfterArrivalUs;
   }
   return out;
 }

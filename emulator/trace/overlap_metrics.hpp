@@ -30,6 +30,19 @@
 // skipping the first `skipSteps` steps: warm-up, which for DDP is two steps
 // (the second forward broadcasts the rebuilt bucket order).
 //
+// Note [Waiting for the last rank]
+// A collective cannot progress before every rank has begun it, so a rank that
+// arrives first spends [its begin, the last rank's begin) waiting for a slower
+// peer: load imbalance, not communication. On the emulated cluster the ranks
+// share the machine's cores, so one is often descheduled and that wait can
+// dominate "exposed". In a merged trace (one pid per rank, clocks aligned
+// within the bound of Note [Trace clock alignment]) the same collective has
+// the same key on every rank -- its comm track's name and span name, "comm
+// <group>/allreduce #<seq>" -- so each rank's span can be cut to
+// [the last rank's begin, its own end]. commAfterArrival and
+// exposedAfterArrival are comm and exposed measured on those cut spans; in a
+// single-rank trace they equal comm and exposed.
+//
 // Note [Overlap by structure]
 // The time-based metrics above depend on the machine: on a shared 2-core CI
 // runner a descheduled rank turns any overlap into exposed waiting, so a
@@ -70,6 +83,9 @@ struct StepOverlap {
   double commUs = 0;
   double exposedCommUs = 0;
   double backwardUs = 0;  // backward compute: "backward" spans less waits (Note [Overlap metrics])
+  // The same two from the last rank's arrival on (Note [Waiting for the last rank]).
+  double commAfterArrivalUs = 0;
+  double exposedAfterArrivalUs = 0;
   int launchesInBackward = 0;
   int waitsInBackward = 0;
 
@@ -85,6 +101,8 @@ struct OverlapSummary {
   double commUs = 0;
   double exposedCommUs = 0;
   double backwardUs = 0;
+  double commAfterArrivalUs = 0;
+  double exposedAfterArrivalUs = 0;
   int minLaunchesInBackward = 0;  // the fewest over the steps counted
   int maxWaitsInBackward = 0;     // the most over the steps counted
 

@@ -105,6 +105,8 @@ nlohmann::json overlapJson(const std::map<int, OverlapSummary>& byRank) {
                    {"comm_ms", s.commUs / n / 1000},
                    {"exposed_comm_ms", s.exposedCommUs / n / 1000},
                    {"backward_ms", s.backwardUs / n / 1000},
+                   {"comm_after_arrival_ms", s.commAfterArrivalUs / n / 1000},
+                   {"exposed_after_arrival_ms", s.exposedAfterArrivalUs / n / 1000},
                    {"overlap_ratio", s.overlapRatio()},
                    {"compute_share", s.computeShare()},
                    {"exposed_share", s.exposedShare()},

@@ -52,6 +52,8 @@ TEST(OverlapMetrics, KnownAnswer) {
   EXPECT_DOUBLE_EQ(s.commUs, 55);
   EXPECT_DOUBLE_EQ(s.exposedCommUs, 30);
   EXPECT_DOUBLE_EQ(s.backwardUs, 20);  // "backward" [50, 70]; the wait after it is not
+  EXPECT_DOUBLE_EQ(s.commAfterArrivalUs, 55);  // one rank: nobody to wait for
+  EXPECT_DOUBLE_EQ(s.exposedAfterArrivalUs, 30);
   EXPECT_DOUBLE_EQ(s.overlapRatio(), 25.0 / 55.0);
   EXPECT_DOUBLE_EQ(s.computeShare(), 0.6);
   EXPECT_DOUBLE_EQ(s.exposedShare(), 0.3);
@@ -138,6 +140,33 @@ TEST(OverlapMetrics, RanksAreSeparate) {
   auto sum = summarizeByRank(stepOverlaps(ev), 0);
   EXPECT_DOUBLE_EQ(sum.at(0).exposedCommUs, 0);
   EXPECT_DOUBLE_EQ(sum.at(1).exposedCommUs, 50);
+}
+
+// Note [Waiting for the last rank]: rank 0 begins "allreduce #1" at 10, rank 1
+// at 40; both end at 60. Rank 0 computes [0, 20]. Its exposed 40 holds 20 of
+// waiting for rank 1 ([20, 40]); from rank 1's arrival on, 20 of 20 are exposed.
+TEST(OverlapMetrics, WaitingForTheLastRankIsSeparated) {
+  json ev = json::array();
+  for (int pid : {0, 1}) {
+    ev.push_back(span("step", "step 0", 0, 100, pid));
+    ev.push_back({{"ph", "M"}, {"name", "thread_name"}, {"pid", pid}, {"tid", 9},
+                  {"args", {{"name", "comm g"}}}});
+    ev.push_back({{"ph", "b"}, {"cat", "comm"}, {"name", "allreduce #1"}, {"id", "0x1"},
+                  {"ts", pid == 0 ? 10 : 40}, {"pid", pid}, {"tid", 9}});
+    ev.push_back({{"ph", "e"}, {"cat", "comm"}, {"name", "allreduce #1"}, {"id", "0x1"},
+                  {"ts", 60}, {"pid", pid}, {"tid", 9}});
+  }
+  ev.push_back(span("compute", "c", 0, 20, 0));
+  ev.push_back(span("compute", "c", 0, 45, 1));
+  auto sum = summarizeByRank(stepOverlaps(ev), 0);
+  EXPECT_DOUBLE_EQ(sum.at(0).commUs, 50);
+  EXPECT_DOUBLE_EQ(sum.at(0).exposedCommUs, 40);
+  EXPECT_DOUBLE_EQ(sum.at(0).commAfterArrivalUs, 20);
+  EXPECT_DOUBLE_EQ(sum.at(0).exposedAfterArrivalUs, 20);
+  EXPECT_DOUBLE_EQ(sum.at(1).commUs, 20);  // rank 1 arrived last: nothing to cut
+  EXPECT_DOUBLE_EQ(sum.at(1).exposedCommUs, 15);
+  EXPECT_DOUBLE_EQ(sum.at(1).commAfterArrivalUs, 20);
+  EXPECT_DOUBLE_EQ(sum.at(1).exposedAfterArrivalUs, 15);
 }
 
 TEST(OverlapMetrics, MalformedTracesAreNamed) {
