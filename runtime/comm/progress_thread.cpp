@@ -22,26 +22,28 @@ ProgressThread::ProgressThread(std::string name) : name_(std::move(name)) {
 
 ProgressThread::~ProgressThread() { stop(); }
 
-void ProgressThread::runLocked(std::unique_lock<std::mutex>& lock, Task& fn) {
+void ProgressThread::beginRun(std::unique_lock<std::mutex>& lock) {
   busy_ = true;
   lock.unlock();
-  fn();
+}
+
+void ProgressThread::endRun(std::unique_lock<std::mutex>& lock) {
   lock.lock();
   busy_ = false;
   if (!queue_.empty() && sleeping_) cv_.notify_one();
   if (queue_.empty()) idleCv_.notify_all();
 }
 
-uint64_t ProgressThread::runOrEnqueue(Task fn, bool inlineOk) {
-  std::unique_lock<std::mutex> lock(mutex_);
-  if (inlineOk && queue_.empty() && !busy_) {
-    runLocked(lock, fn);
-    return 0;
-  }
+void ProgressThread::runLocked(std::unique_lock<std::mutex>& lock, Task& fn) {
+  beginRun(lock);
+  fn();
+  endRun(lock);
+}
+
+uint64_t ProgressThread::enqueueLocked(Task fn) {
   const uint64_t ticket = nextTicket_++;
   queue_.push_back(Queued{ticket, std::move(fn)});
   submitted_.fetch_add(1, std::memory_order_release);
-  if (sleeping_) cv_.notify_one();
   return ticket;
 }
 

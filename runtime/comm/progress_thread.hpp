@@ -52,8 +52,24 @@ class ProgressThread : public InlineRunner {
   ProgressThread(const ProgressThread&) = delete;
   ProgressThread& operator=(const ProgressThread&) = delete;
 
-  // Returns 0 when fn ran inline (it has completed), else its ticket.
-  uint64_t runOrEnqueue(Task fn, bool inlineOk);
+  // Returns 0 when fn ran inline (it has completed), else its ticket. A
+  // callable that runs inline is called as it is, never wrapped in a Task
+  // (Note [Per-operation cost] in work.hpp).
+  template <typename Fn>
+  uint64_t runOrEnqueue(Fn&& fn, bool inlineOk) {
+    std::unique_lock<std::mutex> lock(mutex_);
+    if (inlineOk && queue_.empty() && !busy_) {
+      beginRun(lock);
+      fn();
+      endRun(lock);
+      return 0;
+    }
+    const uint64_t ticket = enqueueLocked(Task(std::forward<Fn>(fn)));
+    const bool wake = sleeping_;
+    lock.unlock();
+    if (wake) cv_.notify_one();  // outside the lock: the thread wakes to a free mutex
+    return ticket;
+  }
   bool runIfNext(uint64_t ticket) override;
   // Hands queued tasks to `onDrop` (in order) instead of running them.
   void dropQueued(const std::function<void(Task&)>& onDrop);
@@ -72,6 +88,9 @@ class ProgressThread : public InlineRunner {
   bool waitForTask(std::unique_lock<std::mutex>& lock);
   // Runs `fn` with busy_ set, the lock released; returns with it held.
   void runLocked(std::unique_lock<std::mutex>& lock, Task& fn);
+  void beginRun(std::unique_lock<std::mutex>& lock);  // sets busy_, unlocks
+  void endRun(std::unique_lock<std::mutex>& lock);    // locks, clears busy_, wakes
+  uint64_t enqueueLocked(Task fn);                    // REQUIRES(mutex_); no wake-up
 
   std::string name_;
   mutable std::mutex mutex_;

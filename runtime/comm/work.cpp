@@ -33,6 +33,13 @@ std::string WorkInfo::describe() const {
 WorkInfo makeWorkInfo(std::string groupName, int rank, OpType opType, uint64_t seq,
                       const std::vector<Tensor>& inputs, const std::vector<Tensor>& outputs,
                       Milliseconds timeout, int peer, int tag, std::string reduceOp) {
+  return makeWorkInfo(std::move(groupName), rank, opType, seq, std::span<const Tensor>(inputs),
+                      std::span<const Tensor>(outputs), timeout, peer, tag, std::move(reduceOp));
+}
+
+WorkInfo makeWorkInfo(std::string groupName, int rank, OpType opType, uint64_t seq,
+                      std::span<const Tensor> inputs, std::span<const Tensor> outputs,
+                      Milliseconds timeout, int peer, int tag, std::string reduceOp) {
   WorkInfo info;
   info.groupName = std::move(groupName);
   info.rank = rank;
@@ -42,6 +49,10 @@ WorkInfo makeWorkInfo(std::string groupName, int rank, OpType opType, uint64_t s
   info.tag = tag;
   info.reduceOp = std::move(reduceOp);
   info.timeout = timeout;
+  info.inputSizes.reserve(inputs.size());
+  info.inputDtypes.reserve(inputs.size());
+  info.outputSizes.reserve(outputs.size());
+  info.outputDtypes.reserve(outputs.size());
   for (const auto& t : inputs) {
     if (!t.defined()) continue;
     info.numelIn += t.numel();
@@ -110,7 +121,8 @@ bool Work::wait(Milliseconds timeout) {
   }
   std::unique_lock<std::mutex> lock(mutex_);
   // Note [Work completion order]: released_ is set after the observers ran.
-  const bool done = cv_.wait_for(lock, timeout, [&] { return released_; });
+  // Checked first: a finished operation needs no deadline (no clock read).
+  const bool done = released_ || cv_.wait_for(lock, timeout, [&] { return released_; });
   if (!done) {
     throw DistTimeoutError(fmt::format("Work::wait timed out after {} ms: {} is still {}",
                                        timeout.count(), info_.describe(),
@@ -234,15 +246,21 @@ void Work::complete(std::exception_ptr error) {
   {
     std::lock_guard<std::mutex> lock(mutex_);
     if (state_ == WorkState::kCompleted || state_ == WorkState::kFailed) return;
-    if (startedNs_ == 0) startedNs_ = monotonicNowNs();
     completedNs_ = monotonicNowNs();
+    if (startedNs_ == 0) startedNs_ = completedNs_;
     error_ = error;
     state_ = error ? WorkState::kFailed : WorkState::kCompleted;
     observers = observers_;
+    // No observer to run first: waiters may go at once (one lock, not two).
+    // An observer added from now on replays the completion itself.
+    if (observers.empty()) {
+      released_ = true;
+      future = future_;
+    }
   }
-  // Note [Work completion order]: observers, then waiters, then the Future.
-  notify(WorkState::kCompleted, observers);
-  {
+  if (!observers.empty()) {
+    // Note [Work completion order]: observers, then waiters, then the Future.
+    notify(WorkState::kCompleted, observers);
     std::lock_guard<std::mutex> lock(mutex_);
     released_ = true;
     future = future_;

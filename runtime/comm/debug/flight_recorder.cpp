@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdio>
 #include <filesystem>
@@ -143,8 +144,18 @@ FlightRecorder::FlightRecorder(std::string groupName, std::string groupDesc,
 uint64_t FlightRecorder::record(const WorkInfo& info, Milliseconds timeout,
                                 std::vector<int64_t> inputSplits,
                                 std::vector<int64_t> outputSplits) {
-  FlightRecorderEntry e;
-  e.recordId = registry().nextRecordId.fetch_add(1);
+  if (capacity_ == 0) return 0;
+  const uint64_t recordId = registry().nextRecordId.fetch_add(1);
+  const int64_t createdNs = wallNs();
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (ring_.size() < capacity_) ring_.emplace_back();  // grows once, then reused
+  FlightRecorderEntry& e = ring_[next_];
+  next_ = (next_ + 1) % capacity_;
+  count_ = std::min(count_ + 1, capacity_);
+  // Every field is assigned (the slot may hold an old entry); assignment keeps
+  // the vectors' storage (Note [Flight recorder ring]).
+  e.recordId = recordId;
+  e.opId = ++nextOpId_;
   e.opType = info.opType;
   e.seq = info.seq;
   e.isP2P = isPointToPoint(info.opType);
@@ -155,21 +166,25 @@ uint64_t FlightRecorder::record(const WorkInfo& info, Milliseconds timeout,
   e.outputSizes = info.outputSizes;
   e.inputDtypes = info.inputDtypes;
   e.outputDtypes = info.outputDtypes;
-  e.inputSplits = std::move(inputSplits);
-  e.outputSplits = std::move(outputSplits);
-  e.createdNs = wallNs();
+  e.inputSplits.assign(inputSplits.begin(), inputSplits.end());
+  e.outputSplits.assign(outputSplits.begin(), outputSplits.end());
+  e.state = WorkState::kScheduled;
+  e.createdNs = createdNs;
+  e.startedNs = e.completedNs = 0;
   e.timeoutMs = timeout.count();
-  std::lock_guard<std::mutex> lock(mutex_);
-  e.opId = ++nextOpId_;
+  e.timedOut = false;
+  e.error.clear();
   if (!e.isP2P) status_.lastEnqueued = std::max(status_.lastEnqueued, e.seq);
-  ring_.push_back(std::move(e));
-  while (ring_.size() > capacity_) ring_.pop_front();
-  return ring_.empty() ? 0 : ring_.back().recordId;
+  return recordId;
 }
 
+size_t FlightRecorder::oldest() const { return count_ < capacity_ ? 0 : next_; }
+
 FlightRecorderEntry* FlightRecorder::find(uint64_t recordId) {
-  for (auto it = ring_.rbegin(); it != ring_.rend(); ++it) {
-    if (it->recordId == recordId) return &*it;
+  // Newest first: the entries a Work updates are almost always the last few.
+  for (size_t i = 0; i < count_; ++i) {
+    FlightRecorderEntry& e = ring_[(next_ + ring_.size() - 1 - i) % ring_.size()];
+    if (e.recordId == recordId) return &e;
   }
   return nullptr;
 }
@@ -206,7 +221,10 @@ GroupStatus FlightRecorder::status() const {
 
 std::vector<FlightRecorderEntry> FlightRecorder::entries() const {
   std::lock_guard<std::mutex> lock(mutex_);
-  return {ring_.begin(), ring_.end()};
+  std::vector<FlightRecorderEntry> out;
+  out.reserve(count_);
+  for (size_t i = 0; i < count_; ++i) out.push_back(ring_[(oldest() + i) % ring_.size()]);
+  return out;
 }
 
 size_t flightRecorderBufferSize() {

@@ -28,7 +28,6 @@
 // default 2000 entries per group; 0 disables recording.
 // Thread-safety: every function here is thread-safe.
 #include <cstdint>
-#include <deque>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -87,6 +86,7 @@ class FlightRecorder {
 
  private:
   FlightRecorderEntry* find(uint64_t recordId);  // REQUIRES(mutex_)
+  size_t oldest() const;                          // REQUIRES(mutex_)
 
   const std::string groupName_, groupDesc_;
   const std::vector<int> globalRanks_;
@@ -94,7 +94,13 @@ class FlightRecorder {
   const std::string backendName_;
   const size_t capacity_;
   mutable std::mutex mutex_;
-  std::deque<FlightRecorderEntry> ring_;  // GUARDED_BY(mutex_)
+  // Note [Flight recorder ring]: entries are written in place. The ring grows
+  // to capacity_ slots once; after that record() overwrites the oldest slot by
+  // assignment, so its vectors keep their storage and recording allocates
+  // nothing. next_ is the slot record() writes; count_ the live entries.
+  std::vector<FlightRecorderEntry> ring_;  // GUARDED_BY(mutex_)
+  size_t next_ = 0;                        // GUARDED_BY(mutex_)
+  size_t count_ = 0;                       // GUARDED_BY(mutex_)
   uint64_t nextOpId_ = 0;                 // GUARDED_BY(mutex_)
   GroupStatus status_;                    // GUARDED_BY(mutex_)
 };

@@ -137,13 +137,15 @@ class ProcessGroupWrapper : public ForwardingBackend {
   void forgetOld(uint64_t seq);
   // Fingerprint exchange (process_group_wrapper_exchange.cpp).
   static BackendPtr makeHelper(const BackendPtr& inner, const BackendContext& ctx);
-  ExchangeResult exchange(const CollectiveFingerprint& fp, Milliseconds timeout);
+  // `text` is fp.serialize().
+  ExchangeResult exchange(const CollectiveFingerprint& fp, const std::string& text,
+                          Milliseconds timeout);
   ExchangeResult missingResult(const std::vector<int>& ranks, bool peerDied);
   BackendPtr helper() const;
   // The serialized fingerprint `rank` sent for collective `seq`, if this rank
   // still keeps it (the last kHistory + 2 rounds).
   std::optional<std::string> pastFingerprint(uint64_t seq, int rank) const;
-  void remember(uint64_t seq, const std::vector<std::string>& values);
+  void remember(uint64_t seq, std::vector<std::string> values);
 
   // Point to point (process_group_wrapper_p2p.cpp).
   WorkPtr checkedP2P(bool isSend, const Tensor& tensor, int peer, int tag, Milliseconds timeout,
@@ -166,6 +168,8 @@ class ProcessGroupWrapper : public ForwardingBackend {
   mutable std::mutex helperMutex_;
   BackendPtr helper_;        // GUARDED_BY(helperMutex_); null: the store exchange
   uint64_t helperSeq_ = 0;   // the helper's own collective numbers
+  std::mutex slotMutex_;
+  Tensor slotMine_, slotAll_;  // the helper all-gather's buffers; GUARDED_BY(slotMutex_)
   std::deque<std::pair<uint64_t, std::vector<std::string>>> recent_;  // (seq, by rank)
 
   std::mutex p2pMutex_;

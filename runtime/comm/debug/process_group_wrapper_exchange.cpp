@@ -37,8 +37,7 @@ BackendPtr ProcessGroupWrapper::makeHelper(const BackendPtr& inner, const Backen
 }
 
 ExchangeResult ProcessGroupWrapper::exchange(const CollectiveFingerprint& fp,
-                                             Milliseconds timeout) {
-  const std::string text = fp.serialize();
+                                             const std::string& text, Milliseconds timeout) {
   const BackendPtr helper = this->helper();
   if (!helper) {
     ExchangeSpec spec{fmt::format("{}c/{}/", keyBase_, fp.seq), rank_, globalRanks_, true};
@@ -47,8 +46,15 @@ ExchangeResult ProcessGroupWrapper::exchange(const CollectiveFingerprint& fp,
     return result;
   }
   const int n = static_cast<int>(globalRanks_.size());
-  Tensor mine = zeros({kSlotBytes}, TensorOptions{DType::kUInt8});
-  Tensor all = empty({n * kSlotBytes}, TensorOptions{DType::kUInt8});
+  // The slots are reused from round to round (collectives are issued one at a
+  // time); a reader reads only the length its header gives.
+  std::lock_guard<std::mutex> slots(slotMutex_);
+  if (!slotMine_.defined()) {
+    slotMine_ = zeros({kSlotBytes}, TensorOptions{DType::kUInt8});
+    slotAll_ = empty({n * kSlotBytes}, TensorOptions{DType::kUInt8});
+  }
+  const Tensor& mine = slotMine_;
+  const Tensor& all = slotAll_;
   const bool inStore = text.size() > static_cast<size_t>(kSlotBytes) - 4;
   const uint32_t header = static_cast<uint32_t>(text.size()) | (inStore ? kInStoreFlag : 0);
   std::memcpy(mine.rawData(), &header, 4);
@@ -115,8 +121,8 @@ void ProcessGroupWrapper::shutdown(Milliseconds timeout) {
   ForwardingBackend::shutdown(timeout);
 }
 
-void ProcessGroupWrapper::remember(uint64_t seq, const std::vector<std::string>& values) {
-  recent_.emplace_back(seq, values);
+void ProcessGroupWrapper::remember(uint64_t seq, std::vector<std::string> values) {
+  recent_.emplace_back(seq, std::move(values));
   while (recent_.size() > static_cast<size_t>(kHistory) + 2) recent_.pop_front();
 }
 

@@ -145,9 +145,27 @@ void WatchdogThread::registerStore(const std::shared_ptr<Store>& s) {
   }
 }
 
+// Note [Watching a finished Work]
+// A blocking operation that ran inline has finished before the monitor hands
+// it over. Nothing is left to watch, so it gets no map entry and no observer:
+// the flight-recorder updates and the completion handling that the observer's
+// replay would make are made here directly, in the same order.
 void WatchdogThread::add(WatchedWork watched) {
-  auto observer = std::make_shared<WatchObserver>(watched.recorder, watched.recordId);
   WorkPtr work = watched.work;
+  if (work->isCompleted()) {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      ensureThread();
+      if (auto s = watched.store.lock()) registerStore(s);
+    }
+    if (watched.recorder) {
+      watched.recorder->markStarted(watched.recordId);
+      watched.recorder->markCompleted(watched.recordId, work->isSuccess(), errorText(*work));
+    }
+    completed(*work);
+    return;
+  }
+  auto observer = std::make_shared<WatchObserver>(watched.recorder, watched.recordId);
   bool notify = false;
   {
     std::lock_guard<std::mutex> lock(mutex_);

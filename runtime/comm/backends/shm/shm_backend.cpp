@@ -93,6 +93,7 @@ ShmBackend::~ShmBackend() {
 }
 
 std::optional<std::string> ShmBackend::errorReason() const {
+  if (!hasError_.load(std::memory_order_acquire)) return std::nullopt;  // every healthy op
   std::lock_guard<std::mutex> lock(errorMutex_);
   return error_;
 }
@@ -103,6 +104,7 @@ void ShmBackend::markFailed(std::exception_ptr error, FailureKind kind) {
     std::lock_guard<std::mutex> lock(errorMutex_);
     if (error_) return;
     error_ = why;
+    hasError_.store(true, std::memory_order_release);
   }
   RankControl& me = segment_->control(ctx_.rank);
   if (me.failed.load(std::memory_order_acquire) == 0) {
@@ -133,39 +135,39 @@ OpDesc ShmBackend::makeDesc(uint64_t seq, OpType type, DType dtype, ReduceOp op,
   return d;
 }
 
-WorkPtr ShmBackend::submit(WorkInfo workInfo, std::vector<Tensor> outputs, bool asyncOp,
-                           Body body) {
-  auto work = std::make_shared<Work>(std::move(workInfo), std::move(outputs));
-  auto task = [this, work, body = std::move(body)]() {
-    if (auto why = errorReason()) {
-      work->finish(std::make_exception_ptr(DistBackendError(fmt::format(
-          "{}: group '{}' refuses new work: {}", work->info().describe(), ctx_.groupName, *why))));
-      return;
-    }
-    // Note [Work failure and the caller's tensors]: a failure from outside
-    // (watchdog, Work::abort) cancels the op and is published after it let go.
-    group_.cancelled.store(false, std::memory_order_release);
-    const bool started = work->beginExecution([this](std::exception_ptr why) {
-      cancelError_ = std::move(why);  // published by the release store below
-      group_.cancelled.store(true, std::memory_order_release);
-      ring(segment_->header().collBell, segment_->header().collSleepers);
-    });
-    if (!started) return;  // failed while queued: never touch its tensors
-    std::exception_ptr error;
-    try {
-      body();
-    } catch (...) {
-      error = std::current_exception();
-      // Peers see the failure that cancelled the op (e.g. the watchdog's timeout).
-      const auto published =
-          group_.cancelled.load(std::memory_order_acquire) ? cancelError_ : error;
-      markFailed(published, aborted_.load() ? FailureKind::kAborted : classify(published));
-    }
-    work->endExecution(error);
-  };
-  const uint64_t ticket = progress_->runOrEnqueue(std::move(task), !asyncOp);
-  if (ticket != 0) work->setInlineRunner(progress_, ticket);  // Note [Waiting helps]
-  return work;
+WorkInfo ShmBackend::infoInPlace(OpType type, uint64_t seq, const Tensor& tensor,
+                                 Milliseconds timeout, int peer, std::string redop) const {
+  const std::span<const Tensor> one(&tensor, 1);
+  return makeWorkInfo(ctx_.groupName, ctx_.rank, type, seq, one, one, timeout, peer, 0,
+                      std::move(redop));
+}
+
+void ShmBackend::execute(Work& work, void (*call)(void*), void* body) {
+  if (auto why = errorReason()) {
+    work.finish(std::make_exception_ptr(DistBackendError(fmt::format(
+        "{}: group '{}' refuses new work: {}", work.info().describe(), ctx_.groupName, *why))));
+    return;
+  }
+  // Note [Work failure and the caller's tensors]: a failure from outside
+  // (watchdog, Work::abort) cancels the op and is published after it let go.
+  group_.cancelled.store(false, std::memory_order_release);
+  const bool started = work.beginExecution([this](std::exception_ptr why) {
+    cancelError_ = std::move(why);  // published by the release store below
+    group_.cancelled.store(true, std::memory_order_release);
+    ring(segment_->header().collBell, segment_->header().collSleepers);
+  });
+  if (!started) return;  // failed while queued: never touch its tensors
+  std::exception_ptr error;
+  try {
+    call(body);
+  } catch (...) {
+    error = std::current_exception();
+    // Peers see the failure that cancelled the op (e.g. the watchdog's timeout).
+    const auto published =
+        group_.cancelled.load(std::memory_order_acquire) ? cancelError_ : error;
+    markFailed(published, aborted_.load() ? FailureKind::kAborted : classify(published));
+  }
+  work.endExecution(error);
 }
 
 void ShmBackend::abort(const std::string& reason) {
@@ -204,6 +206,7 @@ void ShmBackend::shutdown(Milliseconds timeout) {
   {
     std::lock_guard<std::mutex> lock(errorMutex_);
     if (!error_) error_ = "the backend was shut down";
+    hasError_.store(true, std::memory_order_release);
   }
   aborted_.store(true, std::memory_order_release);
   ring(segment_->header().collBell, segment_->header().collSleepers);

@@ -93,8 +93,30 @@ class ShmBackend : public Backend {
   const ShmSegment& segment() const { return *segment_; }
 
  private:
-  using Body = std::function<void()>;
-  WorkPtr submit(WorkInfo info, std::vector<Tensor> outputs, bool asyncOp, Body body);
+  // Runs `body` (the operation's data path) for a new Work in issue order:
+  // inline for a blocking call with an idle queue, else on the progress
+  // thread. The body is called through a function pointer and becomes a Task
+  // only when it is queued (Note [Per-operation cost] in work.hpp).
+  template <typename Body>
+  WorkPtr submit(WorkInfo info, std::vector<Tensor> outputs, bool asyncOp, Body body) {
+    auto work = std::make_shared<Work>(std::move(info), std::move(outputs));
+    const uint64_t ticket = progress_->runOrEnqueue(
+        [this, work, body = std::move(body)]() mutable { execute(*work, &callBody<Body>, &body); },
+        !asyncOp);
+    if (ticket != 0) work->setInlineRunner(progress_, ticket);  // Note [Waiting helps]
+    return work;
+  }
+  template <typename Body>
+  static void callBody(void* body) {
+    (*static_cast<Body*>(body))();
+  }
+  // The task around a body: refuse after a failure, the execution bracket,
+  // failure publication.
+  void execute(Work& work, void (*call)(void*), void* body);
+  // The same WorkInfo as info() for an operation on one tensor that is both
+  // its input and its output, without temporary vectors.
+  WorkInfo infoInPlace(OpType type, uint64_t seq, const Tensor& tensor, Milliseconds timeout,
+                       int peer = -1, std::string redop = "") const;
   OpDesc makeDesc(uint64_t seq, OpType type, DType dtype, ReduceOp op, int root,
                   uint64_t bytes) const;
   void markFailed(std::exception_ptr error, FailureKind kind);
@@ -113,6 +135,7 @@ class ShmBackend : public Backend {
   std::exception_ptr cancelError_;  // why group_.cancelled was set (collective thread reads)
   mutable std::mutex errorMutex_;
   std::optional<std::string> error_;  // GUARDED_BY(errorMutex_)
+  std::atomic<bool> hasError_{false};  // error_ is set (read without the lock)
   std::shared_ptr<ProgressThread> progress_;
   std::unique_ptr<ShmP2P> p2p_;
 };

@@ -24,7 +24,7 @@ void checkCpu(const Tensor& t, std::string_view op) {
 
 WorkPtr ShmBackend::broadcast(const Tensor& tensor, const BroadcastOptions& opts) {
   checkCpu(tensor, "broadcast");
-  return submit(info(OpType::kBroadcast, opts.seq, {tensor}, {tensor}, opts.timeout, opts.rootRank),
+  return submit(infoInPlace(OpType::kBroadcast, opts.seq, tensor, opts.timeout, opts.rootRank),
                 {tensor}, opts.asyncOp, [=, this] {
                   ShmOp op(group_, makeDesc(opts.seq, OpType::kBroadcast, tensor.dtype(), {},
                                             opts.rootRank, tensor.nbytes()),
@@ -35,8 +35,8 @@ WorkPtr ShmBackend::broadcast(const Tensor& tensor, const BroadcastOptions& opts
 
 WorkPtr ShmBackend::allreduce(const Tensor& tensor, const AllreduceOptions& opts) {
   checkCpu(tensor, "allreduce");
-  return submit(info(OpType::kAllreduce, opts.seq, {tensor}, {tensor}, opts.timeout, -1, 0,
-                     std::string(reduceOpName(opts.reduceOp))),
+  return submit(infoInPlace(OpType::kAllreduce, opts.seq, tensor, opts.timeout, -1,
+                            std::string(reduceOpName(opts.reduceOp))),
                 {tensor}, opts.asyncOp, [=, this] {
                   ShmOp op(group_, makeDesc(opts.seq, OpType::kAllreduce, tensor.dtype(),
                                             opts.reduceOp, -1, tensor.nbytes()),
@@ -78,8 +78,8 @@ WorkPtr ShmBackend::allreduceCoalesced(const std::vector<Tensor>& tensors,
 
 WorkPtr ShmBackend::reduce(const Tensor& tensor, const ReduceOptions& opts) {
   checkCpu(tensor, "reduce");
-  return submit(info(OpType::kReduce, opts.seq, {tensor}, {tensor}, opts.timeout, opts.rootRank,
-                     0, std::string(reduceOpName(opts.reduceOp))),
+  return submit(infoInPlace(OpType::kReduce, opts.seq, tensor, opts.timeout, opts.rootRank,
+                            std::string(reduceOpName(opts.reduceOp))),
                 {tensor}, opts.asyncOp, [=, this] {
                   ShmOp op(group_, makeDesc(opts.seq, OpType::kReduce, tensor.dtype(),
                                             opts.reduceOp, opts.rootRank, tensor.nbytes()),
