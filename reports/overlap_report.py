@@ -103,15 +103,18 @@ def plot_exposed(set_name, doc, path):
 
 
 def model_line(doc):
-    if doc.get("model") == "gpt":
-        return f"GPT {doc.get('gpt', doc['sizes'])}"
+    if doc.get("model") == "gpt" and "gpt" in doc:
+        g = doc["gpt"]
+        return (f"GPT vocab {g['vocab']}, block {g['block']}, embd {g['embd']}, heads {g['heads']}, "
+                f"layers {g['layers']} (untied head; batch = sequences of `block` tokens)")
     return f"{doc['model']} {doc['sizes']}"
 
 
 def set_table(set_name, doc, torch):
     has_torch = any(k[0] == set_name for k in torch)
     head = ["world", "link", "hook", "bucket_mb", "step ms", "compute ms", "backward ms",
-            "comm ms", "exposed ms", "overlap", "exposed % of comm", "vs default"]
+            "comm ms", "exposed ms", "exposed % of comm", "overlap (worst rank)",
+            "exposed % from last arrival", "vs default"]
     if has_torch:
         head += ["PyTorch step ms", "distlab / PyTorch"]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
@@ -120,9 +123,13 @@ def set_table(set_name, doc, torch):
         if r["error"]:
             lines.append("| " + " | ".join(cells + [f'failed: {r["error"][:80]}']) + " |")
             continue
+        late = r.get("comm_after_arrival_ms", 0)
         cells += [f'{r["step_ms"]:.1f}', f'{r["compute_ms"]:.1f}', f'{r.get("backward_ms", 0):.1f}',
-                  f'{r["comm_ms"]:.1f}', f'{r["exposed_comm_ms"]:.1f}', f'{r["overlap_ratio"]:.3f}',
-                  f'{100 * (1 - r["overlap_ratio"]):.1f}', f'{r["vs_default"]:.3f}']
+                  f'{r["comm_ms"]:.1f}', f'{r["exposed_comm_ms"]:.1f}',
+                  f'{100 * r["exposed_comm_ms"] / r["comm_ms"]:.1f}' if r["comm_ms"] > 0 else "-",
+                  f'{r["overlap_ratio"]:.3f}',
+                  f'{100 * r.get("exposed_after_arrival_ms", 0) / late:.1f}' if late > 0 else "-",
+                  f'{r["vs_default"]:.3f}']
         if has_torch:
             t = torch_step(torch, set_name, r)
             cells += [f"{t:.1f}" if t else "-", f'{r["step_ms"] / t:.2f}' if t else "-"]
@@ -163,8 +170,12 @@ HOW_TO_READ = """
 - `comm` is the union of collective spans, from start to completion. On a machine whose cores
   are shared it includes the shm backend's own copying and reduction and waiting for a slower
   peer, which the link model does not add. `exposed` is the part of it during which the rank
-  computed nothing; `exposed % of comm` = 1 - overlap. `backward` is backward compute (waits
-  excluded): a step's communication is "at most its backward compute" when comm <= backward.
+  computed nothing; `exposed % of comm` is over all ranks (means), `overlap` the worst rank's
+  1 - exposed / comm. `exposed % from last arrival` cuts each collective's span to start when
+  the last rank began it (Note [Waiting for the last rank]): what remains is communication
+  proper, without waiting for a slower (here: descheduled) rank. `backward` is backward
+  compute (waits excluded): a step's communication is "at most its backward compute" when
+  comm <= backward.
 - `hook none` rows are DDP's built-in allreduce at each bucket_cap_mb; `noop` is DDP without
   communication (the headroom); `fsdp:block` is FSDP with every Linear (GPT: every block) its
   own group with the implicit prefetches, `fsdp:block_no_prefetch` without them, `fsdp:root`

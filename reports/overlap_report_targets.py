@@ -22,6 +22,10 @@ def table(head, lines):
                      ["| " + " | ".join(cells) + " |" for cells in lines]) + "\n"
 
 
+def share(part, whole):
+    return part / whole if whole > 0 else 0.0
+
+
 def ddp_exposed(runs):
     """DDP exposes <= 10 % of its communication where comm <= backward compute."""
     lines = []
@@ -29,16 +33,21 @@ def ddp_exposed(runs):
         ok = rows_of(doc, ws, link, lambda r: r["hook"] == "none"
                      and r["comm_ms"] <= r.get("backward_ms", 0))
         if not ok:
-            lines.append([name, str(ws), link, "-", "-", "-", "-",
+            lines.append([name, str(ws), link, "-", "-", "-", "-", "-",
                           "no DDP row has comm <= backward compute"])
             continue
-        best = max(ok, key=lambda r: r["overlap_ratio"])
-        exposed = 1 - best["overlap_ratio"]
+        best = min(ok, key=lambda r: share(r.get("exposed_after_arrival_ms", 0),
+                                           r.get("comm_after_arrival_ms", 0)))
+        raw = share(best["exposed_comm_ms"], best["comm_ms"])
+        late = share(best.get("exposed_after_arrival_ms", 0), best.get("comm_after_arrival_ms", 0))
         lines.append([name, str(ws), link, f'{best["bucket_cap_mb"]:g}',
                       f'{best["comm_ms"]:.1f}', f'{best["backward_ms"]:.1f}',
-                      f"{100 * exposed:.1f}", "met" if exposed <= 0.10 else "missed"])
+                      f"{100 * raw:.1f}", f"{100 * late:.1f}",
+                      f"{'met' if raw <= 0.10 else 'missed'} / "
+                      f"{'met' if late <= 0.10 else 'missed'}"])
     return table(["set", "world", "link", "best bucket_mb", "comm ms", "backward ms",
-                  "exposed % of comm (worst rank)", "<= 10 %"], lines)
+                  "exposed % of comm", "exposed % from the last rank's arrival",
+                  "<= 10 % (all / from arrival)"], lines)
 
 
 def bucket_sweep(runs):
@@ -124,7 +133,12 @@ def tracing_cost(runs, trace_bench, trace=None):
 def targets_section(runs, trace_bench, trace=None):
     return ("\n## Targets (issue 16), checked on these runs\n\n"
             "**DDP exposes at most 10 % of its communication** where a step's communication is "
-            "at most its backward compute (best bucket size per world size and link):\n\n" +
+            "at most its backward compute (best bucket size per world size and link). Shares are "
+            "over all ranks (sums). The first counts everything a rank waited for, including "
+            "waiting for a slower rank to arrive at the collective; the second counts from the "
+            "last rank's arrival on (Note [Waiting for the last rank]): on this emulated "
+            "cluster the ranks share two cores, so one is often descheduled and the others "
+            "wait for it, which is load imbalance, not communication.\n\n" +
             ddp_exposed(runs) +
             "\n**The bucket sweep**: tiny buckets and a single bucket both slower than the "
             "default:\n\n" + bucket_sweep(runs) +
