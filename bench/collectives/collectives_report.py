@@ -186,7 +186,7 @@ def main(paths):
         data = json.load(open(p))
         peers = sorted({r["backend"] for r in data["rows"]} - {"shm", "gloo"})
         print(f"```\ndistlab bench collectives --world-size {data['world_size']} --async "
-              f"--peer {','.join(peers)} --json {p}\n```")
+              f"--peer {','.join(peers)} --json reports/{__import__('os').path.basename(p)}\n```")
     if plot_path:
         print(f"\n![allreduce bus bandwidth vs size]({__import__('os').path.basename(plot_path)})")
     print("\nCommentary on these figures (hand-written, dated): `collectives_shm_notes.md`.")
