@@ -56,12 +56,10 @@ part_overlap() {
     --hooks noop --fsdp block,block_no_prefetch,root --steps 6 --batch-size 512 --rounds 3 \
     --sizes 256,1024,1024,1024,1024,1024,1024,1024,1024,1024,1024,1024,1024,16 \
     --no-tracing-overhead
-  if "$distlab" bench overlap --help 2>/dev/null | grep -q gpt; then
-    # GPT 256,64,256,4,4 (3.3 M parameters), 4 sequences of 64 tokens per rank.
-    overlap_run gpt --model gpt --gpt 256,64,256,4,4 --batch-size 4 --world-sizes 2 \
-      --links ethernet-1g,ethernet-10g --caps 1,5,25,1024 --hooks noop \
-      --fsdp block,block_no_prefetch,root --steps 6 --rounds 3 --no-tracing-overhead
-  fi
+  # GPT 256,64,256,4,4 (3.3 M parameters), 4 sequences of 64 tokens per rank.
+  overlap_run gpt --model gpt --gpt 256,64,256,4,4 --batch-size 4 --world-sizes 2 \
+    --links ethernet-1g,ethernet-10g --caps 1,5,25,1024 --hooks noop \
+    --fsdp block,block_no_prefetch,root --steps 6 --rounds 3 --no-tracing-overhead
   step "overlap: traced DDP and FSDP steps for the timelines"
   bounded 600 "$distlab" run "$root/scenarios/ddp/overlap_buckets.toml" \
     "$root/scenarios/fsdp/prefetch_overlap.toml" --trace --out "$work/traces" > /dev/null

@@ -37,7 +37,7 @@ def positive_list(text, kind, flag):
         values = [kind(v) for v in text.split(",")]
     except ValueError:
         raise SystemExit(f"{flag} '{text}': expected a comma list of numbers")
-    if not values or any(not (v > 0) or v != v or v == float("inf") for v in values):
+    if not values or any(not 0 < v < float("inf") for v in values):  # NaN fails too
         raise SystemExit(f"{flag} '{text}': every value must be a finite number > 0")
     return values
 

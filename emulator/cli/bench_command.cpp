@@ -10,6 +10,7 @@
 #include "emulator/cli/command_registry.hpp"
 #include "emulator/cli/usage_checks.hpp"
 #include "emulator/link/link_model.hpp"
+#include "emulator/scenario/scenario.hpp"
 #include "emulator/trace/overlap_bench.hpp"
 #include "runtime/core/errors.hpp"
 
@@ -88,15 +89,19 @@ void readModelFlags(const std::string& gpt, emulator::OverlapBenchOptions& o) {
   }
   if (gpt.empty()) return;
   if (o.model != "gpt") throw ValueError("--gpt needs --model gpt");
-  o.gpt = numberList<int64_t>(gpt, "--gpt", 1, 65536);
+  using G = emulator::GptWorkload;
+  o.gpt = numberList<int64_t>(gpt, "--gpt", 1, G::kMaxVocab);
   if (o.gpt.size() != 5) {
     throw ValueError("--gpt '" + gpt + "': give five numbers vocab,block,embd,heads,layers");
   }
   const int64_t vocab = o.gpt[0], block = o.gpt[1], embd = o.gpt[2], heads = o.gpt[3];
-  if (vocab < 2 || block > 4096 || embd > 4096 || heads > 256 || o.gpt[4] > 64 ||
-      embd % heads != 0) {
-    throw ValueError("--gpt '" + gpt + "': vocab 2..65536, block 1..4096, embd 1..4096 and a "
-                     "multiple of heads (1..256), layers 1..64");
+  if (vocab < G::kMinVocab || block > G::kMaxBlock || embd > G::kMaxEmbd ||
+      heads > G::kMaxHeads || o.gpt[4] > G::kMaxLayers || embd % heads != 0) {
+    throw ValueError(fmt::format(
+        "--gpt '{}': vocab {}..{}, block 1..{}, embd 1..{} and a multiple of heads (1..{}), "
+        "layers 1..{}",
+        gpt, G::kMinVocab, G::kMaxVocab, G::kMaxBlock, G::kMaxEmbd, G::kMaxHeads,
+        G::kMaxLayers));
   }
 }
 

@@ -63,6 +63,10 @@ struct GptWorkload {
   int64_t heads = 2;
   int64_t layers = 2;   // transformer blocks h.0 .. h.<layers-1>
   bool tied = false;    // lm_head reuses wte.weight
+
+  // The accepted ranges (the scenario parser and `bench overlap --gpt`).
+  static constexpr int64_t kMinVocab = 2, kMaxVocab = 65536, kMaxBlock = 4096,
+                           kMaxEmbd = 4096, kMaxHeads = 256, kMaxLayers = 64;
 };
 
 // A training run (model, engine, data, steps). Engines come from the engine

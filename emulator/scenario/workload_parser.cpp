@@ -95,11 +95,13 @@ void parseGptShape(const TomlReader& r, const toml::table& w, TrainingWorkload& 
   }
   r.checkKeys(*t, "gpt", {"vocab", "block", "embd", "heads", "layers", "tied"});
   GptWorkload& g = tr.gpt;
-  if (auto v = r.intInRange(*t, "vocab", 2, 65536)) g.vocab = *v;
-  if (auto v = r.intInRange(*t, "block", 1, 4096)) g.block = *v;
-  if (auto v = r.intInRange(*t, "embd", 1, 4096)) g.embd = *v;
-  if (auto v = r.intInRange(*t, "heads", 1, 256)) g.heads = *v;
-  if (auto v = r.intInRange(*t, "layers", 1, 64)) g.layers = *v;
+  if (auto v = r.intInRange(*t, "vocab", GptWorkload::kMinVocab, GptWorkload::kMaxVocab)) {
+    g.vocab = *v;
+  }
+  if (auto v = r.intInRange(*t, "block", 1, GptWorkload::kMaxBlock)) g.block = *v;
+  if (auto v = r.intInRange(*t, "embd", 1, GptWorkload::kMaxEmbd)) g.embd = *v;
+  if (auto v = r.intInRange(*t, "heads", 1, GptWorkload::kMaxHeads)) g.heads = *v;
+  if (auto v = r.intInRange(*t, "layers", 1, GptWorkload::kMaxLayers)) g.layers = *v;
   if (auto v = r.boolean(*t, "tied")) g.tied = *v;
   if (g.embd % g.heads != 0) {
     r.fail(r.lineOfKey(*t, "embd"),

@@ -151,7 +151,6 @@ uint64_t FlightRecorder::record(const WorkInfo& info, Milliseconds timeout,
   if (ring_.size() < capacity_) ring_.emplace_back();  // grows once, then reused
   FlightRecorderEntry& e = ring_[next_];
   next_ = (next_ + 1) % capacity_;
-  count_ = std::min(count_ + 1, capacity_);
   // Every field is assigned (the slot may hold an old entry); assignment keeps
   // the vectors' storage (Note [Flight recorder ring]).
   e.recordId = recordId;
@@ -178,11 +177,11 @@ uint64_t FlightRecorder::record(const WorkInfo& info, Milliseconds timeout,
   return recordId;
 }
 
-size_t FlightRecorder::oldest() const { return count_ < capacity_ ? 0 : next_; }
+size_t FlightRecorder::oldest() const { return ring_.size() < capacity_ ? 0 : next_; }
 
 FlightRecorderEntry* FlightRecorder::find(uint64_t recordId) {
   // Newest first: the entries a Work updates are almost always the last few.
-  for (size_t i = 0; i < count_; ++i) {
+  for (size_t i = 0; i < ring_.size(); ++i) {
     FlightRecorderEntry& e = ring_[(next_ + ring_.size() - 1 - i) % ring_.size()];
     if (e.recordId == recordId) return &e;
   }
@@ -222,8 +221,8 @@ GroupStatus FlightRecorder::status() const {
 std::vector<FlightRecorderEntry> FlightRecorder::entries() const {
   std::lock_guard<std::mutex> lock(mutex_);
   std::vector<FlightRecorderEntry> out;
-  out.reserve(count_);
-  for (size_t i = 0; i < count_; ++i) out.push_back(ring_[(oldest() + i) % ring_.size()]);
+  out.reserve(ring_.size());
+  for (size_t i = 0; i < ring_.size(); ++i) out.push_back(ring_[(oldest() + i) % ring_.size()]);
   return out;
 }
 

@@ -97,10 +97,9 @@ class FlightRecorder {
   // Note [Flight recorder ring]: entries are written in place. The ring grows
   // to capacity_ slots once; after that record() overwrites the oldest slot by
   // assignment, so its vectors keep their storage and recording allocates
-  // nothing. next_ is the slot record() writes; count_ the live entries.
+  // nothing. next_ is the slot record() writes; every slot holds a live entry.
   std::vector<FlightRecorderEntry> ring_;  // GUARDED_BY(mutex_)
   size_t next_ = 0;                        // GUARDED_BY(mutex_)
-  size_t count_ = 0;                       // GUARDED_BY(mutex_)
   uint64_t nextOpId_ = 0;                 // GUARDED_BY(mutex_)
   GroupStatus status_;                    // GUARDED_BY(mutex_)
 };
