@@ -20,9 +20,11 @@
 #include "emulator/bench/peer_bench.hpp"
 #include "emulator/launcher/exit_guard.hpp"
 #include "runtime/comm/backend_registry.hpp"
+#include "runtime/comm/debug/debug_install.hpp"
 #include "runtime/comm/group_management.hpp"
 #include "runtime/comm/store/file_store.hpp"
 #include "runtime/core/clock.hpp"
+#include "runtime/core/debug_level.hpp"
 #include "runtime/core/env.hpp"
 #include "runtime/core/errors.hpp"
 
@@ -64,11 +66,35 @@ BenchRow benchRowFromJson(const json& j) {
 
 namespace {
 
+// Makes the groups created from now on carry the debug layers `debug` names
+// (CollectivesBenchOptions::debug), as initProcessGroup would install them.
+std::string seriesName(const std::string& backend, const std::string& debug) {
+  return debug == "off" ? backend : backend + "+" + debug;
+}
+
+void installDebugLayers(const std::string& debug) {
+  if (debug == "off") return;
+  setDebugLevel(debug == "detail" ? DebugLevel::kDetail : DebugLevel::kOff);
+  comm::installDebugDecorators();
+}
+
+const char* debugTitle(const std::string& debug) {
+  if (debug == "monitor") return "monitor (flight recorder + watchdog)";
+  if (debug == "detail") return "detail (flight recorder + watchdog + DETAIL collective checks)";
+  if (debug == "init_process_group") {
+    return "as initProcessGroup installs them (TORCH_DISTRIBUTED_DEBUG, TORCH_FR_BUFFER_SIZE, "
+           "DISTLAB_WATCHDOG)";
+  }
+  return "off (no flight recorder, watchdog or DETAIL checks)";
+}
+
 // Forks worldSize ranks for one backend; rank 0 writes its rows to `resultPath`.
-std::vector<BenchRow> runForked(const std::string& backend, const CollectivesBenchOptions& o,
+// `series` names the rows (seriesName()), `debug` the layers the groups carry.
+std::vector<BenchRow> runForked(const std::string& backend, const std::string& debug,
+                                const std::string& series, const CollectivesBenchOptions& o,
                                 const std::string& dir) {
-  const std::string storePath = dir + "/store_" + backend;
-  const std::string resultPath = dir + "/rows_" + backend + ".json";
+  const std::string storePath = dir + "/store_" + series;
+  const std::string resultPath = dir + "/rows_" + series + ".json";
   std::vector<pid_t> pids;
   pid_t rankGroup = 0;  // the ranks' process group (Note [Exit guard])
   for (int rank = 0; rank < o.worldSize; ++rank) {
@@ -83,8 +109,9 @@ std::vector<BenchRow> runForked(const std::string& backend, const CollectivesBen
         config.name = "bench_" + backend;
         config.timeout = std::chrono::seconds(120);
         config.backendSpec = backend;
+        installDebugLayers(debug);
         auto group = comm::createProcessGroup(config, o.backendOptions);
-        auto rows = benchRank(*group, backend, o);
+        auto rows = benchRank(*group, series, o);
         if (rank == 0) {
           json out = json::array();
           for (const auto& r : rows) out.push_back(benchRowToJson(r));
@@ -110,7 +137,7 @@ std::vector<BenchRow> runForked(const std::string& backend, const CollectivesBen
     }
     releaseGuardedRank(pids[i], rankGroup, i + 1 == pids.size());
   }
-  if (failed) throw DistBackendError("bench: a rank of backend " + backend + " failed");
+  if (failed) throw DistBackendError("bench: a rank of series " + series + " failed");
   std::ifstream in(resultPath);
   json rows = json::parse(in);
   std::vector<BenchRow> out;
@@ -135,6 +162,12 @@ void printTable(std::ostream& out, const std::string& backend, const std::string
                      "iters {}\n",
                      backend, modeTitle(mode), o.worldSize, o.warmup,
                      o.iters > 0 ? std::to_string(o.iters) : "auto");
+  if (backend != "mpi" && backend != "torch-gloo") {
+    const auto plus = backend.find('+');
+    out << fmt::format("# debug layers: {}\n",
+                       debugTitle(plus == std::string::npos ? o.debug.front()
+                                                            : backend.substr(plus + 1)));
+  }
   std::string lastOp;
   for (const auto& r : rows) {
     if (r.mode != mode) continue;
@@ -225,6 +258,12 @@ void validate(const CollectivesBenchOptions& o) {
     }
   }
   for (const auto& peer : o.peers) checkPeerAvailable(peer);
+  if (o.debug.empty()) throw ValueError("--debug: give at least one of off, monitor, detail");
+  for (const auto& d : o.debug) {
+    if (d != "off" && d != "monitor" && d != "detail") {
+      throw ValueError(fmt::format("--debug '{}': use off, monitor or detail", d));
+    }
+  }
   for (const auto& [key, value] : o.backendOptions) {
     if (std::find(kBenchBackendOptionKeys.begin(), kBenchBackendOptionKeys.end(), key) ==
         kBenchBackendOptionKeys.end()) {
@@ -262,6 +301,12 @@ int runCollectivesBench(const CollectivesBenchOptions& options, std::ostream& ou
   const bool launched = launchedRank.has_value() && launchedWorld.has_value();
   CollectivesBenchOptions o = options;
   if (launched) o.worldSize = static_cast<int>(*launchedWorld);
+  if (launched && o.debug != std::vector<std::string>{"off"}) {
+    throw ValueError("--debug: under `distlab launch` the groups carry what initProcessGroup "
+                     "installs (set TORCH_DISTRIBUTED_DEBUG, TORCH_FR_BUFFER_SIZE or "
+                     "DISTLAB_WATCHDOG instead); --debug is for forked ranks");
+  }
+  if (launched) o.debug = {"init_process_group"};  // what the header and JSON report
   if (launched && !o.peers.empty()) {
     throw ValueError("--peer: peers run beside forked ranks; run `distlab bench collectives "
                      "--peer ...` directly, not under `distlab launch`");
@@ -284,7 +329,14 @@ int runCollectivesBench(const CollectivesBenchOptions& options, std::ostream& ou
   } else {
     // $TMPDIR/distlab_bench_*, removed even when the bench is killed.
     GuardedTempDir dir("distlab_bench_");
-    for (const auto& b : o.backends) all[b] = runForked(b, o, dir.path());
+    std::vector<std::string> series;
+    for (const auto& b : o.backends) {
+      for (const auto& d : o.debug) {
+        series.push_back(seriesName(b, d));
+        all[series.back()] = runForked(b, d, series.back(), o, dir.path());
+      }
+    }
+    o.backends = series;  // from here on each series is printed and compared as a backend
     // Peers after distlab, in the same run: their figures share its conditions.
     for (const auto& p : o.peers) all[p] = runPeerBench(p, o, dir.path(), kPeerLimit);
   }
@@ -306,6 +358,7 @@ int runCollectivesBench(const CollectivesBenchOptions& options, std::ostream& ou
   out << fmt::format("#\n# Out of bounds values : {} {}\n", wrong, wrong == 0 ? "OK" : "WRONG");
   if (!o.jsonPath.empty()) {
     json j{{"world_size", o.worldSize},
+           {"debug", o.debug},  // the series' layers, in order (seriesName)
            {"memcpy_GBps", memcpyGBps},
            {"dtype", "float32"},
            {"busbw_factors",

@@ -12,7 +12,8 @@
 // differ from the exact expected values (inputs are small integers in
 // float32, so every sum is exact), summed over ranks.
 //
-// Ranks: forked processes by default (FileStore rendezvous); when the process
+// Ranks: forked processes by default (FileStore rendezvous), with no debug
+// layers unless --debug asks for them; when the process
 // runs under `distlab launch` (RANK and WORLD_SIZE set) it is one rank and
 // joins through env://.
 #include <cstdint>
@@ -47,6 +48,14 @@ struct CollectivesBenchOptions {
   // DDP and FSDP use, through the progress thread. Rows say which path they are.
   bool async = false;
   std::vector<std::string> peers;  // "mpi", "torch-gloo" (peer_bench.hpp)
+  // The debug layers on the forked ranks' groups (debug_install.hpp), one
+  // series per entry, run one after another in the same run: "off" (none),
+  // "monitor" (flight recorder + watchdog, what initProcessGroup installs by
+  // default) or "detail" (the monitor and the DETAIL collective checks). A
+  // series other than "off" is named backend+layer ("shm+monitor") in tables,
+  // ratios and JSON. Under `distlab launch` the groups get what
+  // initProcessGroup installs, and only {"off"} (the default) is accepted.
+  std::vector<std::string> debug{"off"};
   std::map<std::string, std::string> backendOptions;  // BackendContext::options
   // Where the buffers live: "cpu", "cuda" (host backends stage CUDA tensors
   // through pinned memory) or "auto" (cuda only for a CUDA-only backend: nccl).

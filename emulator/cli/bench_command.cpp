@@ -173,6 +173,7 @@ const CommandRegistrar kBench{Command{
         std::string minBytes = "8";
         std::string maxBytes = "64M";
         std::string peers;
+        std::string debug = "off";
         std::vector<std::string> backendOptions;
         emulator::CollectivesBenchOptions options;
       };
@@ -193,6 +194,10 @@ const CommandRegistrar kBench{Command{
           ->check(CLI::IsMember({"auto", "cpu", "cuda"}));
       coll->add_flag("--async", flags->options.async,
                      "Also time the asynchronous path (asyncOp=true + Work::wait)");
+      coll->add_option("--debug", flags->debug,
+                       "Comma list of debug layers on the forked ranks' groups, one series "
+                       "each: off, monitor (flight recorder + watchdog, as initProcessGroup "
+                       "installs), detail (also the DETAIL collective checks)");
       CLI::Option* peerFlag =
           coll->add_option("--peer", flags->peers,
                            "Comma list of peers run in the same run: mpi (Open MPI), torch-gloo");
@@ -202,6 +207,7 @@ const CommandRegistrar kBench{Command{
         emulator::CollectivesBenchOptions o = flags->options;
         o.backends = splitList(flags->backends, "--backend");
         o.ops = splitList(flags->ops, "--ops");
+        o.debug = splitList(flags->debug, "--debug");
         // Given but empty (`--peer ''`) is an error, not "no peers".
         if (peerFlag->count() > 0) o.peers = splitList(flags->peers, "--peer");
         o.minBytes = parseBytes(flags->minBytes, "--min-bytes");

@@ -14,10 +14,8 @@ std::atomic<uint64_t> gNextId{1};
 
 int64_t bytesOf(const WorkInfo& info) {
   int64_t bytes = 0;
-  for (size_t i = 0; i < info.inputSizes.size() && i < info.inputDtypes.size(); ++i) {
-    int64_t numel = 1;
-    for (int64_t d : info.inputSizes[i]) numel *= d;
-    bytes += numel * static_cast<int64_t>(elementSize(info.inputDtypes[i]));
+  for (size_t i = 0; i < info.inputs.size(); ++i) {
+    bytes += info.inputs.numel(i) * static_cast<int64_t>(elementSize(info.inputs.dtype(i)));
   }
   return bytes;
 }

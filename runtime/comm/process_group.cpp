@@ -151,10 +151,7 @@ void ProcessGroup::checkHealthy(const Backend& backend, std::string_view op) con
   }
 }
 
-uint64_t ProcessGroup::sequenceNumber() const {
-  std::lock_guard<std::mutex> lock(mutex_);
-  return seq_;
-}
+uint64_t ProcessGroup::sequenceNumber() const { return seq_.load(std::memory_order_acquire); }
 uint64_t ProcessGroup::sendCount(int peer) const {
   std::lock_guard<std::mutex> lock(mutex_);
   return sendCounts_.at(peer);
@@ -164,10 +161,7 @@ uint64_t ProcessGroup::recvCount(int peer) const {
   return recvCounts_.at(peer);
 }
 
-uint64_t ProcessGroup::nextSeq() {
-  std::lock_guard<std::mutex> lock(mutex_);
-  return ++seq_;
-}
+uint64_t ProcessGroup::nextSeq() { return seq_.fetch_add(1, std::memory_order_acq_rel) + 1; }
 
 Milliseconds ProcessGroup::resolveTimeout(Milliseconds timeout) const {
   return timeout.count() <= 0 ? config_.timeout : timeout;
@@ -179,7 +173,7 @@ void ProcessGroup::checkPeer(int peer, std::string_view op) const {
 
 WorkPtr ProcessGroup::observe(WorkPtr work) {
   std::vector<WorkObserverFactory> factories;
-  {
+  if (hasObserverFactories_.load(std::memory_order_acquire)) {
     std::lock_guard<std::mutex> lock(mutex_);
     factories = observerFactories_;
   }
@@ -193,6 +187,7 @@ WorkPtr ProcessGroup::observe(WorkPtr work) {
 void ProcessGroup::addWorkObserverFactory(WorkObserverFactory factory) {
   std::lock_guard<std::mutex> lock(mutex_);
   observerFactories_.push_back(std::move(factory));
+  hasObserverFactories_.store(true, std::memory_order_release);
 }
 
 void ProcessGroup::abort(const std::string& reason) {

@@ -24,6 +24,7 @@
 // After a backend failure every new operation throws DistBackendError
 // "group '<name>' refuses new work: <why>" (the backend's errorReason()).
 #include <array>
+#include <atomic>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -177,11 +178,12 @@ class ProcessGroup : public std::enable_shared_from_this<ProcessGroup> {
   std::map<int, int> globalToGroup_;
   mutable std::mutex mutex_;
   std::array<BackendPtr, 2> backends_{};                 // by DeviceType; GUARDED_BY(mutex_)
-  uint64_t seq_ = 0;                                     // GUARDED_BY(mutex_)
+  std::atomic<uint64_t> seq_{0};  // incremented under issueMutex_, read anywhere
   std::vector<uint64_t> sendCounts_, recvCounts_;        // GUARDED_BY(mutex_)
   uint64_t recvAnyCount_ = 0;                            // GUARDED_BY(mutex_)
   uint64_t splitCount_ = 0;                              // GUARDED_BY(mutex_)
   std::vector<WorkObserverFactory> observerFactories_;   // GUARDED_BY(mutex_)
+  std::atomic<bool> hasObserverFactories_{false};  // lets observe() skip the lock
   std::recursive_mutex issueMutex_;  // serialises issue (numbering + backend call)
 };
 

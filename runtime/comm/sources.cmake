@@ -5,6 +5,7 @@ if(TARGET distlab_tensor)
     types.cpp
     reduce_kernels.cpp
     future.cpp
+    tensor_meta_list.cpp
     work.cpp
     comm_trace.cpp
     backend.cpp

@@ -23,8 +23,8 @@ std::string WorkInfo::describe() const {
                                 groupName, rank);
   if (peer >= 0) out += (isPointToPoint(opType) ? ", peer " : ", root ") + std::to_string(peer);
   if (isPointToPoint(opType)) out += fmt::format(", tag {}", tag);
-  if (!inputDtypes.empty()) {
-    out += fmt::format(", {} elements in x {}", numelIn, dtypeName(inputDtypes.front()));
+  if (!inputs.empty()) {
+    out += fmt::format(", {} elements in x {}", numelIn, dtypeName(inputs.dtype(0)));
   }
   if (!reduceOp.empty()) out += ", op " + reduceOp;
   return out + ")";
@@ -49,21 +49,15 @@ WorkInfo makeWorkInfo(std::string groupName, int rank, OpType opType, uint64_t s
   info.tag = tag;
   info.reduceOp = std::move(reduceOp);
   info.timeout = timeout;
-  info.inputSizes.reserve(inputs.size());
-  info.inputDtypes.reserve(inputs.size());
-  info.outputSizes.reserve(outputs.size());
-  info.outputDtypes.reserve(outputs.size());
   for (const auto& t : inputs) {
     if (!t.defined()) continue;
     info.numelIn += t.numel();
-    info.inputSizes.push_back(t.sizes());
-    info.inputDtypes.push_back(t.dtype());
+    info.inputs.push(t);
   }
   for (const auto& t : outputs) {
     if (!t.defined()) continue;
     info.numelOut += t.numel();
-    info.outputSizes.push_back(t.sizes());
-    info.outputDtypes.push_back(t.dtype());
+    info.outputs.push(t);
   }
   return info;
 }
@@ -220,50 +214,57 @@ void Work::finish(std::exception_ptr error) {
 }
 
 bool Work::beginExecution(CancelFn cancel) {
+  std::vector<std::shared_ptr<WorkObserver>> observers;
   {
+    // One lock for the bracket and the start (Note [Per-operation cost]).
     std::lock_guard<std::mutex> lock(mutex_);
     if (state_ == WorkState::kCompleted || state_ == WorkState::kFailed) return false;
     executing_ = true;
     cancel_ = std::move(cancel);
+    if (state_ != WorkState::kScheduled) return true;  // markStarted() came first
+    state_ = WorkState::kStarted;
+    startedNs_ = monotonicNowNs();
+    observers = observers_;
   }
-  markStarted();
+  notify(WorkState::kStarted, observers);
   return true;
 }
 
 void Work::endExecution(std::exception_ptr error) {
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    executing_ = false;
-    cancel_ = nullptr;
-    if (deferredError_) error = deferredError_;
-  }
-  complete(std::move(error));
+  std::unique_lock<std::mutex> lock(mutex_);
+  executing_ = false;
+  cancel_ = nullptr;
+  if (deferredError_) error = deferredError_;
+  completeLocked(lock, std::move(error));
 }
 
 void Work::complete(std::exception_ptr error) {
-  std::vector<std::shared_ptr<WorkObserver>> observers;
+  std::unique_lock<std::mutex> lock(mutex_);
+  completeLocked(lock, std::move(error));
+}
+
+void Work::completeLocked(std::unique_lock<std::mutex>& lock, std::exception_ptr error) {
+  if (state_ == WorkState::kCompleted || state_ == WorkState::kFailed) return;
+  completedNs_ = monotonicNowNs();
+  if (startedNs_ == 0) startedNs_ = completedNs_;
+  error_ = error;
+  state_ = error ? WorkState::kFailed : WorkState::kCompleted;
+  std::vector<std::shared_ptr<WorkObserver>> observers = observers_;
   std::shared_ptr<Future> future;
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    if (state_ == WorkState::kCompleted || state_ == WorkState::kFailed) return;
-    completedNs_ = monotonicNowNs();
-    if (startedNs_ == 0) startedNs_ = completedNs_;
-    error_ = error;
-    state_ = error ? WorkState::kFailed : WorkState::kCompleted;
-    observers = observers_;
-    // No observer to run first: waiters may go at once (one lock, not two).
-    // An observer added from now on replays the completion itself.
-    if (observers.empty()) {
-      released_ = true;
-      future = future_;
-    }
+  // No observer to run first: waiters may go at once (one lock, not two).
+  // An observer added from now on replays the completion itself.
+  if (observers.empty()) {
+    released_ = true;
+    future = future_;
   }
+  lock.unlock();
   if (!observers.empty()) {
     // Note [Work completion order]: observers, then waiters, then the Future.
     notify(WorkState::kCompleted, observers);
-    std::lock_guard<std::mutex> lock(mutex_);
+    lock.lock();
     released_ = true;
     future = future_;
+    lock.unlock();
   }
   cv_.notify_all();
   if (future) {

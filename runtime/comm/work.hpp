@@ -44,9 +44,11 @@
 //   ProgressThread::Task only when it is queued (one allocation for the
 //   asynchronous path, none for the blocking one);
 // - an operation on one tensor builds its WorkInfo from a span, not from two
-//   temporary vectors;
+//   temporary vectors, and the WorkInfo keeps its shapes and dtypes inline
+//   (Note [Tensor metadata without allocation]);
 // - complete() takes the Work's lock once when no observer must run before
-//   the waiters, and wait() on a finished Work reads no clock;
+//   the waiters, the execution bracket takes it once at each end (begin and
+//   start, end and completion), and wait() on a finished Work reads no clock;
 // - a backend's errorReason() is a single atomic load while it is healthy;
 // - queueing wakes a sleeping progress thread after releasing the queue's
 //   lock, so the woken thread does not block on it at once;
@@ -65,6 +67,7 @@
 #include <vector>
 
 #include "runtime/comm/future.hpp"
+#include "runtime/comm/tensor_meta_list.hpp"
 #include "runtime/comm/types.hpp"
 #include "runtime/tensor/tensor.hpp"
 
@@ -84,10 +87,8 @@ struct WorkInfo {
   int tag = 0;             // p2p tag
   int64_t numelIn = 0;     // total elements over all inputs
   int64_t numelOut = 0;    // total elements over all outputs
-  std::vector<Shape> inputSizes;
-  std::vector<Shape> outputSizes;
-  std::vector<DType> inputDtypes;
-  std::vector<DType> outputDtypes;
+  TensorMetaList inputs;   // shapes and dtypes (Note [Tensor metadata without allocation])
+  TensorMetaList outputs;
   std::string reduceOp;    // "" when the op does not reduce
   Milliseconds timeout{0};
 
@@ -169,6 +170,8 @@ class Work : public std::enable_shared_from_this<Work> {
 
  private:
   void complete(std::exception_ptr error);
+  // complete() under the lock the caller holds (it may release it).
+  void completeLocked(std::unique_lock<std::mutex>& lock, std::exception_ptr error);
   void notify(WorkState state, const std::vector<std::shared_ptr<WorkObserver>>& observers);
 
   const WorkInfo info_;

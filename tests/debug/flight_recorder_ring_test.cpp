@@ -20,10 +20,8 @@ WorkInfo infoFor(OpType op, uint64_t seq, Shape shape, DType dtype, std::string 
   info.seq = seq;
   info.peer = op == OpType::kSend ? 1 : -1;
   info.tag = op == OpType::kSend ? 7 : 0;
-  info.inputSizes = {shape};
-  info.outputSizes = {shape};
-  info.inputDtypes = {dtype};
-  info.outputDtypes = {dtype};
+  info.inputs = {{shape, dtype}};
+  info.outputs = {{shape, dtype}};
   info.reduceOp = std::move(redop);
   return info;
 }

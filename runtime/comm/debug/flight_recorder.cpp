@@ -161,10 +161,10 @@ uint64_t FlightRecorder::record(const WorkInfo& info, Milliseconds timeout,
   e.peer = info.peer;
   e.tag = info.tag;
   e.reduceOp = info.reduceOp;
-  e.inputSizes = info.inputSizes;
-  e.outputSizes = info.outputSizes;
-  e.inputDtypes = info.inputDtypes;
-  e.outputDtypes = info.outputDtypes;
+  info.inputs.shapesInto(e.inputSizes);
+  info.outputs.shapesInto(e.outputSizes);
+  info.inputs.dtypesInto(e.inputDtypes);
+  info.outputs.dtypesInto(e.outputDtypes);
   e.inputSplits.assign(inputSplits.begin(), inputSplits.end());
   e.outputSplits.assign(outputSplits.begin(), outputSplits.end());
   e.state = WorkState::kScheduled;

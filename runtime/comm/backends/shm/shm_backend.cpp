@@ -124,7 +124,9 @@ WorkInfo ShmBackend::info(OpType type, uint64_t seq, const std::vector<Tensor>& 
 
 OpDesc ShmBackend::makeDesc(uint64_t seq, OpType type, DType dtype, ReduceOp op, int root,
                             uint64_t bytes) const {
-  OpDesc d{};
+  // Only the head is set: the count arrays (1 KiB) are filled and published
+  // only by operations that set hasCounts (see OpDesc).
+  OpDesc d;
   d.seq = seq;
   d.opType = static_cast<uint32_t>(type);
   d.dtype = static_cast<uint32_t>(dtype);
@@ -132,6 +134,8 @@ OpDesc ShmBackend::makeDesc(uint64_t seq, OpType type, DType dtype, ReduceOp op,
   d.scalar = op.scalar;
   d.root = root;
   d.bytes = bytes;
+  d.hasCounts = 0;
+  d.pad = 0;
   return d;
 }
 

@@ -29,6 +29,18 @@ void throwPeerFailure(ShmSegment& segment, int peer, const std::string& context,
   }
 }
 
+namespace {
+// Copies what is published of a descriptor (see OpDesc): the head, and n
+// counts of each array when it has counts.
+void copyDesc(OpDesc& to, const OpDesc& from, int n) {
+  std::memcpy(&to, &from, offsetof(OpDesc, sendCounts));
+  if (from.hasCounts) {
+    std::memcpy(to.sendCounts, from.sendCounts, sizeof(uint64_t) * n);
+    std::memcpy(to.recvCounts, from.recvCounts, sizeof(uint64_t) * n);
+  }
+}
+}  // namespace
+
 std::vector<int> ShmOp::notArrived() const {
   std::vector<int> out;
   for (int r = 0; r < g_.size; ++r) {
@@ -38,11 +50,8 @@ std::vector<int> ShmOp::notArrived() const {
 }
 
 ShmOp::ShmOp(ShmGroup& group, const OpDesc& mine, bool equalBytes, Milliseconds timeout)
-    : g_(group),
-      mine_(mine),
-      equalBytes_(equalBytes),
-      timeout_(timeout),
-      deadline_(Deadline::after(timeout)) {
+    : g_(group), equalBytes_(equalBytes), timeout_(timeout), deadline_(Deadline::after(timeout)) {
+  copyDesc(mine_, mine, g_.size);  // the head and the counts in use, not all 18 lines
   if (g_.descs.size() < static_cast<size_t>(g_.size)) g_.descs.resize(g_.size);
   RankControl& me = g_.segment->control(g_.rank);
   me.seq.store(mine.seq, std::memory_order_relaxed);
@@ -64,18 +73,6 @@ void ShmOp::throwCancelled() {
   throw DistBackendError(what() + ": cancelled: the operation was failed from outside the "
                                   "backend (watchdog timeout or Work::abort)");
 }
-
-namespace {
-// Copies what is published of a descriptor (see OpDesc): the head, and n
-// counts of each array when it has counts.
-void copyDesc(OpDesc& to, const OpDesc& from, int n) {
-  std::memcpy(&to, &from, offsetof(OpDesc, sendCounts));
-  if (from.hasCounts) {
-    std::memcpy(to.sendCounts, from.sendCounts, sizeof(uint64_t) * n);
-    std::memcpy(to.recvCounts, from.recvCounts, sizeof(uint64_t) * n);
-  }
-}
-}  // namespace
 
 void ShmOp::sync() {
   if (cancelled()) throwCancelled();
