@@ -50,8 +50,8 @@ TEST(FlightRecorderRing, AReusedSlotHoldsOnlyItsNewEntry) {
   EXPECT_EQ(e0.recordId, a);
   EXPECT_EQ(e0.opType, OpType::kAllreduce);
   EXPECT_EQ(e0.seq, 3u);
-  EXPECT_EQ(e0.inputSizes, std::vector<Shape>{Shape{8}});
-  EXPECT_EQ(e0.outputDtypes, std::vector<DType>{DType::kFloat32});
+  EXPECT_EQ(e0.inputs.shapes(), std::vector<Shape>{Shape{8}});
+  EXPECT_EQ(e0.outputs.dtypes(), std::vector<DType>{DType::kFloat32});
   EXPECT_EQ(e0.reduceOp, "SUM");
   EXPECT_TRUE(e0.inputSplits.empty());
   EXPECT_TRUE(e0.outputSplits.empty());
@@ -65,7 +65,7 @@ TEST(FlightRecorderRing, AReusedSlotHoldsOnlyItsNewEntry) {
   EXPECT_TRUE(e1.isP2P);
   EXPECT_EQ(e1.peer, 1);
   EXPECT_EQ(e1.tag, 7);
-  EXPECT_EQ(e1.inputSizes, std::vector<Shape>{(Shape{2, 2})});
+  EXPECT_EQ(e1.inputs.shapes(), std::vector<Shape>{(Shape{2, 2})});
   EXPECT_EQ(e1.reduceOp, "");
   EXPECT_EQ(e1.state, WorkState::kScheduled);
   EXPECT_EQ(e1.startedNs, 0);
@@ -87,7 +87,7 @@ TEST(FlightRecorderRing, EntriesComeOldestFirstAcrossManyWraps) {
     for (size_t i = 0; i < entries.size(); ++i) {
       const uint64_t seq = s - entries.size() + 1 + i;
       EXPECT_EQ(entries[i].seq, seq);
-      EXPECT_EQ(entries[i].inputSizes, std::vector<Shape>{Shape{static_cast<int64_t>(seq)}});
+      EXPECT_EQ(entries[i].inputs.shapes(), std::vector<Shape>{Shape{static_cast<int64_t>(seq)}});
       EXPECT_EQ(entries[i].recordId, ids[seq - 1]);
     }
   }

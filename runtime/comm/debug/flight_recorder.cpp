@@ -54,8 +54,8 @@ json nsOrNull(int64_t ns) { return ns == 0 ? json(nullptr) : json(ns); }
 
 json entryJson(const FlightRecorder& fr, const FlightRecorderEntry& e) {
   json dtIn = json::array(), dtOut = json::array();
-  for (auto d : e.inputDtypes) dtIn.push_back(std::string(dtypeName(d)));
-  for (auto d : e.outputDtypes) dtOut.push_back(std::string(dtypeName(d)));
+  for (size_t i = 0; i < e.inputs.size(); ++i) dtIn.push_back(dtypeName(e.inputs.dtype(i)));
+  for (size_t i = 0; i < e.outputs.size(); ++i) dtOut.push_back(dtypeName(e.outputs.dtype(i)));
   const bool done = e.state == WorkState::kCompleted || e.state == WorkState::kFailed;
   return json{
       {"record_id", e.recordId},
@@ -67,9 +67,9 @@ json entryJson(const FlightRecorder& fr, const FlightRecorderEntry& e) {
       {"profiling_name", fmt::format("{}:{}", fr.backendName(), profilingOp(e.opType))},
       {"op_type", std::string(opTypeName(e.opType))},
       {"time_created_ns", e.createdNs},
-      {"input_sizes", e.inputSizes},
+      {"input_sizes", e.inputs.shapes()},
       {"input_dtypes", dtIn},
-      {"output_sizes", e.outputSizes},
+      {"output_sizes", e.outputs.shapes()},
       {"output_dtypes", dtOut},
       {"state", std::string(workStateName(e.state))},
       {"time_discovered_started_ns", nsOrNull(e.startedNs)},
@@ -161,10 +161,8 @@ uint64_t FlightRecorder::record(const WorkInfo& info, Milliseconds timeout,
   e.peer = info.peer;
   e.tag = info.tag;
   e.reduceOp = info.reduceOp;
-  info.inputs.shapesInto(e.inputSizes);
-  info.outputs.shapesInto(e.outputSizes);
-  info.inputs.dtypesInto(e.inputDtypes);
-  info.outputs.dtypesInto(e.outputDtypes);
+  e.inputs = info.inputs;
+  e.outputs = info.outputs;
   e.inputSplits.assign(inputSplits.begin(), inputSplits.end());
   e.outputSplits.assign(outputSplits.begin(), outputSplits.end());
   e.state = WorkState::kScheduled;
@@ -206,6 +204,20 @@ void FlightRecorder::markCompleted(uint64_t recordId, bool success, const std::s
   e->state = success ? WorkState::kCompleted : WorkState::kFailed;
   e->error = error;
   if (!e->isP2P && success) status_.lastCompleted = std::max(status_.lastCompleted, e->seq);
+}
+
+void FlightRecorder::markFinished(uint64_t recordId, bool success, const std::string& error) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  FlightRecorderEntry* e = find(recordId);
+  if (!e || e->completedNs) return;
+  e->completedNs = wallNs();
+  if (!e->startedNs) e->startedNs = e->completedNs;
+  e->state = success ? WorkState::kCompleted : WorkState::kFailed;
+  e->error = error;
+  if (!e->isP2P) {
+    status_.lastStarted = std::max(status_.lastStarted, e->seq);
+    if (success) status_.lastCompleted = std::max(status_.lastCompleted, e->seq);
+  }
 }
 
 void FlightRecorder::markTimedOut(uint64_t recordId) {

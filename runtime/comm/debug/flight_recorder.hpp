@@ -48,8 +48,9 @@ struct FlightRecorderEntry {
   int peer = -1;
   int tag = 0;
   std::string reduceOp;
-  std::vector<Shape> inputSizes, outputSizes;
-  std::vector<DType> inputDtypes, outputDtypes;
+  // Shapes and dtypes as WorkInfo has them: copied without allocation into a
+  // reused slot (Note [Tensor metadata without allocation]).
+  TensorMetaList inputs, outputs;
   std::vector<int64_t> inputSplits, outputSplits;
   WorkState state = WorkState::kScheduled;
   int64_t createdNs = 0, startedNs = 0, completedNs = 0;  // wall clock; 0 = not reached
@@ -77,6 +78,9 @@ class FlightRecorder {
                   std::vector<int64_t> outputSplits);
   void markStarted(uint64_t recordId);
   void markCompleted(uint64_t recordId, bool success, const std::string& error);
+  // markStarted then markCompleted under one lock, for an operation found
+  // already finished (Note [Watching a finished Work]).
+  void markFinished(uint64_t recordId, bool success, const std::string& error);
   void markTimedOut(uint64_t recordId);
 
   GroupStatus status() const;

@@ -37,12 +37,16 @@ WorkPtr MonitorBackend::track(WorkPtr work, Milliseconds timeout,
     w.recordId =
         recorder_->record(work->info(), timeout, std::move(inputSplits), std::move(outputSplits));
   }
-  w.backend = weak_from_this();
   w.store = store_;
-  w.timeout = timeout;
-  w.groupDesc = groupDesc_;
-  w.globalRank = globalRank_;
-  w.names = names_;
+  // What only a timeout needs; an operation that already finished inline is
+  // not watched (Note [Watching a finished Work]), so it skips these copies.
+  if (!work->isCompleted()) {
+    w.backend = weak_from_this();
+    w.timeout = timeout;
+    w.groupDesc = groupDesc_;
+    w.globalRank = globalRank_;
+    w.names = names_;
+  }
   watchWork(std::move(w));
   return work;
 }

@@ -149,20 +149,23 @@ void WatchdogThread::registerStore(const std::shared_ptr<Store>& s) {
 // A blocking operation that ran inline has finished before the monitor hands
 // it over. Nothing is left to watch, so it gets no map entry and no observer:
 // the flight-recorder updates and the completion handling that the observer's
-// replay would make are made here directly, in the same order.
+// replay would make are made here directly, in the same order: the entry is
+// started and completed under one lock (markFinished), and only a failure is
+// passed on to completed() (a success has nothing to report).
 void WatchdogThread::add(WatchedWork watched) {
   WorkPtr work = watched.work;
-  if (work->isCompleted()) {
+  const WorkState state = work->state();
+  if (state == WorkState::kCompleted || state == WorkState::kFailed) {
     {
       std::lock_guard<std::mutex> lock(mutex_);
       ensureThread();
       if (auto s = watched.store.lock()) registerStore(s);
     }
+    const bool ok = state == WorkState::kCompleted;
     if (watched.recorder) {
-      watched.recorder->markStarted(watched.recordId);
-      watched.recorder->markCompleted(watched.recordId, work->isSuccess(), errorText(*work));
+      watched.recorder->markFinished(watched.recordId, ok, ok ? "" : errorText(*work));
     }
-    completed(*work);
+    if (!ok) completed(*work);  // a success has nothing to report and no map entry
     return;
   }
   auto observer = std::make_shared<WatchObserver>(watched.recorder, watched.recordId);
