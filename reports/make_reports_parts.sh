@@ -10,8 +10,13 @@ part_collectives() {
     --json "$here/collectives_shm_ws2.json" > "$work/coll2.txt"
   bounded 1800 "$distlab" bench collectives --world-size 4 --async ${peers4:+--peer "$peers4"} \
     --json "$here/collectives_shm_ws4.json" > "$work/coll4.txt"
+  # The debug layers DDP and FSDP run with (flight recorder, watchdog, DETAIL), small sizes.
+  bounded 900 "$distlab" bench collectives --world-size 2 --ops allreduce --max-bytes 64K --async \
+    --debug off,monitor,detail ${peers4:+--peer mpi} \
+    --json "$here/collectives_shm_layers_ws2.json" > "$work/coll_layers.txt"
   $py "$root/bench/collectives/collectives_report.py" --plot "$here/collectives_busbw.png" \
     --before "$here/collectives_shm_before_ws2.json" \
+    --layers "$here/collectives_shm_layers_ws2.json" \
     "$here/collectives_shm_ws2.json" "$here/collectives_shm_ws4.json" > "$here/collectives_shm.md"
 }
 
