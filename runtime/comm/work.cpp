@@ -184,14 +184,19 @@ void Work::addObserver(std::shared_ptr<WorkObserver> observer) {
   }
 }
 
+bool Work::startLocked(std::vector<std::shared_ptr<WorkObserver>>& observers) {
+  if (state_ != WorkState::kScheduled) return false;
+  state_ = WorkState::kStarted;
+  startedNs_ = monotonicNowNs();
+  observers = observers_;
+  return true;
+}
+
 void Work::markStarted() {
   std::vector<std::shared_ptr<WorkObserver>> observers;
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    if (state_ != WorkState::kScheduled) return;
-    state_ = WorkState::kStarted;
-    startedNs_ = monotonicNowNs();
-    observers = observers_;
+    if (!startLocked(observers)) return;
   }
   notify(WorkState::kStarted, observers);
 }
@@ -221,10 +226,7 @@ bool Work::beginExecution(CancelFn cancel) {
     if (state_ == WorkState::kCompleted || state_ == WorkState::kFailed) return false;
     executing_ = true;
     cancel_ = std::move(cancel);
-    if (state_ != WorkState::kScheduled) return true;  // markStarted() came first
-    state_ = WorkState::kStarted;
-    startedNs_ = monotonicNowNs();
-    observers = observers_;
+    if (!startLocked(observers)) return true;  // markStarted() came first
   }
   notify(WorkState::kStarted, observers);
   return true;

@@ -170,6 +170,9 @@ class Work : public std::enable_shared_from_this<Work> {
 
  private:
   void complete(std::exception_ptr error);
+  // kScheduled -> kStarted with the lock held; copies the observers to notify.
+  // Returns false (and changes nothing) when the Work was already started.
+  bool startLocked(std::vector<std::shared_ptr<WorkObserver>>& observers);
   // complete() under the lock the caller holds (it may release it).
   void completeLocked(std::unique_lock<std::mutex>& lock, std::exception_ptr error);
   void notify(WorkState state, const std::vector<std::shared_ptr<WorkObserver>>& observers);
