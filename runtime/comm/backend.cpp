@@ -1,5 +1,7 @@
 #include "runtime/comm/backend.hpp"
 
+#include <fmt/format.h>
+
 #include "runtime/core/errors.hpp"
 
 namespace distlab::comm {
@@ -58,5 +60,14 @@ void Backend::abortAfterTimeout(const std::string& reason) { abort(reason); }
 void Backend::shutdown(Milliseconds) {}
 std::optional<std::string> Backend::errorReason() const { return std::nullopt; }
 void Backend::prepareSplit(const std::string& /*childName*/, const std::vector<int>& /*ranks*/) {}
+
+std::exception_ptr refusedWorkError(const std::string& what, const std::string& group,
+                                    const std::string& why) {
+  const std::string text = fmt::format("{}: group '{}' refuses new work: {}", what, group, why);
+  if (why.rfind(kTimedOutReasonPrefix, 0) == 0) {
+    return std::make_exception_ptr(DistTimeoutError(text));
+  }
+  return std::make_exception_ptr(DistBackendError(text));
+}
 
 }  // namespace distlab::comm

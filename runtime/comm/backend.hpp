@@ -19,6 +19,7 @@
 // - Tensors are handles; the caller keeps them alive and untouched until the
 //   Work completes (the Work also holds the outputs).
 #include <chrono>
+#include <exception>
 #include <map>
 #include <memory>
 #include <optional>
@@ -158,5 +159,20 @@ class Backend : public std::enable_shared_from_this<Backend> {
 };
 
 using BackendPtr = std::shared_ptr<Backend>;
+
+// Starts the error reason of a backend that abortAfterTimeout() failed.
+inline constexpr const char* kTimedOutReasonPrefix = "timed out: ";
+
+// Note [A refusal after a timeout is a timeout]
+// After a watchdog timeout the group refuses the operations queued behind the
+// one that timed out. Each of them would have timed out itself a moment
+// later, so a caller waiting on one of those (DDP on a bucket issued after the
+// hung collective) would see a timeout or a refusal depending on which came
+// first, as in Note [A peer's timeout is a timeout]. So a refusal whose reason
+// is a timeout (it starts with kTimedOutReasonPrefix) is a DistTimeoutError;
+// any other refusal is a DistBackendError. The message is the same either way:
+// "<what>: group '<group>' refuses new work: <why>".
+std::exception_ptr refusedWorkError(const std::string& what, const std::string& group,
+                                    const std::string& why);
 
 }  // namespace distlab::comm

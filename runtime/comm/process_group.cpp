@@ -147,7 +147,7 @@ void ProcessGroup::checkMember(std::string_view op) const {
 
 void ProcessGroup::checkHealthy(const Backend& backend, std::string_view op) const {
   if (auto why = backend.errorReason()) {
-    throw DistBackendError(fmt::format("{}: group '{}' refuses new work: {}", op, name(), *why));
+    std::rethrow_exception(refusedWorkError(std::string(op), name(), *why));
   }
 }
 

@@ -122,8 +122,41 @@ TEST(ShmFailure, AbortFailsPendingWorkAndRefusesMore) {
     expectThrows<DistBackendError>([&] { work->wait(); }, {"abort"});
     if (watch.elapsedSeconds() > 1.0) throw std::runtime_error("abort was slow");
     expectThrows<DistBackendError>([&] { g->allreduce(t); }, {"refuses new work", "test abort"});
+    try {
+      g->allreduce(t);
+    } catch (const DistTimeoutError& e) {
+      ADD_FAILURE() << "a refusal after an abort is not a timeout: " << e.what();
+    } catch (const DistBackendError&) {
+    }
     g->shutdown(std::chrono::seconds(1));
     ctx.store->setString("aborted", "1");
+  });
+}
+
+// Note [A refusal after a timeout is a timeout]: the operation queued behind
+// the one the watchdog timed out, and any issued afterwards, fail with
+// DistTimeoutError; after a plain abort the refusal stays a DistBackendError.
+TEST(ShmFailure, RefusalAfterATimeoutIsATimeout) {
+  spawn(SpawnMode::kThreads, 2, [](RankContext& ctx) {
+    auto g = makeGroup(ctx, std::chrono::seconds(30));
+    if (ctx.rank == 1) {
+      ctx.store->wait({"timed_out"}, std::chrono::seconds(20));
+      g->shutdown(std::chrono::seconds(1));
+      return;
+    }
+    Tensor t = ones({4});
+    comm::AllreduceOptions async;
+    async.asyncOp = true;
+    auto hung = g->allreduce(t, async);    // rank 1 never joins
+    auto queued = g->allreduce(t, async);  // waits behind it
+    g->getBackend(DeviceType::kCPU)->abortAfterTimeout("test timeout");
+    // The running one fails however the abort reaches it (the watchdog
+    // would also finish it with its own DistTimeoutError).
+    expectThrows<DistBackendError>([&] { hung->wait(); }, {});
+    expectThrows<DistTimeoutError>([&] { queued->wait(); }, {"refuses new work", "test timeout"});
+    expectThrows<DistTimeoutError>([&] { g->allreduce(t); }, {"refuses new work", "test timeout"});
+    g->shutdown(std::chrono::seconds(1));
+    ctx.store->setString("timed_out", "1");
   });
 }
 

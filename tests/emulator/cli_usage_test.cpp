@@ -1,14 +1,18 @@
 // Usage errors of the real `distlab` binary: every one exits 2 with a message
 // naming the flag or the input, --help exits 0 and runs nothing, and
 // `distlab analyze` rejects dumps with out-of-range ranks or sequence numbers,
-// naming the file.
+// naming the file; `bench collectives --debug` runs and names one series per
+// debug layer.
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <string>
+
+#include <nlohmann/json.hpp>
 
 #include "tests/support/temp_dir.hpp"
 
@@ -76,6 +80,30 @@ TEST(CliUsage, BenchRejectsEmptyOpsUnknownOptionsAndUnwritableJson) {
   expectUsageError("bench collectives --min-bytes -8", "--min-bytes '-8' is not a byte count");
   expectUsageError("bench collectives --peer ''", "--peer: give at least one value");
   expectUsageError("bench collectives --peer openmpi", "--peer: unknown peer 'openmpi'; use mpi,torch-gloo");
+  expectUsageError("bench collectives --debug ''", "--debug: give at least one value");
+  expectUsageError("bench collectives --debug off,verbose",
+                   "--debug 'verbose': use off, monitor or detail");
+}
+
+TEST(CliUsage, BenchDebugRunsOneVerifiedSeriesPerLayer) {
+  distlab::testing::TempDir dir;
+  const std::string json = dir.file("layers.json");
+  const Ran r = distlab("bench collectives --world-size 2 --ops allreduce --max-bytes 16 "
+                        "--iters 5 --warmup 1 --debug off,monitor,detail --json " + json);
+  ASSERT_EQ(r.exitCode, 0) << r.output;
+  EXPECT_NE(r.output.find("# debug layers: monitor (flight recorder + watchdog)"),
+            std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("time ratio shm+detail/shm"), std::string::npos) << r.output;
+  const auto j = nlohmann::json::parse(std::ifstream(json));
+  EXPECT_EQ(j["debug"], nlohmann::json({"off", "monitor", "detail"}));
+  std::map<std::string, int> rowsPerSeries;
+  for (const auto& row : j["rows"]) {
+    ++rowsPerSeries[row["backend"].get<std::string>()];
+    EXPECT_EQ(row["wrong"], 0) << row.dump();
+  }
+  // 8 and 16 bytes, blocking path only: two rows per series.
+  EXPECT_EQ(rowsPerSeries, (std::map<std::string, int>{{"shm", 2}, {"shm+detail", 2},
+                                                       {"shm+monitor", 2}}));
 }
 
 TEST(CliUsage, RunRejectsEmptyFoldersAndUnwritableOut) {

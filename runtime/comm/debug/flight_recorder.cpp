@@ -197,27 +197,25 @@ void FlightRecorder::markStarted(uint64_t recordId) {
 
 void FlightRecorder::markCompleted(uint64_t recordId, bool success, const std::string& error) {
   std::lock_guard<std::mutex> lock(mutex_);
-  FlightRecorderEntry* e = find(recordId);
-  if (!e || e->completedNs) return;
-  e->completedNs = wallNs();
-  if (!e->startedNs) e->startedNs = e->completedNs;
-  e->state = success ? WorkState::kCompleted : WorkState::kFailed;
-  e->error = error;
-  if (!e->isP2P && success) status_.lastCompleted = std::max(status_.lastCompleted, e->seq);
+  completeLocked(recordId, success, error, false);
 }
 
 void FlightRecorder::markFinished(uint64_t recordId, bool success, const std::string& error) {
   std::lock_guard<std::mutex> lock(mutex_);
+  completeLocked(recordId, success, error, true);
+}
+
+void FlightRecorder::completeLocked(uint64_t recordId, bool success, const std::string& error,
+                                    bool countStart) {
   FlightRecorderEntry* e = find(recordId);
   if (!e || e->completedNs) return;
   e->completedNs = wallNs();
   if (!e->startedNs) e->startedNs = e->completedNs;
   e->state = success ? WorkState::kCompleted : WorkState::kFailed;
   e->error = error;
-  if (!e->isP2P) {
-    status_.lastStarted = std::max(status_.lastStarted, e->seq);
-    if (success) status_.lastCompleted = std::max(status_.lastCompleted, e->seq);
-  }
+  if (e->isP2P) return;
+  if (countStart) status_.lastStarted = std::max(status_.lastStarted, e->seq);
+  if (success) status_.lastCompleted = std::max(status_.lastCompleted, e->seq);
 }
 
 void FlightRecorder::markTimedOut(uint64_t recordId) {

@@ -90,6 +90,9 @@ class FlightRecorder {
 
  private:
   FlightRecorderEntry* find(uint64_t recordId);  // REQUIRES(mutex_)
+  // Completes the entry (once); `countStart` also counts it as started in
+  // status() (markFinished). REQUIRES(mutex_)
+  void completeLocked(uint64_t recordId, bool success, const std::string& error, bool countStart);
   size_t oldest() const;                          // REQUIRES(mutex_)
 
   const std::string groupName_, groupDesc_;

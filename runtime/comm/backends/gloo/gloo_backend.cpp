@@ -178,16 +178,14 @@ WorkPtr GlooBackend::submit(WorkInfo workInfo, std::vector<Tensor> outputs, bool
                             Body body) {
   auto work = std::make_shared<Work>(std::move(workInfo), std::move(outputs));
   if (stopped_.load()) {
-    work->finish(std::make_exception_ptr(DistBackendError(fmt::format(
-        "{}: group '{}' refuses new work: {}", work->info().describe(), ctx_.groupName,
-        errorReason().value_or("the backend was shut down")))));
+    work->finish(refusedWorkError(work->info().describe(), ctx_.groupName,
+                                  errorReason().value_or("the backend was shut down")));
     return work;
   }
   auto task = [this, work, body = std::move(body)]() {
     const WorkInfo& wi = work->info();
     if (auto why = errorReason()) {
-      work->finish(std::make_exception_ptr(DistBackendError(fmt::format(
-          "{}: group '{}' refuses new work: {}", wi.describe(), ctx_.groupName, *why))));
+      work->finish(refusedWorkError(wi.describe(), ctx_.groupName, *why));
       return;
     }
     work->markStarted();

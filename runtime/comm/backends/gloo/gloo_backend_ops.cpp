@@ -272,9 +272,8 @@ WorkPtr GlooBackend::recvAnysource(const Tensor& tensor, const RecvOptions& opts
 
 void GlooBackend::postP2P(const WorkPtr& work, const std::function<void()>& post) {
   if (auto why = errorReason(); why || stopped_.load() || !p2p_) {
-    work->finish(std::make_exception_ptr(DistBackendError(
-        fmt::format("{}: group '{}' refuses new work: {}", work->info().describe(),
-                    ctx_.groupName, why.value_or("the backend was shut down")))));
+    work->finish(refusedWorkError(work->info().describe(), ctx_.groupName,
+                                  why.value_or("the backend was shut down")));
     return;
   }
   const auto started = Clock::now();

@@ -44,6 +44,7 @@
 
 #include <gloo/context.h>
 
+#include "runtime/comm/backend.hpp"
 #include "runtime/comm/backends/gloo/gloo_tracking.hpp"
 #include "runtime/comm/store/store.hpp"
 #include "runtime/core/clock.hpp"
@@ -63,7 +64,7 @@ struct PeerVerdict {
 };
 
 // Starts the reason of a failure record written by abortAfterTimeout().
-inline constexpr const char* kTimedOutPrefix = "timed out: ";
+inline constexpr const char* kTimedOutPrefix = kTimedOutReasonPrefix;
 
 // Store record texts (Note [Gloo peer failure]).
 std::string shutdownRecord(const std::string& why);

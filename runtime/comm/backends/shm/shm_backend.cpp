@@ -148,8 +148,7 @@ WorkInfo ShmBackend::infoInPlace(OpType type, uint64_t seq, const Tensor& tensor
 
 void ShmBackend::execute(Work& work, void (*call)(void*), void* body) {
   if (auto why = errorReason()) {
-    work.finish(std::make_exception_ptr(DistBackendError(fmt::format(
-        "{}: group '{}' refuses new work: {}", work.info().describe(), ctx_.groupName, *why))));
+    work.finish(refusedWorkError(work.info().describe(), ctx_.groupName, *why));
     return;
   }
   // Note [Work failure and the caller's tensors]: a failure from outside
@@ -182,14 +181,14 @@ void ShmBackend::abort(const std::string& reason) {
 // Note [A peer's timeout is a timeout]: peers read kTimeout from this rank's
 // control block and throw DistTimeoutError (throwPeerFailure).
 void ShmBackend::abortAfterTimeout(const std::string& reason) {
-  abortWith(std::make_exception_ptr(DistTimeoutError("timed out: " + reason)),
+  abortWith(std::make_exception_ptr(DistTimeoutError(kTimedOutReasonPrefix + reason)),
             FailureKind::kTimeout);
 }
 
 // Peers read this rank's control block in their waits; this rank's own wait
 // never looks at it, so the running operation is left to the watchdog.
 void ShmBackend::announceTimeout(const std::string& reason) {
-  const std::string why = "timed out: " + reason;
+  const std::string why = kTimedOutReasonPrefix + reason;
   RankControl& me = segment_->control(ctx_.rank);
   if (me.failed.load(std::memory_order_acquire) == 0) {
     std::strncpy(me.reason, why.c_str(), sizeof(me.reason) - 1);
