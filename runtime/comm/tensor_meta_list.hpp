@@ -7,7 +7,7 @@
 // Every collective records this, so it is built and dropped once per
 // operation; as vectors of vectors it cost six allocations per single-tensor
 // collective, the largest fixed cost of a small allreduce. The dims of all
-// tensors are stored flat, with an offset per tensor, in InlineVectors sized
+// tensors are stored flat, with where each tensor's dims end, in InlineVectors sized
 // for the common case (up to 2 tensors and 8 dims in all): such an operation
 // allocates nothing here. Longer lists (allgather's per-rank outputs) spill to
 // the heap and behave the same.
