@@ -44,7 +44,7 @@ json benchRowToJson(const BenchRow& r) {
               {"count", r.count},     {"type", "float32"},  {"redop", "sum"},
               {"iters", r.iters},     {"time_p50_us", r.p50Us}, {"time_avg_us", r.avgUs},
               {"algbw_GBps", r.algbwGBps}, {"busbw_GBps", r.busbwGBps}, {"wrong", r.wrong},
-              {"error", r.error}};
+              {"error", r.error}, {"debug", r.debug}};
 }
 
 BenchRow benchRowFromJson(const json& j) {
@@ -61,17 +61,19 @@ BenchRow benchRowFromJson(const json& j) {
   r.busbwGBps = j["busbw_GBps"];
   r.wrong = j["wrong"];
   r.error = j["error"];
+  r.debug = j.value("debug", "");
   return r;
 }
 
 namespace {
 
-// Makes the groups created from now on carry the debug layers `debug` names
-// (CollectivesBenchOptions::debug), as initProcessGroup would install them.
+// The name of the rows of `backend` measured with the layers `debug`.
 std::string seriesName(const std::string& backend, const std::string& debug) {
   return debug == "off" ? backend : backend + "+" + debug;
 }
 
+// Makes the groups created from now on carry the debug layers `debug` names
+// (CollectivesBenchOptions::debug), as initProcessGroup would install them.
 void installDebugLayers(const std::string& debug) {
   if (debug == "off") return;
   setDebugLevel(debug == "detail" ? DebugLevel::kDetail : DebugLevel::kOff);
@@ -112,6 +114,7 @@ std::vector<BenchRow> runForked(const std::string& backend, const std::string& d
         installDebugLayers(debug);
         auto group = comm::createProcessGroup(config, o.backendOptions);
         auto rows = benchRank(*group, series, o);
+        for (auto& r : rows) r.debug = debug;
         if (rank == 0) {
           json out = json::array();
           for (const auto& r : rows) out.push_back(benchRowToJson(r));
@@ -162,11 +165,8 @@ void printTable(std::ostream& out, const std::string& backend, const std::string
                      "iters {}\n",
                      backend, modeTitle(mode), o.worldSize, o.warmup,
                      o.iters > 0 ? std::to_string(o.iters) : "auto");
-  if (backend != "mpi" && backend != "torch-gloo") {
-    const auto plus = backend.find('+');
-    out << fmt::format("# debug layers: {}\n",
-                       debugTitle(plus == std::string::npos ? o.debug.front()
-                                                            : backend.substr(plus + 1)));
+  if (!rows.empty() && !rows.front().debug.empty()) {  // a distlab series, not a peer
+    out << fmt::format("# debug layers: {}\n", debugTitle(rows.front().debug));
   }
   std::string lastOp;
   for (const auto& r : rows) {
@@ -322,6 +322,7 @@ int runCollectivesBench(const CollectivesBenchOptions& options, std::ostream& ou
     for (const auto& b : o.backends) {
       auto group = b == o.backends[0] ? comm::defaultGroup() : comm::newGroup({.backend = b});
       all[b] = benchRank(*group, b, o);
+      for (auto& r : all[b]) r.debug = o.debug.front();  // "init_process_group"
     }
     const bool leader = comm::getRank() == 0;
     comm::destroyProcessGroup();

@@ -75,6 +75,10 @@ struct BenchRow {
   double busbwGBps = 0;
   int64_t wrong = 0;
   std::string error;  // e.g. "Backend gloo does not support reduce_scatter_tensor"
+  // The debug layers of the distlab group that measured the row (see
+  // CollectivesBenchOptions::debug; "init_process_group" under `distlab
+  // launch`); empty for a peer's row.
+  std::string debug;
 };
 
 // Bus-bandwidth factor of `op` at world size n (see the header comment).

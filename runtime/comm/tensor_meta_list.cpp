@@ -25,22 +25,14 @@ int64_t TensorMetaList::numel(size_t i) const {
 
 std::vector<Shape> TensorMetaList::shapes() const {
   std::vector<Shape> out;
-  shapesInto(out);
+  out.reserve(size());
+  for (size_t i = 0; i < size(); ++i) {
+    const auto s = shape(i);
+    out.emplace_back(s.begin(), s.end());
+  }
   return out;
 }
 
 std::vector<DType> TensorMetaList::dtypes() const { return {dtypes_.begin(), dtypes_.end()}; }
-
-void TensorMetaList::shapesInto(std::vector<Shape>& out) const {
-  out.resize(size());
-  for (size_t i = 0; i < size(); ++i) {
-    const auto s = shape(i);
-    out[i].assign(s.begin(), s.end());
-  }
-}
-
-void TensorMetaList::dtypesInto(std::vector<DType>& out) const {
-  out.assign(dtypes_.begin(), dtypes_.end());
-}
 
 }  // namespace distlab::comm

@@ -38,12 +38,9 @@ class TensorMetaList {
   DType dtype(size_t i) const { return dtypes_[i]; }
   int64_t numel(size_t i) const;  // product of shape(i); 1 for a scalar
 
-  // As vectors (for readers that keep them). The *Into forms reuse `out`'s
-  // storage (Note [Flight recorder ring]).
+  // As vectors (the flight recorder's dump, tests).
   std::vector<Shape> shapes() const;
   std::vector<DType> dtypes() const;
-  void shapesInto(std::vector<Shape>& out) const;
-  void dtypesInto(std::vector<DType>& out) const;
 
  private:
   InlineVector<int64_t, 8> dims_;     // every tensor's dims, one after another

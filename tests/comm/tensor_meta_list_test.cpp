@@ -38,16 +38,6 @@ TEST(TensorMetaList, SpillsPastTheInlineRoomWithTheSameContents) {
   EXPECT_TRUE(list.empty());
 }
 
-TEST(TensorMetaList, IntoFormsReplaceWhatTheTargetHeld) {
-  TensorMetaList list{{Shape{4}, DType::kFloat32}};
-  std::vector<Shape> shapes{Shape{1, 2, 3}, Shape{5}};
-  std::vector<DType> dtypes{DType::kInt8, DType::kInt8, DType::kInt8};
-  list.shapesInto(shapes);
-  list.dtypesInto(dtypes);
-  EXPECT_EQ(shapes, std::vector<Shape>{Shape{4}});
-  EXPECT_EQ(dtypes, std::vector<DType>{DType::kFloat32});
-}
-
 TEST(TensorMetaList, WorkInfoRecordsEachDefinedTensor) {
   const Tensor a = zeros({3, 4});
   const Tensor b = zeros({5}, {DType::kInt64});
