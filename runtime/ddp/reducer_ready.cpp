@@ -188,7 +188,11 @@ void Reducer::launchBucket(Bucket& bucket) {
   }
   auto stamp = bucket.completedNs;
   bucket.future->addCallback([stamp, index = bucket.index](comm::Future&) {
-    stamp->store(monotonicNowNs());
+    // The first stamp wins: a waiter woken before this callback ran
+    // (waitForBucket) has stamped already, and a later time would put the
+    // bucket's completion after the backward's end.
+    int64_t unstamped = 0;
+    stamp->compare_exchange_strong(unstamped, monotonicNowNs());
     if (trace::enabled()) {
       trace::instant(trace::Category::kDdp, fmt::format("bucket {} complete", index),
                      fmt::format("\"bucket\":{}", index));
