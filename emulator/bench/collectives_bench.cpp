@@ -278,8 +278,8 @@ void validate(const CollectivesBenchOptions& o) {
 const std::vector<std::string> kBenchOps = {"allreduce", "allgather", "reduce_scatter",
                                             "broadcast", "alltoall"};
 const std::vector<std::string> kBenchBackendOptionKeys = {
-    "shm.slot_bytes", "shm.channel_bytes", "shm.allreduce_algo", "gloo.socket_ifname",
-    "gloo.hostname"};
+    "shm.slot_bytes", "shm.channel_bytes", "shm.allreduce_algo", "shm.single_copy",
+    "shm.single_copy_min_bytes", "gloo.socket_ifname", "gloo.hostname"};
 
 double measureMemcpyGBps() {
   const size_t bytes = 64ull << 20;

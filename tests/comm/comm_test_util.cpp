@@ -1,8 +1,14 @@
 #include "tests/comm/comm_test_util.hpp"
 
+#include <sys/uio.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <fmt/format.h>
 
+#include <cerrno>
 #include <cmath>
+#include <cstring>
 #include <stdexcept>
 
 namespace distlab::testing {
@@ -110,6 +116,35 @@ std::vector<DType> allDtypes() {
 std::vector<ReduceOp::Kind> allReduceOps() {
   return {ReduceOp::kSum,  ReduceOp::kAvg, ReduceOp::kProduct, ReduceOp::kMin,      ReduceOp::kMax,
           ReduceOp::kBand, ReduceOp::kBor, ReduceOp::kBxor,    ReduceOp::kPremulSum};
+}
+
+std::string crossMemoryAttachUnavailable() {
+  static const std::string reason = [] {
+    const uint64_t word = 0x5eed5eed5eed5eedULL;
+    int pipeFds[2];
+    if (pipe(pipeFds) != 0) return std::string("pipe failed: ") + std::strerror(errno);
+    const pid_t child = fork();
+    if (child < 0) return std::string("fork failed: ") + std::strerror(errno);
+    if (child == 0) {  // waits (bounded by the parent's close) until the parent has read
+      close(pipeFds[1]);
+      char c;
+      [[maybe_unused]] const ssize_t got = read(pipeFds[0], &c, 1);
+      _exit(0);
+    }
+    close(pipeFds[0]);
+    uint64_t seen = 0;
+    iovec local{&seen, sizeof(seen)};
+    iovec remote{const_cast<uint64_t*>(&word), sizeof(word)};  // the same address in the child
+    const ssize_t got = process_vm_readv(child, &local, 1, &remote, 1, 0);
+    const int err = errno;
+    close(pipeFds[1]);  // the child's read returns: it exits
+    waitpid(child, nullptr, 0);
+    if (got != static_cast<ssize_t>(sizeof(word)) || seen != word) {
+      return std::string("process_vm_readv from a child process failed: ") + std::strerror(err);
+    }
+    return std::string();
+  }();
+  return reason;
 }
 
 }  // namespace distlab::testing

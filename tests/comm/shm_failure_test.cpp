@@ -15,6 +15,7 @@
 #include <condition_variable>
 #include <mutex>
 #include <cstring>
+#include <map>
 #include <string>
 
 #include "runtime/comm/backends/shm/shm_backend.hpp"
@@ -32,15 +33,26 @@ namespace {
 
 using comm::ProcessGroup;
 
-std::shared_ptr<ProcessGroup> makeGroup(RankContext& ctx, std::chrono::milliseconds timeout) {
-  return makeTestGroup(ctx, "shm", "failure", timeout);
+std::shared_ptr<ProcessGroup> makeGroup(RankContext& ctx, std::chrono::milliseconds timeout,
+                                        const std::map<std::string, std::string>& options = {}) {
+  return makeTestGroup(ctx, "shm", "failure", timeout, options);
 }
 
-TEST(ShmFailure, KilledPeerIsReportedWithinOneSecond) {
-  SpawnOptions options;
-  options.mayDie = {1};
-  spawn(SpawnMode::kProcesses, 3, [](RankContext& ctx) {
-    auto g = makeGroup(ctx, std::chrono::seconds(30));
+// Every collective that has a single-copy path takes it, whatever its size.
+const std::map<std::string, std::string> kSingleCopyEverywhere = {
+    {"shm.single_copy", "on"}, {"shm.single_copy_min_bytes", "0"}};
+
+std::shared_ptr<comm::shm::ShmBackend> shmBackendOf(ProcessGroup& g) {
+  auto backend = std::dynamic_pointer_cast<comm::shm::ShmBackend>(g.getBackend(DeviceType::kCPU));
+  if (!backend) throw std::runtime_error("not an shm backend");
+  return backend;
+}
+
+void expectKilledPeerReportedWithinOneSecond(const std::map<std::string, std::string>& options) {
+  SpawnOptions spawnOptions;
+  spawnOptions.mayDie = {1};
+  spawn(SpawnMode::kProcesses, 3, [&](RankContext& ctx) {
+    auto g = makeGroup(ctx, std::chrono::seconds(30), options);
     Tensor t = ones({1 << 16});
     g->allreduce(t)->wait();  // everyone alive and attached
     if (ctx.rank == 1) {
@@ -55,7 +67,17 @@ TEST(ShmFailure, KilledPeerIsReportedWithinOneSecond) {
     // The group now refuses work and says why.
     expectThrows<DistBackendError>([&] { g->allreduce(t)->wait(); },
                                    {"refuses new work", "exited"});
-  }, options);
+  }, spawnOptions);
+}
+
+TEST(ShmFailure, KilledPeerIsReportedWithinOneSecond) {
+  expectKilledPeerReportedWithinOneSecond({{"shm.single_copy", "off"}});
+}
+
+// The survivors learn of the death from a failed read or from a wait.
+TEST(ShmFailure, KilledPeerIsReportedWithinOneSecondOnTheSingleCopyPath) {
+  if (auto why = crossMemoryAttachUnavailable(); !why.empty()) GTEST_SKIP() << why;
+  expectKilledPeerReportedWithinOneSecond(kSingleCopyEverywhere);
 }
 
 TEST(ShmFailure, PeerThatNeverArrivesIsNamedInTheTimeout) {
@@ -74,9 +96,10 @@ TEST(ShmFailure, PeerThatNeverArrivesIsNamedInTheTimeout) {
   });
 }
 
-TEST(ShmFailure, MismatchedSizesFailOnEveryRankWithoutTouchingMemory) {
-  spawn(SpawnMode::kProcesses, 3, [](RankContext& ctx) {
-    auto g = makeGroup(ctx, std::chrono::seconds(10));
+void expectMismatchedSizesFailWithoutTouchingMemory(
+    const std::map<std::string, std::string>& options) {
+  spawn(SpawnMode::kProcesses, 3, [&](RankContext& ctx) {
+    auto g = makeGroup(ctx, std::chrono::seconds(10), options);
     // Each rank's tensor is a view into a larger buffer full of canaries.
     const int64_t n = ctx.rank == 1 ? 20 : 10;
     Tensor buffer = full({64}, -7.0);
@@ -88,6 +111,55 @@ TEST(ShmFailure, MismatchedSizesFailOnEveryRankWithoutTouchingMemory) {
     expectEqualTensor(view, full({n}, 1.0), "input untouched");
     expectThrows<DistBackendError>([&] { g->barrier()->wait(); },
                                    {"refuses new work", "mismatch"});
+  });
+}
+
+TEST(ShmFailure, MismatchedSizesFailOnEveryRankWithoutTouchingMemory) {
+  expectMismatchedSizesFailWithoutTouchingMemory({});
+}
+
+// The descriptors are checked before any rank reads a peer's buffer.
+TEST(ShmFailure, MismatchedSizesOnTheSingleCopyPathNeverReadOrWriteBeyondTheTensors) {
+  if (auto why = crossMemoryAttachUnavailable(); !why.empty()) GTEST_SKIP() << why;
+  expectMismatchedSizesFailWithoutTouchingMemory(kSingleCopyEverywhere);
+}
+
+TEST(ShmFailure, SingleCopyOnFailsToCreateTheGroupWhenARankOptsOut) {
+  if (auto why = crossMemoryAttachUnavailable(); !why.empty()) GTEST_SKIP() << why;
+  spawn(SpawnMode::kProcesses, 3, [](RankContext& ctx) {
+    if (ctx.rank == 1) {
+      auto g = makeGroup(ctx, std::chrono::seconds(10), {{"shm.single_copy", "off"}});
+      if (shmBackendOf(*g)->singleCopy()) throw std::runtime_error("rank 1 opted out");
+      return;
+    }
+    expectThrows<DistBackendError>(
+        [&] { makeGroup(ctx, std::chrono::seconds(10), kSingleCopyEverywhere); },
+        {"shm.single_copy=on", "rank 1", "its option shm.single_copy is off", "auto"});
+  });
+}
+
+TEST(ShmFailure, SingleCopyAutoFallsBackToTheSlotsWhenARankOptsOut) {
+  spawn(SpawnMode::kProcesses, 3, [](RankContext& ctx) {
+    auto g = makeGroup(ctx, std::chrono::seconds(10),
+                       {{"shm.single_copy", ctx.rank == 1 ? "off" : "auto"},
+                        {"shm.single_copy_min_bytes", "0"}});
+    if (shmBackendOf(*g)->singleCopy()) throw std::runtime_error("the group may not take it");
+    Tensor t = ones({1 << 18});
+    g->allreduce(t)->wait();
+    expectEqualTensor(t, full({1 << 18}, 3.0), "allreduce through the slots");
+  });
+}
+
+TEST(ShmFailure, SingleCopyOptionsAreValidated) {
+  spawn(SpawnMode::kThreads, 1, [](RankContext& ctx) {
+    expectThrows<ValueError>(
+        [&] { makeGroup(ctx, std::chrono::seconds(10), {{"shm.single_copy", "yes"}}); },
+        {"shm.single_copy='yes'", "auto, on, off"});
+    expectThrows<ValueError>(
+        [&] {
+          makeGroup(ctx, std::chrono::seconds(10), {{"shm.single_copy_min_bytes", "-1"}});
+        },
+        {"shm.single_copy_min_bytes", "byte count"});
   });
 }
 
@@ -267,8 +339,7 @@ TEST(ShmFailure, WatchdogTimeoutNeverLetsTheStragglerWriteTheCallersTensor) {
 TEST(ShmFailure, SegmentIsUnlinkedOnceEveryoneAttached) {
   spawn(SpawnMode::kProcesses, 3, [](RankContext& ctx) {
     auto g = makeGroup(ctx, std::chrono::seconds(10));
-    auto backend = std::dynamic_pointer_cast<comm::shm::ShmBackend>(g->getBackend(DeviceType::kCPU));
-    if (!backend) throw std::runtime_error("not an shm backend");
+    auto backend = shmBackendOf(*g);
     // Rank 0 unlinks once all attached, before its first collective: after one
     // allreduce the name is gone on every rank.
     Tensor t = ones({3});

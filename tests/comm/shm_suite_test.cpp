@@ -2,6 +2,7 @@
 // slots and channels make every size above a few KiB take the chunked,
 // pipelined paths.
 #include "tests/comm/collective_suite.hpp"
+#include "tests/comm/comm_test_util.hpp"
 
 namespace distlab::testing {
 
@@ -21,6 +22,22 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Values(CollectiveSuiteParam{
         "shm", SpawnMode::kThreads,
         {{"shm.slot_bytes", "4096"}, {"shm.allreduce_algo", "rsag"}}}),
+    collectiveSuiteParamName);
+
+// The same suite with every allreduce, broadcast, allgather, gather and
+// reduce_scatter_tensor on the single-copy path (Note [shm single copy]):
+// required (a group that cannot take it fails to create), from 0 bytes, and
+// read in pieces of 4 KiB so the piecewise reductions cross many pieces.
+// Skipped, with the reason, where the system forbids process_vm_readv.
+const std::map<std::string, std::string> kSingleCopyOptions = {
+    {"shm.slot_bytes", "4096"}, {"shm.single_copy", "on"}, {"shm.single_copy_min_bytes", "0"}};
+INSTANTIATE_TEST_SUITE_P(
+    ShmSingleCopy, CollectiveSuite,
+    ::testing::Values(
+        CollectiveSuiteParam{"shm", SpawnMode::kThreads, kSingleCopyOptions, {}, Device::cpu(),
+                             crossMemoryAttachUnavailable},
+        CollectiveSuiteParam{"shm", SpawnMode::kProcesses, kSingleCopyOptions, {}, Device::cpu(),
+                             crossMemoryAttachUnavailable}),
     collectiveSuiteParamName);
 
 }  // namespace distlab::testing

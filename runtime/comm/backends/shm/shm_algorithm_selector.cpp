@@ -16,8 +16,15 @@ constexpr AllreduceRule kAllreduceRules[] = {
 }  // namespace
 
 std::string_view allreduceAlgoName(AllreduceAlgo algo) {
-  return algo == AllreduceAlgo::kDirect ? "direct" : "reduce_scatter+all_gather";
+  switch (algo) {
+    case AllreduceAlgo::kDirect: return "direct";
+    case AllreduceAlgo::kRsAg: return "reduce_scatter+all_gather";
+    case AllreduceAlgo::kSingleCopy: return "single_copy";
+  }
+  return "?";
 }
+
+uint64_t defaultSingleCopyMinBytes() { return 64 * 1024; }
 
 const AllreduceRule* allreduceRules(int* count) {
   *count = static_cast<int>(std::size(kAllreduceRules));

@@ -37,6 +37,23 @@ void scatterChunked(ShmOp& op, const std::vector<const uint8_t*>& ins, uint8_t* 
 // reduces part q of every slot into out (count elements per rank).
 void reduceScatterParts(ShmOp& op, const std::vector<const uint8_t*>& ins, uint8_t* out,
                         uint64_t count, DType dtype, ReduceOp redop);
+// The single-copy algorithms (Note [shm single copy]): the caller checked
+// ShmGroup::singleCopy and set every descriptor's `addr` to the buffer peers
+// read (allreduce: data; gathers: in; reduce-scatter: in).
+// shm_allreduce_single_copy.cpp: reduce-scatter + all-gather from the peers'
+// buffers (three syncs, no slot-sized steps).
+void allreduceSingleCopy(ShmOp& op, uint8_t* data, uint64_t count, DType dtype, ReduceOp redop);
+// shm_single_copy_gather.cpp: outs[q] (when not null) receives desc(q).bytes of
+// rank q's buffer; covers allgather, gather (outs only on the root) and
+// broadcast (outs[root] only, on the others).
+void gatherSingleCopy(ShmOp& op, const uint8_t* in, const std::vector<uint8_t*>& outs);
+// shm_reduce_scatter_single_copy.cpp: block me of every rank's contiguous
+// input reduced into out (count elements), and its building block: reduce
+// `count` elements at `offset` of every rank's buffer (mine at `mine`) into out.
+void reduceScatterSingleCopy(ShmOp& op, const uint8_t* in, uint8_t* out, uint64_t count,
+                             DType dtype, ReduceOp redop);
+void reduceFromPeers(ShmOp& op, const uint8_t* mine, uint64_t offset, uint8_t* out,
+                     uint64_t count, DType dtype, ReduceOp redop);
 // shm_alltoall.cpp: like reduce-scatter without the reduction: rank q copies
 // part q of every rank's slot; per-pair sizes may differ (uneven splits).
 void alltoallParts(ShmOp& op, const std::vector<const uint8_t*>& sends,

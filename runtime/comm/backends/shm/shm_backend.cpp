@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include <charconv>
 #include <cstring>
 
 #include "runtime/comm/backend_registry.hpp"
@@ -24,11 +25,23 @@ namespace {
 uint64_t optionBytes(const BackendContext& ctx, const std::string& key, uint64_t fallback) {
   auto it = ctx.options.find(key);
   if (it == ctx.options.end()) return fallback;
-  try {
-    return std::stoull(it->second);
-  } catch (const std::exception&) {
-    throw ValueError(fmt::format("shm: option {}='{}' is not a byte count", key, it->second));
+  // from_chars, not stoull: stoull takes "-1" (as 2^64-1) and "12abc" (as 12).
+  const std::string& text = it->second;
+  uint64_t value = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (text.empty() || ec != std::errc() || end != text.data() + text.size()) {
+    throw ValueError(fmt::format(
+        "shm: option {}='{}' is not a byte count; give a whole number of bytes (0 .. 2^64-1)",
+        key, text));
   }
+  return value;
+}
+
+std::optional<AllreduceAlgo> parseAllreduceAlgo(const std::string& value) {
+  if (value == "auto") return std::nullopt;
+  if (value == "direct") return AllreduceAlgo::kDirect;
+  if (value == "rsag") return AllreduceAlgo::kRsAg;
+  throw ValueError("shm: option shm.allreduce_algo='" + value + "' (valid: auto, direct, rsag)");
 }
 
 FailureKind classify(std::exception_ptr e) {
@@ -63,12 +76,14 @@ ShmBackend::ShmBackend(const BackendContext& context)
   so.slotBytes = optionBytes(ctx_, "shm.slot_bytes", so.slotBytes);
   so.channelBytes = optionBytes(ctx_, "shm.channel_bytes", so.channelBytes);
   if (auto it = ctx_.options.find("shm.allreduce_algo"); it != ctx_.options.end()) {
-    allreduceAlgo_ = it->second;
-    if (allreduceAlgo_ != "auto" && allreduceAlgo_ != "direct" && allreduceAlgo_ != "rsag") {
-      throw ValueError("shm: option shm.allreduce_algo='" + allreduceAlgo_ +
-                       "' (valid: auto, direct, rsag)");
-    }
+    forcedAllreduce_ = parseAllreduceAlgo(it->second);
   }
+  SingleCopyMode singleCopy = SingleCopyMode::kAuto;
+  if (auto it = ctx_.options.find("shm.single_copy"); it != ctx_.options.end()) {
+    singleCopy = parseSingleCopyMode(it->second);
+  }
+  group_.singleCopyMinBytes =
+      optionBytes(ctx_, "shm.single_copy_min_bytes", defaultSingleCopyMinBytes());
   segment_ = ShmSegment::open(*ctx_.store, ctx_.storePrefix, ctx_.rank, ctx_.size, so, ctx_.timeout);
   peers_ = std::make_unique<ShmPeers>(*segment_);
   group_.segment = segment_.get();
@@ -78,11 +93,40 @@ ShmBackend::ShmBackend(const BackendContext& context)
   group_.groupName = ctx_.groupName;
   group_.aborted = &aborted_;
   group_.wait = waitPolicyFor(ctx_.size);
+  agreeOnSingleCopy(singleCopy);
   progress_ = std::make_shared<ProgressThread>("shm:" + ctx_.groupName);
   p2p_ = std::make_unique<ShmP2P>(*segment_, *peers_, ctx_.groupName,
                                   [this](std::exception_ptr e, FailureKind kind) {
                                     markFailed(e, kind);
                                   });
+}
+
+void ShmBackend::agreeOnSingleCopy(SingleCopyMode mode) {
+  RankControl& me = segment_->control(ctx_.rank);
+  me.singleCopyErr.store(
+      mode == SingleCopyMode::kOff
+          ? kSingleCopyDisabled
+          : probePeerMemory(*segment_, *peers_, mode == SingleCopyMode::kAuto),
+      std::memory_order_release);
+  {
+    ShmOp op(group_, makeDesc(0, OpType::kBarrier, DType::kUInt8, {}, -1, 0), true, ctx_.timeout);
+    op.sync();  // every verdict is published
+  }
+  const int without = firstRankWithoutSingleCopy(*segment_);
+  group_.singleCopy = without < 0;
+  if (mode == SingleCopyMode::kOn && without >= 0) {
+    throw DistBackendError(fmt::format(
+        "shm: option shm.single_copy=on, but rank {} of group '{}' cannot take the single-copy "
+        "path ({}); use shm.single_copy=auto to fall back to the slots, or off",
+        without, ctx_.groupName,
+        singleCopyVerdictText(segment_->control(without).singleCopyErr.load())));
+  }
+}
+
+AllreduceAlgo ShmBackend::allreduceAlgoFor(uint64_t bytes) const {
+  if (forcedAllreduce_) return *forcedAllreduce_;
+  if (singleCopyFor(bytes)) return AllreduceAlgo::kSingleCopy;
+  return selectAllreduce(bytes, size());
 }
 
 ShmBackend::~ShmBackend() {
@@ -123,7 +167,7 @@ WorkInfo ShmBackend::info(OpType type, uint64_t seq, const std::vector<Tensor>& 
 }
 
 OpDesc ShmBackend::makeDesc(uint64_t seq, OpType type, DType dtype, ReduceOp op, int root,
-                            uint64_t bytes) const {
+                            uint64_t bytes, const void* addr) const {
   // Only the head is set: the count arrays (1 KiB) are filled and published
   // only by operations that set hasCounts (see OpDesc).
   OpDesc d;
@@ -136,6 +180,7 @@ OpDesc ShmBackend::makeDesc(uint64_t seq, OpType type, DType dtype, ReduceOp op,
   d.bytes = bytes;
   d.hasCounts = 0;
   d.pad = 0;
+  d.addr = reinterpret_cast<uintptr_t>(addr);
   return d;
 }
 

@@ -19,11 +19,16 @@
 // timed out); a dead p2p peer breaks the group.
 //
 // Options (BackendContext::options): "shm.slot_bytes" (default 262144: data
-// slot per rank per parity, a multiple of 4096) and "shm.channel_bytes"
+// slot per rank per parity, a multiple of 4096; also the piece the
+// single-copy reductions read per source) and "shm.channel_bytes"
 // (default 65536: ring per rank pair, a power of two), "shm.allreduce_algo"
 // (auto | direct | rsag: overrides the selector table, for tests and
-// benchmarks). Segment size is
-// about n x (2 x slot + n x channel).
+// benchmarks; direct and rsag never take the single-copy path),
+// "shm.single_copy" (auto | on | off, Note [shm single copy]) and
+// "shm.single_copy_min_bytes" (default defaultSingleCopyMinBytes()). Segment
+// size is about n x (2 x slot + n x channel).
+// Creating the group takes one step (seq 0) before any operation: every rank
+// publishes whether it may read its peers' memory.
 #include <atomic>
 #include <memory>
 #include <mutex>
@@ -31,10 +36,12 @@
 #include <string>
 
 #include "runtime/comm/backend.hpp"
+#include "runtime/comm/backends/shm/shm_algorithm_selector.hpp"
 #include "runtime/comm/backends/shm/shm_op.hpp"
 #include "runtime/comm/backends/shm/shm_p2p.hpp"
 #include "runtime/comm/backends/shm/shm_peers.hpp"
 #include "runtime/comm/backends/shm/shm_segment.hpp"
+#include "runtime/comm/backends/shm/shm_single_copy.hpp"
 #include "runtime/comm/progress_thread.hpp"
 
 namespace distlab::comm {
@@ -91,6 +98,8 @@ class ShmBackend : public Backend {
   std::optional<std::string> errorReason() const override;
 
   const ShmSegment& segment() const { return *segment_; }
+  // Whether the group takes the single-copy path (Note [shm single copy]).
+  bool singleCopy() const { return group_.singleCopy; }
 
  private:
   // Runs `body` (the operation's data path) for a new Work in issue order:
@@ -117,8 +126,21 @@ class ShmBackend : public Backend {
   // its input and its output, without temporary vectors.
   WorkInfo infoInPlace(OpType type, uint64_t seq, const Tensor& tensor, Milliseconds timeout,
                        int peer = -1, std::string redop = "") const;
-  OpDesc makeDesc(uint64_t seq, OpType type, DType dtype, ReduceOp op, int root,
-                  uint64_t bytes) const;
+  // `addr`: the buffer peers read on the single-copy path.
+  OpDesc makeDesc(uint64_t seq, OpType type, DType dtype, ReduceOp op, int root, uint64_t bytes,
+                  const void* addr = nullptr) const;
+  // Note [shm single copy]: the group's first step publishes every rank's
+  // verdict; sets group_.singleCopy (kOn: throws unless every rank may).
+  void agreeOnSingleCopy(SingleCopyMode mode);
+  // Whether an operation of `bytes` (counted the same on every rank) takes
+  // the single-copy path.
+  bool singleCopyFor(uint64_t bytes) const {
+    return group_.singleCopy && bytes >= group_.singleCopyMinBytes;
+  }
+  AllreduceAlgo allreduceAlgoFor(uint64_t bytes) const;
+  // The body of allgather and of each of allgather_coalesced's tensors.
+  void allgatherInto(OpType type, const AllgatherOptions& opts, const Tensor& input,
+                     const std::vector<Tensor>& outputs);
   void markFailed(std::exception_ptr error, FailureKind kind);
   // Fails the group with `error` (peers read `kind`), refuses queued work.
   void abortWith(std::exception_ptr error, FailureKind kind);
@@ -127,7 +149,7 @@ class ShmBackend : public Backend {
                 std::string redop = "") const;
 
   BackendContext ctx_;
-  std::string allreduceAlgo_ = "auto";
+  std::optional<AllreduceAlgo> forcedAllreduce_;  // shm.allreduce_algo other than auto
   std::unique_ptr<ShmSegment> segment_;
   std::unique_ptr<ShmPeers> peers_;
   std::atomic<bool> aborted_{false};

@@ -27,9 +27,18 @@ WorkPtr ShmBackend::broadcast(const Tensor& tensor, const BroadcastOptions& opts
   return submit(infoInPlace(OpType::kBroadcast, opts.seq, tensor, opts.timeout, opts.rootRank),
                 {tensor}, opts.asyncOp, [=, this] {
                   ShmOp op(group_, makeDesc(opts.seq, OpType::kBroadcast, tensor.dtype(), {},
-                                            opts.rootRank, tensor.nbytes()),
+                                            opts.rootRank, tensor.nbytes(), tensor.rawData()),
                            true, opts.timeout);
-                  broadcastChunked(op, bytesOf(tensor), tensor.nbytes(), opts.rootRank);
+                  if (!singleCopyFor(tensor.nbytes())) {
+                    broadcastChunked(op, bytesOf(tensor), tensor.nbytes(), opts.rootRank);
+                    return;
+                  }
+                  std::vector<uint8_t*> outs;  // the root receives nothing
+                  if (rank() != opts.rootRank) {
+                    outs.assign(size(), nullptr);
+                    outs[opts.rootRank] = bytesOf(tensor);
+                  }
+                  gatherSingleCopy(op, bytesOf(tensor), outs);
                 });
 }
 
@@ -39,17 +48,19 @@ WorkPtr ShmBackend::allreduce(const Tensor& tensor, const AllreduceOptions& opts
                             std::string(reduceOpName(opts.reduceOp))),
                 {tensor}, opts.asyncOp, [=, this] {
                   ShmOp op(group_, makeDesc(opts.seq, OpType::kAllreduce, tensor.dtype(),
-                                            opts.reduceOp, -1, tensor.nbytes()),
+                                            opts.reduceOp, -1, tensor.nbytes(), tensor.rawData()),
                            true, opts.timeout);
                   const auto count = u64(tensor.numel());
-                  const bool rsag =
-                      allreduceAlgo_ == "auto"
-                          ? selectAllreduce(tensor.nbytes(), size()) == AllreduceAlgo::kRsAg
-                          : allreduceAlgo_ == "rsag";
-                  if (rsag) {
-                    allreduceRsAg(op, bytesOf(tensor), count, tensor.dtype(), opts.reduceOp);
-                  } else {
-                    allreduceDirect(op, bytesOf(tensor), count, tensor.dtype(), opts.reduceOp);
+                  switch (allreduceAlgoFor(tensor.nbytes())) {
+                    case AllreduceAlgo::kDirect:
+                      return allreduceDirect(op, bytesOf(tensor), count, tensor.dtype(),
+                                             opts.reduceOp);
+                    case AllreduceAlgo::kRsAg:
+                      return allreduceRsAg(op, bytesOf(tensor), count, tensor.dtype(),
+                                           opts.reduceOp);
+                    case AllreduceAlgo::kSingleCopy:
+                      return allreduceSingleCopy(op, bytesOf(tensor), count, tensor.dtype(),
+                                                 opts.reduceOp);
                   }
                 });
 }
@@ -94,18 +105,32 @@ WorkPtr ShmBackend::allgather(const std::vector<Tensor>& outputs, const Tensor& 
   checkCpu(input, "allgather");
   return submit(info(OpType::kAllgather, opts.seq, {input}, outputs, opts.timeout), outputs,
                 opts.asyncOp, [=, this] {
-                  OpDesc d = makeDesc(opts.seq, OpType::kAllgather, input.dtype(), {}, -1,
-                                      input.nbytes());
-                  d.hasCounts = 1;
-                  std::vector<uint8_t*> outs;
-                  for (int q = 0; q < size(); ++q) {
-                    d.sendCounts[q] = input.nbytes();
-                    d.recvCounts[q] = outputs[q].nbytes();
-                    outs.push_back(bytesOf(outputs[q]));
-                  }
-                  ShmOp op(group_, d, false, opts.timeout);
-                  allgatherChunked(op, bytesOf(input), input.nbytes(), outs);
+                  allgatherInto(OpType::kAllgather, opts, input, outputs);
                 });
+}
+
+// One all-gather into a list of outputs (sizes may differ per rank: the
+// descriptors' counts cross-check them). The single-copy choice counts the
+// outputs' bytes, which every rank agrees on once the counts check passed (and
+// when it fails, both paths fail at their first sync).
+void ShmBackend::allgatherInto(OpType type, const AllgatherOptions& opts, const Tensor& input,
+                               const std::vector<Tensor>& outputs) {
+  OpDesc d = makeDesc(opts.seq, type, input.dtype(), {}, -1, input.nbytes(), input.rawData());
+  d.hasCounts = 1;
+  std::vector<uint8_t*> outs;
+  uint64_t outBytes = 0;
+  for (int q = 0; q < size(); ++q) {
+    d.sendCounts[q] = input.nbytes();
+    d.recvCounts[q] = outputs[q].nbytes();
+    outs.push_back(bytesOf(outputs[q]));
+    outBytes += outputs[q].nbytes();
+  }
+  ShmOp op(group_, d, false, opts.timeout);
+  if (singleCopyFor(outBytes)) {
+    gatherSingleCopy(op, bytesOf(input), outs);
+  } else {
+    allgatherChunked(op, bytesOf(input), input.nbytes(), outs);
+  }
 }
 
 WorkPtr ShmBackend::allgatherIntoTensor(const Tensor& output, const Tensor& input,
@@ -114,11 +139,15 @@ WorkPtr ShmBackend::allgatherIntoTensor(const Tensor& output, const Tensor& inpu
   return submit(info(OpType::kAllgatherBase, opts.seq, {input}, {output}, opts.timeout), {output},
                 opts.asyncOp, [=, this] {
                   ShmOp op(group_, makeDesc(opts.seq, OpType::kAllgatherBase, input.dtype(), {},
-                                            -1, input.nbytes()),
+                                            -1, input.nbytes(), input.rawData()),
                            true, opts.timeout);
                   std::vector<uint8_t*> outs;
                   for (int q = 0; q < size(); ++q) outs.push_back(bytesOf(output) + q * input.nbytes());
-                  allgatherChunked(op, bytesOf(input), input.nbytes(), outs);
+                  if (singleCopyFor(output.nbytes())) {
+                    gatherSingleCopy(op, bytesOf(input), outs);
+                  } else {
+                    allgatherChunked(op, bytesOf(input), input.nbytes(), outs);
+                  }
                 });
 }
 
@@ -130,17 +159,7 @@ WorkPtr ShmBackend::allgatherCoalesced(const std::vector<std::vector<Tensor>>& o
   return submit(info(OpType::kAllgatherCoalesced, opts.seq, inputs, flat, opts.timeout), flat,
                 opts.asyncOp, [=, this] {
                   for (size_t i = 0; i < inputs.size(); ++i) {
-                    OpDesc d = makeDesc(opts.seq, OpType::kAllgatherCoalesced, inputs[i].dtype(),
-                                        {}, -1, inputs[i].nbytes());
-                    d.hasCounts = 1;
-                    std::vector<uint8_t*> outs;
-                    for (int q = 0; q < size(); ++q) {
-                      d.sendCounts[q] = inputs[i].nbytes();
-                      d.recvCounts[q] = outputLists[i][q].nbytes();
-                      outs.push_back(bytesOf(outputLists[i][q]));
-                    }
-                    ShmOp op(group_, d, false, opts.timeout);
-                    allgatherChunked(op, bytesOf(inputs[i]), inputs[i].nbytes(), outs);
+                    allgatherInto(OpType::kAllgatherCoalesced, opts, inputs[i], outputLists[i]);
                   }
                   if (inputs.empty()) {
                     ShmOp op(group_, makeDesc(opts.seq, OpType::kAllgatherCoalesced,
@@ -157,11 +176,15 @@ WorkPtr ShmBackend::gather(const std::vector<Tensor>& outputs, const Tensor& inp
   return submit(info(OpType::kGather, opts.seq, {input}, outputs, opts.timeout, opts.rootRank),
                 outputs, opts.asyncOp, [=, this] {
                   ShmOp op(group_, makeDesc(opts.seq, OpType::kGather, input.dtype(), {},
-                                            opts.rootRank, input.nbytes()),
+                                            opts.rootRank, input.nbytes(), input.rawData()),
                            true, opts.timeout);
                   std::vector<uint8_t*> outs;
                   for (const auto& o : outputs) outs.push_back(bytesOf(o));
-                  allgatherChunked(op, bytesOf(input), input.nbytes(), outs);
+                  if (singleCopyFor(input.nbytes() * u64(size()))) {
+                    gatherSingleCopy(op, bytesOf(input), outs);
+                  } else {
+                    allgatherChunked(op, bytesOf(input), input.nbytes(), outs);
+                  }
                 });
 }
 
@@ -202,8 +225,13 @@ WorkPtr ShmBackend::reduceScatterTensor(const Tensor& output, const Tensor& inpu
                      std::string(reduceOpName(opts.reduceOp))),
                 {output}, opts.asyncOp, [=, this] {
                   ShmOp op(group_, makeDesc(opts.seq, OpType::kReduceScatterBase, output.dtype(),
-                                            opts.reduceOp, -1, output.nbytes()),
+                                            opts.reduceOp, -1, output.nbytes(), input.rawData()),
                            true, opts.timeout);
+                  if (singleCopyFor(input.nbytes())) {
+                    reduceScatterSingleCopy(op, bytesOf(input), bytesOf(output),
+                                            u64(output.numel()), output.dtype(), opts.reduceOp);
+                    return;
+                  }
                   std::vector<const uint8_t*> ins;
                   for (int q = 0; q < size(); ++q) ins.push_back(bytesOf(input) + q * output.nbytes());
                   reduceScatterParts(op, ins, bytesOf(output), u64(output.numel()),

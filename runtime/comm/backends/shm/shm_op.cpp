@@ -2,9 +2,11 @@
 
 #include <fmt/format.h>
 
+#include <cerrno>
 #include <cstddef>
 #include <cstring>
 
+#include "runtime/comm/backends/shm/shm_single_copy.hpp"
 #include "runtime/comm/backends/shm/shm_wait.hpp"
 #include "runtime/comm/rank_errors.hpp"
 #include "runtime/core/errors.hpp"
@@ -137,6 +139,41 @@ void ShmOp::throwTimeout() {
           "{} timed out after {} ms: ranks [{}] have not arrived (this rank waits at step {}{})",
           what(), timeout_.count(), missing, g_.step, progress),
       ranks);
+}
+
+void ShmOp::readPeer(int r, uint64_t offset, void* dst, uint64_t bytes) {
+  if (bytes == 0) return;
+  const int err = readProcessMemory(g_.peers->pid(r), g_.descs[r].addr + offset, dst, bytes);
+  if (err != 0) throwFailedRead(r, err);
+}
+
+void ShmOp::throwFailedRead(int r, int err) {
+  ShmSegment& seg = *g_.segment;
+  if (seg.control(r).failed.load(std::memory_order_acquire) != 0) throwPeerFailure(seg, r, what());
+  // ESRCH: the peer has no memory any more. An exiting process drops its
+  // memory before its pidfd reports the exit, so alive() may still say yes.
+  if (err == ESRCH || !g_.peers->alive(r)) throwExitedDuringRead(r);
+  if (cancelled()) throwCancelled();
+  throw DistBackendError(fmt::format("{}: reading rank {}'s buffer (pid {}) failed: {}", what(), r,
+                                     g_.peers->pid(r), singleCopyVerdictText(err)));
+}
+
+void ShmOp::confirmPeersAlive() {
+  for (int r = 0; r < g_.size; ++r) {
+    if (r != g_.rank && !g_.peers->alive(r)) throwExitedDuringRead(r);
+  }
+}
+
+void ShmOp::throwExitedDuringRead(int r) {
+  throw DistRanksPeerFailureError(
+      fmt::format("{}: rank {} (pid {}) exited while this rank read its buffer", what(), r,
+                  g_.peers->pid(r)),
+      {r});
+}
+
+uint8_t* ShmOp::scratch(uint64_t bytes) {
+  if (g_.scratch.size() < bytes) g_.scratch.resize(bytes);
+  return g_.scratch.data();
 }
 
 namespace {

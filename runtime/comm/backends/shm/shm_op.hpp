@@ -46,6 +46,13 @@ struct ShmGroup {
   std::atomic<bool>* aborted = nullptr;     // local abort request
   WaitPolicy wait;                          // Note [shm waiting]
   std::vector<OpDesc> descs;                // every rank's descriptor of the running op
+  // Note [shm single copy]: every rank may read every peer's memory (decided
+  // once, the same on every rank, when the group is created), and the
+  // smallest operation (in the bytes ShmBackend counts for it: the same on
+  // every rank) that takes the single-copy path.
+  bool singleCopy = false;
+  uint64_t singleCopyMinBytes = 0;
+  std::vector<uint8_t> scratch;             // single-copy reads to reduce (grown once)
   // Set while an operation runs: its Work was failed from outside (Note [Work
   // failure and the caller's tensors]); the op stops before its next step.
   std::atomic<bool> cancelled{false};
@@ -71,6 +78,22 @@ class ShmOp {
   // for ranks below size() and only when hasCounts).
   const OpDesc& desc(int r) const { return g_.descs[r]; }
 
+  // The single-copy path (Note [shm single copy]); valid after the first sync.
+  // Copies `bytes` at `offset` into peer r's published buffer (desc(r).addr)
+  // into `dst`. A failure raises the error of its cause: the peer died, the
+  // peer published a failure, the op was cancelled, else DistBackendError.
+  void readPeer(int r, uint64_t offset, void* dst, uint64_t bytes);
+  // After a phase of reads: raises DistRanksPeerFailureError if a peer has
+  // exited since (what was read may then not be its data).
+  void confirmPeersAlive();
+  // Raises the cancellation error if the op was failed from outside: called
+  // between chunks of work that writes the caller's tensor without a sync.
+  void throwIfCancelled() {
+    if (cancelled()) throwCancelled();
+  }
+  // A per-group scratch buffer of at least `bytes` (allocated once).
+  uint8_t* scratch(uint64_t bytes);
+
  private:
   void validate();
   void poll();
@@ -79,6 +102,8 @@ class ShmOp {
   bool cancelled() const { return g_.cancelled.load(std::memory_order_acquire); }
   [[noreturn]] void throwCancelled();
   [[noreturn]] void throwTimeout();
+  [[noreturn]] void throwFailedRead(int r, int err);
+  [[noreturn]] void throwExitedDuringRead(int r);
   std::string what() const;
 
   ShmGroup& g_;

@@ -124,6 +124,7 @@ std::unique_ptr<ShmSegment> ShmSegment::open(Store& store, const std::string& ke
   }
   RankControl& me = seg->control(rank);
   me.pid.store(getpid(), std::memory_order_relaxed);
+  me.base.store(reinterpret_cast<uintptr_t>(seg->base_), std::memory_order_relaxed);
   me.attached.store(1, std::memory_order_release);
   // Wait for everyone (bounded), then rank 0 unlinks (Note [shm segment lifecycle]).
   const Deadline deadline = Deadline::after(timeout);

@@ -33,6 +33,8 @@ namespace distlab::comm::shm {
 
 inline constexpr int kMaxWorldSize = 64;
 inline constexpr uint64_t kSegmentMagic = 0x64697374'6c616273ULL;  // "distlabs"
+inline constexpr int32_t kSingleCopyDisabled = -1;  // RankControl::singleCopyErr
+inline constexpr int32_t kSingleCopySlower = -2;    // RankControl::singleCopyErr
 
 struct alignas(64) SegmentHeader {
   uint64_t magic;
@@ -55,7 +57,16 @@ struct alignas(64) RankControl {
   std::atomic<int32_t> pid;
   std::atomic<uint32_t> attached;
   std::atomic<uint32_t> failed;  // FailureKind; set after `reason` is written
-  char reason[480];
+  // Where this rank mapped the segment, published before `attached`: a peer
+  // reads the segment's magic through it to learn whether it may read this
+  // rank's memory (Note [shm single copy]).
+  std::atomic<uint64_t> base;
+  // Set before the group's first step: 0 when this rank can read every peer's
+  // memory fast enough to pay, kSingleCopyDisabled when its options turned the
+  // path off, kSingleCopySlower when reading a peer is slower than the slots
+  // here, else the errno of its first failed read.
+  std::atomic<int32_t> singleCopyErr;
+  char reason[468];
   alignas(64) std::atomic<uint32_t> p2pBell;  // bumped when p2p work for this rank may progress
   std::atomic<uint32_t> p2pSleepers;
 };
@@ -75,6 +86,7 @@ struct alignas(64) OpDesc {
   double scalar;          // PREMUL_SUM
   uint32_t hasCounts;     // sendCounts/recvCounts valid
   uint32_t pad;
+  uint64_t addr;          // the buffer peers read on the single-copy path (0: none)
   alignas(64) uint64_t sendCounts[kMaxWorldSize];  // bytes this rank sends to each rank
   uint64_t recvCounts[kMaxWorldSize];  // bytes it expects from each rank
 };
@@ -110,6 +122,8 @@ class ShmSegment {
   RankControl& control(int r) { return controls_[r]; }
   OpDesc& desc(int r, int parity) { return descs_[r * 2 + parity]; }
   uint8_t* slot(int r, int parity) { return slots_ + (uint64_t(r) * 2 + parity) * slotBytes(); }
+  // Where this rank mapped the segment (peers publish theirs in RankControl::base).
+  uint8_t* base() { return base_; }
   ChannelHeader& channel(int src, int dst);
   uint8_t* channelData(int src, int dst);
 

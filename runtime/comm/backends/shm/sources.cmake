@@ -13,6 +13,10 @@ if(TARGET distlab_tensor)
     backends/shm/shm_scatter.cpp
     backends/shm/shm_reduce_scatter.cpp
     backends/shm/shm_alltoall.cpp
+    backends/shm/shm_single_copy.cpp
+    backends/shm/shm_allreduce_single_copy.cpp
+    backends/shm/shm_single_copy_gather.cpp
+    backends/shm/shm_reduce_scatter_single_copy.cpp
     backends/shm/shm_algorithm_selector.cpp
     backends/shm/shm_p2p.cpp
     backends/shm/shm_backend.cpp
