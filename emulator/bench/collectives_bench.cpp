@@ -360,6 +360,7 @@ int runCollectivesBench(const CollectivesBenchOptions& options, std::ostream& ou
   if (!o.jsonPath.empty()) {
     json j{{"world_size", o.worldSize},
            {"debug", o.debug},  // the series' layers, in order (seriesName)
+           {"options", o.backendOptions},  // --option key=value, as given
            {"memcpy_GBps", memcpyGBps},
            {"dtype", "float32"},
            {"busbw_factors",

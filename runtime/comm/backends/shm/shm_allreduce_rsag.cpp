@@ -17,9 +17,10 @@
 //   read  N (1 + 2(n-1)/n),  write 2N      (world 2: 2N + 2N = 2x a memcpy of N).
 // Each rank must read its input and write its output (N + N), and what it
 // sends and receives must be written to and read from shared memory once
-// each, so this is the floor for private buffers; a single-copy path needs
-// the peers' memory (CMA, process_vm_readv), which container seccomp profiles
-// forbid. bench collectives reports how close a run comes to it.
+// each, so this is the floor for private buffers; reading the peers' memory
+// in place (Note [shm single copy]) moves fewer bytes but through the
+// kernel's slower copy, and is taken only where it measured faster. bench
+// collectives reports how close a run comes to the floor.
 #include <algorithm>
 #include <array>
 #include <cstring>
