@@ -20,7 +20,7 @@
 // Whether it pays: one copy is not always cheaper than two. The kernel pins
 // the peer's pages, a batch at a time, and copies page by page; on the 2-core
 // VM the reports come from that runs at 9-11 GB/s from cache against memcpy's
-// 37-50 GB/s (reports/collectives_shm_notes.md), and every single-copy
+// 35-50 GB/s (reports/collectives_shm_notes.md), and every single-copy
 // collective measured slower than the slots at every size. Per rank at world
 // 2, an allreduce of N bytes copies 2N through the slots (stage N/2, reduce
 // 2 x N/2 into output and slot, copy N/2 out) and, on the single-copy path, N
