@@ -200,8 +200,8 @@ def single_copy_section(path, main_runs):
     """Note [shm single copy]: the forced single-copy run against the slots of the main run at
     the same world size, each as a ratio to the Open MPI rows of its own run."""
     sc = json.load(open(path))
-    slots = next((json.load(open(p)) for p in main_runs
-                  if json.load(open(p))["world_size"] == sc["world_size"]), None)
+    runs = [json.load(open(p)) for p in main_runs]
+    slots = next((d for d in runs if d["world_size"] == sc["world_size"]), None)
     opts = " ".join(f"--option {k}={v}" for k, v in sorted(sc.get("options", {}).items()))
     out = [f"\n## Single copy (world {sc['world_size']}: `{opts}`)\n",
            "Cross-memory attach reads each peer's tensor in place (one copy, through the kernel) "

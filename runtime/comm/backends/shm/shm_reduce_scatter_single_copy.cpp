@@ -27,25 +27,26 @@ void reduceFromPeers(ShmOp& op, const uint8_t* mine, uint64_t offset, uint8_t* o
   const uint64_t piece = std::max<uint64_t>(1, pieceBytes / es);
   // PREMUL_SUM scales every source first, each by its owner's scalar (PyTorch:
   // each rank "multiplies its input locally"; the scalars may differ), so my
-  // own piece is staged too.
-  const bool stageMine = redop.kind == ReduceOp::kPremulSum;
+  // own piece goes through scratch too.
+  const bool premul = redop.kind == ReduceOp::kPremulSum;
   uint8_t* scratch = op.scratch(pieceBytes * size);
   std::array<const void*, kMaxWorldSize> srcs{};  // no allocation per op
   for (uint64_t off = 0; off < count;) {
     const uint64_t n = std::min(piece, count - off);
     op.throwIfCancelled();
     for (int r = 0; r < size; ++r) {
-      uint8_t* s = scratch + r * pieceBytes;
-      if (r == op.rank() && !stageMine) {
+      if (r == op.rank() && !premul) {
         srcs[r] = mine + off * es;
         continue;
       }
+      uint8_t* s = scratch + r * pieceBytes;
+      const uint8_t* from = s;  // a peer's piece is read into scratch first
       if (r == op.rank()) {
-        stageInput(s, mine + off * es, n, dtype, redop);
+        from = mine + off * es;
       } else {
         op.readPeer(r, offset + off * es, s, n * es);
-        if (stageMine) premulCopy(s, s, n, dtype, op.desc(r).scalar);  // the owner's scalar
       }
+      if (premul) premulCopy(s, from, n, dtype, op.desc(r).scalar);
       srcs[r] = s;
     }
     reduceN(out + off * es, srcs.data(), size, n, dtype, redop);

@@ -40,9 +40,10 @@
 //
 // Guarantees: a read from a rank that died fails (ESRCH) and raises
 // DistRanksPeerFailureError naming it; after every phase of reads the reader
-// checks the peers it read are still alive (a pidfd: a process that lives
-// after the read is the one that owned the pid during it, so a reused pid can
-// never be read). A peer that gave up on the op (its Work failed from
+// checks the peers are still alive (a pidfd: a process that lives after the
+// read is the one that owned the pid during it, so a reused pid can never be
+// read; where pidfd_open is missing ShmPeers falls back to kill(pid, 0), which
+// cannot tell a reused pid apart). A peer that gave up on the op (its Work failed from
 // outside) may free its buffer while this rank reads: the read then fails or
 // returns stale bytes, and this rank's op fails at its next sync, as any
 // failed collective leaves its output unspecified. Nothing is ever written
