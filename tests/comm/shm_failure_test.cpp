@@ -304,7 +304,11 @@ TEST(ShmFailure, WatchdogTimeoutNeverLetsTheStragglerWriteTheCallersTensor) {
   comm::setFlightRecorderBufferSize(0);
   comm::installDebugDecorators();
   comm::setErrorHandlingMode(comm::ErrorHandlingMode::kCleanUpOnly);
-  spawn(SpawnMode::kThreads, 2, [](RankContext& ctx) {
+  // Processes: the watchdog is one thread per process for the rest of its
+  // life; in a forked rank it ends with the rank, so this binary stays
+  // single-threaded when later tests fork (ThreadSanitizer refuses to start
+  // threads in the child of a multi-threaded fork).
+  spawn(SpawnMode::kProcesses, 2, [](RankContext& ctx) {
     auto g = makeGroup(ctx, std::chrono::milliseconds(300));
     g->barrier()->wait();
     if (ctx.rank == 1) {
