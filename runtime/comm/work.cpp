@@ -107,23 +107,30 @@ void Work::setInlineRunner(std::weak_ptr<InlineRunner> runner, uint64_t ticket) 
 }
 
 bool Work::wait(Milliseconds timeout) {
-  if (timeout < Milliseconds(0)) timeout = info_.timeout + Milliseconds(5000);
-  // Note [Waiting helps]: only when the operation's own deadline ends the run
-  // before this wait's would (running it here cannot overrun `timeout`).
-  if (ticket_ != 0 && timeout >= info_.timeout) {
-    if (auto runner = runner_.lock()) runner->runIfNext(ticket_);
-  }
-  std::unique_lock<std::mutex> lock(mutex_);
   // Note [Work completion order]: released_ is set after the observers ran.
-  // Checked first: a finished operation needs no deadline (no clock read).
-  const bool done = released_ || cv_.wait_for(lock, timeout, [&] { return released_; });
+  // Checked first, without the lock: a finished operation needs neither the
+  // lock nor a deadline (no clock read).
+  if (!released_.load(std::memory_order_acquire)) {
+    if (timeout < Milliseconds(0)) timeout = info_.timeout + Milliseconds(5000);
+    // Note [Waiting helps]: only when the operation's own deadline ends the run
+    // before this wait's would (running it here cannot overrun `timeout`).
+    if (ticket_ != 0 && timeout >= info_.timeout) {
+      if (auto runner = runner_.lock()) runner->runIfNext(ticket_);
+    }
+    waitReleased(timeout);
+  }
+  if (error_) std::rethrow_exception(error_);
+  return true;
+}
+
+void Work::waitReleased(Milliseconds timeout) {
+  std::unique_lock<std::mutex> lock(mutex_);
+  const bool done = cv_.wait_for(lock, timeout, [&] { return released_.load(); });
   if (!done) {
     throw DistTimeoutError(fmt::format("Work::wait timed out after {} ms: {} is still {}",
                                        timeout.count(), info_.describe(),
                                        workStateName(state_)));
   }
-  if (error_) std::rethrow_exception(error_);
-  return true;
 }
 
 std::shared_ptr<Future> Work::getFuture() {
@@ -134,7 +141,7 @@ std::shared_ptr<Future> Work::getFuture() {
     if (future_) return future_;
     future_ = std::make_shared<Future>();
     future = future_;
-    done = released_;  // else complete() still completes future_
+    done = released_.load();  // else complete() still completes future_
   }
   if (done) {
     if (error_) {
@@ -256,7 +263,7 @@ void Work::completeLocked(std::unique_lock<std::mutex>& lock, std::exception_ptr
   // No observer to run first: waiters may go at once (one lock, not two).
   // An observer added from now on replays the completion itself.
   if (observers.empty()) {
-    released_ = true;
+    released_.store(true, std::memory_order_release);
     future = future_;
   }
   lock.unlock();
@@ -264,7 +271,7 @@ void Work::completeLocked(std::unique_lock<std::mutex>& lock, std::exception_ptr
     // Note [Work completion order]: observers, then waiters, then the Future.
     notify(WorkState::kCompleted, observers);
     lock.lock();
-    released_ = true;
+    released_.store(true, std::memory_order_release);
     future = future_;
     lock.unlock();
   }

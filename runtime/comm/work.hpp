@@ -55,6 +55,7 @@
 // - the flight recorder writes into a ring of reused entries (Note [Flight
 //   recorder ring]) and DETAIL compares fingerprints as bytes first (Note
 //   [Fingerprints compared as bytes]), reusing its exchange buffers.
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
@@ -175,6 +176,8 @@ class Work : public std::enable_shared_from_this<Work> {
   bool startLocked(std::vector<std::shared_ptr<WorkObserver>>& observers);
   // complete() under the lock the caller holds (it may release it).
   void completeLocked(std::unique_lock<std::mutex>& lock, std::exception_ptr error);
+  // Blocks until released_ or `timeout` (DistTimeoutError naming the state).
+  void waitReleased(Milliseconds timeout);
   void notify(WorkState state, const std::vector<std::shared_ptr<WorkObserver>>& observers);
 
   const WorkInfo info_;
@@ -183,7 +186,10 @@ class Work : public std::enable_shared_from_this<Work> {
   WorkState state_ = WorkState::kScheduled;                  // GUARDED_BY(mutex_)
   int64_t scheduledNs_ = 0, startedNs_ = 0, completedNs_ = 0;  // GUARDED_BY(mutex_)
   std::exception_ptr error_;                                 // GUARDED_BY(mutex_)
-  bool released_ = false;  // waiters may return (after observers); GUARDED_BY(mutex_)
+  // Waiters may return (after observers). Written under mutex_ with a release
+  // store after error_, which never changes again: wait() on a finished Work
+  // reads it (acquire) and error_ without taking the lock.
+  std::atomic<bool> released_{false};
   bool executing_ = false;                                   // GUARDED_BY(mutex_)
   std::exception_ptr deferredError_;                         // GUARDED_BY(mutex_)
   CancelFn cancel_;                             // GUARDED_BY(mutex_)
