@@ -31,7 +31,8 @@ void ProgressThread::endRun(std::unique_lock<std::mutex>& lock) {
   lock.lock();
   busy_ = false;
   if (!queue_.empty() && sleeping_) cv_.notify_one();
-  if (queue_.empty()) idleCv_.notify_all();
+  // Only drain() waits on idleCv_: the common case (nobody drains) skips the signal.
+  if (queue_.empty() && drainers_ > 0) idleCv_.notify_all();
 }
 
 void ProgressThread::runLocked(std::unique_lock<std::mutex>& lock, Task& fn) {
@@ -68,7 +69,10 @@ void ProgressThread::dropQueued(const std::function<void(Task&)>& onDrop) {
 
 bool ProgressThread::drain(std::chrono::milliseconds timeout) {
   std::unique_lock<std::mutex> lock(mutex_);
-  return idleCv_.wait_for(lock, timeout, [&] { return queue_.empty() && !busy_; });
+  ++drainers_;
+  const bool idle = idleCv_.wait_for(lock, timeout, [&] { return queue_.empty() && !busy_; });
+  --drainers_;
+  return idle;
 }
 
 bool ProgressThread::idle() const {

@@ -102,6 +102,7 @@ class ProgressThread : public InlineRunner {
   uint64_t nextTicket_ = 1;         // GUARDED_BY(mutex_)
   std::atomic<uint64_t> submitted_{0};
   bool sleeping_ = false;           // GUARDED_BY(mutex_)
+  int drainers_ = 0;                // threads waiting in drain(); GUARDED_BY(mutex_)
   std::thread thread_;
 };
 

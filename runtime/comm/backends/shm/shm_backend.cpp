@@ -186,9 +186,13 @@ OpDesc ShmBackend::makeDesc(uint64_t seq, OpType type, DType dtype, ReduceOp op,
 
 WorkInfo ShmBackend::infoInPlace(OpType type, uint64_t seq, const Tensor& tensor,
                                  Milliseconds timeout, int peer, std::string redop) const {
-  const std::span<const Tensor> one(&tensor, 1);
-  return makeWorkInfo(ctx_.groupName, ctx_.rank, type, seq, one, one, timeout, peer, 0,
-                      std::move(redop));
+  // The output is the input: its metadata is copied, not computed twice.
+  WorkInfo info = makeWorkInfo(ctx_.groupName, ctx_.rank, type, seq,
+                               std::span<const Tensor>(&tensor, 1), {}, timeout, peer, 0,
+                               std::move(redop));
+  info.outputs = info.inputs;
+  info.numelOut = info.numelIn;
+  return info;
 }
 
 void ShmBackend::execute(Work& work, void (*call)(void*), void* body) {
