@@ -48,10 +48,13 @@
 //   (Note [Tensor metadata without allocation]);
 // - complete() takes the Work's lock once when no observer must run before
 //   the waiters, the execution bracket takes it once at each end (begin and
-//   start, end and completion), and wait() on a finished Work reads no clock;
+//   start, end and completion), and wait() on a finished Work takes no lock
+//   and reads no clock (released_ is an atomic);
 // - a backend's errorReason() is a single atomic load while it is healthy;
 // - queueing wakes a sleeping progress thread after releasing the queue's
 //   lock, so the woken thread does not block on it at once;
+// - finishing a task signals the progress thread's idle condition only when
+//   somebody waits in drain();
 // - the flight recorder writes into a ring of reused entries (Note [Flight
 //   recorder ring]) and DETAIL compares fingerprints as bytes first (Note
 //   [Fingerprints compared as bytes]), reusing its exchange buffers.
