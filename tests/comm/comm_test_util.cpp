@@ -1,6 +1,5 @@
 #include "tests/comm/comm_test_util.hpp"
 
-#include <sys/uio.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -10,6 +9,8 @@
 #include <cmath>
 #include <cstring>
 #include <stdexcept>
+
+#include "runtime/comm/backends/shm/shm_single_copy.hpp"
 
 namespace distlab::testing {
 
@@ -124,7 +125,12 @@ std::string crossMemoryAttachUnavailable() {
     int pipeFds[2];
     if (pipe(pipeFds) != 0) return std::string("pipe failed: ") + std::strerror(errno);
     const pid_t child = fork();
-    if (child < 0) return std::string("fork failed: ") + std::strerror(errno);
+    if (child < 0) {
+      const int err = errno;
+      close(pipeFds[0]);
+      close(pipeFds[1]);
+      return std::string("fork failed: ") + std::strerror(err);
+    }
     if (child == 0) {  // waits (bounded by the parent's close) until the parent has read
       close(pipeFds[1]);
       char c;
@@ -132,16 +138,15 @@ std::string crossMemoryAttachUnavailable() {
       _exit(0);
     }
     close(pipeFds[0]);
-    uint64_t seen = 0;
-    iovec local{&seen, sizeof(seen)};
-    iovec remote{const_cast<uint64_t*>(&word), sizeof(word)};  // the same address in the child
-    const ssize_t got = process_vm_readv(child, &local, 1, &remote, 1, 0);
-    const int err = errno;
+    uint64_t seen = 0;  // `word` sits at the same address in the child
+    const int err = comm::shm::readProcessMemory(child, reinterpret_cast<uintptr_t>(&word), &seen,
+                                                 sizeof(seen));
     close(pipeFds[1]);  // the child's read returns: it exits
     waitpid(child, nullptr, 0);
-    if (got != static_cast<ssize_t>(sizeof(word)) || seen != word) {
+    if (err != 0) {
       return std::string("process_vm_readv from a child process failed: ") + std::strerror(err);
     }
+    if (seen != word) return std::string("process_vm_readv from a child read other bytes");
     return std::string();
   }();
   return reason;

@@ -48,13 +48,13 @@ inline double premulScalar(int rank) { return rank % 2 == 0 ? 1.0 : 2.0; }
 void expectEqualTensor(const Tensor& actual, const Tensor& expected, const std::string& what);
 
 std::vector<DType> allDtypes();
+std::vector<comm::ReduceOp::Kind> allReduceOps();
 
 // Why this machine refuses cross-memory attach between processes (what the shm
 // backend's single-copy path needs: Note [shm single copy]), or "" when a
 // process may read a child's memory with process_vm_readv. Tests of that path
 // skip with the reason where the system (seccomp, Yama) forbids it.
 std::string crossMemoryAttachUnavailable();
-std::vector<comm::ReduceOp::Kind> allReduceOps();
 
 // Runs fn and requires it to throw E whose message contains every needle;
 // returns the seconds it took (failure tests bound detection time with it).

@@ -138,6 +138,11 @@ class ShmBackend : public Backend {
     return group_.singleCopy && bytes >= group_.singleCopyMinBytes;
   }
   AllreduceAlgo allreduceAlgoFor(uint64_t bytes) const;
+  // The data path of every gather-shaped op: outs[q] receives rank q's input
+  // (inBytes each), through the slots or, when `totalBytes` (the same on every
+  // rank) qualifies, by reading the peers' inputs in place.
+  void gatherInto(ShmOp& op, const uint8_t* in, uint64_t inBytes,
+                  const std::vector<uint8_t*>& outs, uint64_t totalBytes);
   // The body of allgather and of each of allgather_coalesced's tensors.
   void allgatherInto(OpType type, const AllgatherOptions& opts, const Tensor& input,
                      const std::vector<Tensor>& outputs);

@@ -126,10 +126,15 @@ void ShmBackend::allgatherInto(OpType type, const AllgatherOptions& opts, const 
     outBytes += outputs[q].nbytes();
   }
   ShmOp op(group_, d, false, opts.timeout);
-  if (singleCopyFor(outBytes)) {
-    gatherSingleCopy(op, bytesOf(input), outs);
+  gatherInto(op, bytesOf(input), input.nbytes(), outs, outBytes);
+}
+
+void ShmBackend::gatherInto(ShmOp& op, const uint8_t* in, uint64_t inBytes,
+                            const std::vector<uint8_t*>& outs, uint64_t totalBytes) {
+  if (singleCopyFor(totalBytes)) {
+    gatherSingleCopy(op, in, outs);
   } else {
-    allgatherChunked(op, bytesOf(input), input.nbytes(), outs);
+    allgatherChunked(op, in, inBytes, outs);
   }
 }
 
@@ -143,11 +148,7 @@ WorkPtr ShmBackend::allgatherIntoTensor(const Tensor& output, const Tensor& inpu
                            true, opts.timeout);
                   std::vector<uint8_t*> outs;
                   for (int q = 0; q < size(); ++q) outs.push_back(bytesOf(output) + q * input.nbytes());
-                  if (singleCopyFor(output.nbytes())) {
-                    gatherSingleCopy(op, bytesOf(input), outs);
-                  } else {
-                    allgatherChunked(op, bytesOf(input), input.nbytes(), outs);
-                  }
+                  gatherInto(op, bytesOf(input), input.nbytes(), outs, output.nbytes());
                 });
 }
 
@@ -180,11 +181,8 @@ WorkPtr ShmBackend::gather(const std::vector<Tensor>& outputs, const Tensor& inp
                            true, opts.timeout);
                   std::vector<uint8_t*> outs;
                   for (const auto& o : outputs) outs.push_back(bytesOf(o));
-                  if (singleCopyFor(input.nbytes() * u64(size()))) {
-                    gatherSingleCopy(op, bytesOf(input), outs);
-                  } else {
-                    allgatherChunked(op, bytesOf(input), input.nbytes(), outs);
-                  }
+                  gatherInto(op, bytesOf(input), input.nbytes(), outs,
+                             input.nbytes() * u64(size()));
                 });
 }
 

@@ -4,8 +4,8 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <limits>
 #include <cstring>
+#include <limits>
 #include <vector>
 
 #include "runtime/core/clock.hpp"
