@@ -6,8 +6,10 @@ part_collectives() {
   peers2=""; peers4=""
   [ $have_mpi = yes ] && { peers2="mpi"; peers4="mpi"; }
   [ $have_torch = yes ] && peers2="${peers2:+$peers2,}torch-gloo"
-  bounded 1800 "$distlab" bench collectives --world-size 2 --async ${peers2:+--peer "$peers2"} \
-    --json "$here/collectives_shm_ws2.json" > "$work/coll2.txt"
+  # World 2 carries the targets: three rounds, so each ratio is a median of ratios
+  # taken back to back (Note [Bench rounds]); world 4 is one sweep.
+  bounded 3000 "$distlab" bench collectives --world-size 2 --async --rounds 3 \
+    ${peers2:+--peer "$peers2"} --json "$here/collectives_shm_ws2.json" > "$work/coll2.txt"
   bounded 1800 "$distlab" bench collectives --world-size 4 --async ${peers4:+--peer "$peers4"} \
     --json "$here/collectives_shm_ws4.json" > "$work/coll4.txt"
   # The debug layers DDP and FSDP run with (flight recorder, watchdog, DETAIL), small sizes.

@@ -16,10 +16,14 @@
 
 Standard library only, but --plot (busbw vs size per backend, peer and path) needs matplotlib.
 
-Ratios compare rows of one JSON file: one run, one set of conditions.
+Ratios compare rows of one JSON file: one run, one set of conditions. A run with --rounds N
+(Note [Bench rounds]) records each row's p50 per round; a ratio is then the median of the
+per-round ratios (each from two sweeps run back to back), and the allreduce table gives their
+range.
 """
 import json
 import platform
+import statistics
 import sys
 
 
@@ -34,6 +38,24 @@ def rows_by(data, backend, mode, op):
     return {r["bytes"]: r for r in data["rows"]
             if r["backend"] == backend and r.get("mode", "blocking") == mode and r["op"] == op
             and not r["error"]}
+
+
+def round_ratios(num, den):
+    """num/den per round when both rows carry the same number (>1) of rounds, else one ratio."""
+    a, b = num.get("time_p50_us_rounds") or [], den.get("time_p50_us_rounds") or []
+    if len(a) > 1 and len(a) == len(b):
+        return [x / y for x, y in zip(a, b)]
+    return [num["time_p50_us"] / den["time_p50_us"]]
+
+
+def ratio(num, den):
+    """The time ratio num/den: the median over rounds (Note [Bench rounds])."""
+    return statistics.median(round_ratios(num, den))
+
+
+def ratio_range(num, den):
+    r = round_ratios(num, den)
+    return f"{min(r):.2f}-{max(r):.2f}"
 
 
 def cpu_model():
@@ -66,8 +88,11 @@ def allreduce_table(data, peers):
     asyn = rows_by(data, "shm", "async", "allreduce")
     peer_rows = {p: rows_by(data, p, "blocking", "allreduce") for p in peers}
     head = ["size", "shm blocking (us)", "shm async (us)"] + [f"{p} (us)" for p in peers]
+    rounds = data.get("rounds", 1)
     if "mpi" in peers:
         head += ["blocking / mpi", "async / mpi", "target blocking", "target async"]
+        if rounds > 1:
+            head += [f"blocking / mpi over {rounds} rounds", f"async / mpi over {rounds} rounds"]
     head += ["busbw blocking (GB/s)"]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for size in sorted(blocking):
@@ -78,11 +103,13 @@ def allreduce_table(data, peers):
             r = peer_rows[p].get(size)
             cells.append(f"{r['time_p50_us']:.2f}" if r else "-")
         if "mpi" in peers and size in peer_rows["mpi"]:
-            m = peer_rows["mpi"][size]["time_p50_us"]
-            rb = b["time_p50_us"] / m
-            ra = a["time_p50_us"] / m if a else None
+            m = peer_rows["mpi"][size]
+            rb = ratio(b, m)
+            ra = ratio(a, m) if a else None
             cells += [f"{rb:.2f}", f"{ra:.2f}" if ra is not None else "-"]
             cells += verdict(size, rb, ra)
+            if rounds > 1:
+                cells += [ratio_range(b, m), ratio_range(a, m) if a else "-"]
         cells.append(f"{b['busbw_GBps']:.3f}")
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
@@ -101,7 +128,7 @@ def other_ops_table(data):
         cells = [op]
         for s in sizes:
             near = min(shm, key=lambda k: abs(k - s))
-            cells.append(f"{shm[near]['time_p50_us'] / mpi[near]['time_p50_us']:.2f}"
+            cells.append(f"{ratio(shm[near], mpi[near]):.2f}"
                          if near in mpi else "-")
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
@@ -146,7 +173,7 @@ def before_after(before, after):
         for mode in (0, 1):
             for tag in ("b", "a"):
                 r, m = rows[tag][mode].get(size), rows[tag][2].get(size)
-                cells.append(f"{r['time_p50_us'] / m['time_p50_us']:.2f}" if r and m else "-")
+                cells.append(f"{ratio(r, m):.2f}" if r and m else "-")
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
@@ -171,7 +198,7 @@ def layers_table(data):
         mon, det = rows[("monitor", "async")].get(size), rows[("detail", "async")].get(size)
         m = mpi.get(size)
         cells.append(f"{m['time_p50_us']:.2f}" if m else "-")
-        cells.append(f"{mon['time_p50_us'] / m['time_p50_us']:.2f}" if mon and m else "-")
+        cells.append(f"{ratio(mon, m):.2f}" if mon and m else "-")
         if mon and det:
             extra = det["time_p50_us"] - mon["time_p50_us"]
             cells += [f"{extra:.2f}", f"{extra / mon['time_p50_us']:.2f}"]
@@ -219,8 +246,8 @@ def single_copy_section(path, main_runs):
         for size in sorted(one):
             if size not in mpi:
                 continue
-            r1 = one[size]["time_p50_us"] / mpi[size]["time_p50_us"]
-            r2 = (two[size]["time_p50_us"] / mpi2[size]["time_p50_us"]
+            r1 = ratio(one[size], mpi[size])
+            r2 = (ratio(two[size], mpi2[size])
                   if size in two and size in mpi2 else None)
             out.append(f"| {op} | {human(size)} | {one[size]['time_p50_us']:.1f} | {r1:.2f} | "
                        + (f"{r2:.2f} | {r1 / r2:.2f} |" if r2 else "- | - |"))
@@ -280,7 +307,8 @@ def main(paths):
     for p in paths:
         data = json.load(open(p))
         peers = sorted({r["backend"] for r in data["rows"]} - {"shm", "gloo"})
-        print(f"```\ndistlab bench collectives --world-size {data['world_size']} --async "
+        rounds = f"--rounds {data['rounds']} " if data.get("rounds", 1) > 1 else ""
+        print(f"```\ndistlab bench collectives --world-size {data['world_size']} --async {rounds}"
               f"--peer {','.join(peers)} --json reports/{__import__('os').path.basename(p)}\n```")
     if plot_path:
         print(f"\n![allreduce bus bandwidth vs size]({__import__('os').path.basename(plot_path)})")

@@ -17,6 +17,7 @@
 #include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
+#include "emulator/bench/bench_rounds.hpp"
 #include "emulator/bench/peer_bench.hpp"
 #include "emulator/launcher/exit_guard.hpp"
 #include "runtime/comm/backend_registry.hpp"
@@ -44,7 +45,7 @@ json benchRowToJson(const BenchRow& r) {
               {"count", r.count},     {"type", "float32"},  {"redop", "sum"},
               {"iters", r.iters},     {"time_p50_us", r.p50Us}, {"time_avg_us", r.avgUs},
               {"algbw_GBps", r.algbwGBps}, {"busbw_GBps", r.busbwGBps}, {"wrong", r.wrong},
-              {"error", r.error}, {"debug", r.debug}};
+              {"error", r.error}, {"debug", r.debug}, {"time_p50_us_rounds", r.roundP50Us}};
 }
 
 BenchRow benchRowFromJson(const json& j) {
@@ -62,6 +63,7 @@ BenchRow benchRowFromJson(const json& j) {
   r.wrong = j["wrong"];
   r.error = j["error"];
   r.debug = j.value("debug", "");
+  r.roundP50Us = j.value("time_p50_us_rounds", std::vector<double>{});
   return r;
 }
 
@@ -148,6 +150,34 @@ std::vector<BenchRow> runForked(const std::string& backend, const std::string& d
   return out;
 }
 
+// One round (Note [Bench rounds]): every distlab series (backend x debug
+// layers) and every peer, in its own directory; even rounds run the series
+// first, odd rounds the peers.
+SeriesRows sweepRound(const CollectivesBenchOptions& o, int round, const std::string& dir) {
+  const std::string roundDir = dir + "/round" + std::to_string(round);
+  std::filesystem::create_directory(roundDir);
+  SeriesRows rows;
+  const auto runSeries = [&] {
+    for (const auto& b : o.backends) {
+      for (const auto& d : o.debug) {
+        const std::string name = seriesName(b, d);
+        rows[name] = runForked(b, d, name, o, roundDir);
+      }
+    }
+  };
+  const auto runPeers = [&] {
+    for (const auto& p : o.peers) rows[p] = runPeerBench(p, o, roundDir, kPeerLimit);
+  };
+  if (round % 2 == 0) {
+    runSeries();
+    runPeers();
+  } else {
+    runPeers();
+    runSeries();
+  }
+  return rows;
+}
+
 std::string human(uint64_t bytes) {
   if (bytes >= (1ull << 20)) return fmt::format("{}M", bytes >> 20);
   if (bytes >= 1024) return fmt::format("{}K", bytes >> 10);
@@ -190,20 +220,26 @@ void printTable(std::ostream& out, const std::string& backend, const std::string
   }
 }
 
-// One ratio table: `num` rows (of `numMode`) over the matching `den` rows.
+// One ratio table: `num` rows (of `numMode`) over the matching `den` rows; with
+// rounds, the median of the per-round ratios and their range (Note [Bench rounds]).
 void printRatioTable(std::ostream& out, const std::string& title, const std::string& numName,
                      const std::vector<BenchRow>& num, const std::string& numMode,
                      const std::string& denName, const std::vector<BenchRow>& den,
-                     const std::string& denMode) {
+                     const std::string& denMode, int rounds) {
   out << fmt::format("#\n# {}\n", title);
-  out << fmt::format("# {:>16} {:>10} {:>14} {:>14} {:>8}\n", "op", "size(B)", numName + "(us)",
+  out << fmt::format("# {:>16} {:>10} {:>14} {:>14} {:>8}", "op", "size(B)", numName + "(us)",
                      denName + "(us)", "ratio");
+  out << (rounds > 1 ? fmt::format(" {:>8} {:>8}   (over {} rounds)\n", "min", "max", rounds)
+                     : std::string("\n"));
   for (const auto& a : num) {
     if (a.mode != numMode || !a.error.empty()) continue;
     for (const auto& b : den) {
       if (b.mode == denMode && b.op == a.op && b.bytes == a.bytes && b.error.empty()) {
-        out << fmt::format("  {:>16} {:>10} {:>14.2f} {:>14.2f} {:>8.2f}\n", a.op, a.bytes,
-                           a.p50Us, b.p50Us, a.p50Us / b.p50Us);
+        const RoundRatio r = roundRatio(a, b);
+        out << fmt::format("  {:>16} {:>10} {:>14.2f} {:>14.2f} {:>8.2f}", a.op, a.bytes,
+                           a.p50Us, b.p50Us, r.median);
+        out << (rounds > 1 ? fmt::format(" {:>8.2f} {:>8.2f}\n", r.min, r.max)
+                           : std::string("\n"));
       }
     }
   }
@@ -222,7 +258,7 @@ void printRatios(std::ostream& out, const std::map<std::string, std::vector<Benc
       const std::string& other = o.backends[b];
       printRatioTable(out, fmt::format("time ratio {}/{}, {} path (p50; < 1: {} is faster)", other,
                                        base, mode, other),
-                      other, all.at(other), mode, base, all.at(base), mode);
+                      other, all.at(other), mode, base, all.at(base), mode, o.rounds);
     }
   }
   // Peers run their blocking calls; each distlab path is compared with them.
@@ -231,7 +267,7 @@ void printRatios(std::ostream& out, const std::map<std::string, std::vector<Benc
       for (const auto& mode : modesOf(o)) {
         printRatioTable(out, fmt::format("time ratio distlab {} {} path / {} (p50; <= 1: distlab "
                                          "is no slower)", b, mode, peer),
-                        b, all.at(b), mode, peer, all.at(peer), "blocking");
+                        b, all.at(b), mode, peer, all.at(peer), "blocking", o.rounds);
       }
     }
   }
@@ -244,6 +280,9 @@ void validate(const CollectivesBenchOptions& o) {
   if (o.minBytes < 1 || o.maxBytes < o.minBytes || o.maxBytes > kMaxBenchBytes) {
     throw ValueError(fmt::format("--min-bytes {} / --max-bytes {}: need 1 <= min <= max <= {}",
                                  o.minBytes, o.maxBytes, kMaxBenchBytes));
+  }
+  if (o.rounds < 1 || o.rounds > 100) {
+    throw ValueError(fmt::format("--rounds {} must be in 1..100", o.rounds));
   }
   if (o.iters < 0 || o.iters > 1000000 || o.warmup < 0 || o.warmup > 1000000) {
     throw ValueError(fmt::format("--iters {} / --warmup {}: need 0..1000000", o.iters, o.warmup));
@@ -312,53 +351,63 @@ int runCollectivesBench(const CollectivesBenchOptions& options, std::ostream& ou
                      "--peer ...` directly, not under `distlab launch`");
   }
   const double memcpyGBps = measureMemcpyGBps();
-  std::map<std::string, std::vector<BenchRow>> all;
+  std::vector<SeriesRows> rounds;
   if (launched) {
     // One rank of a `distlab launch` job: the default group for the first
     // backend, a new group for each further one (created in the same order).
     comm::initProcessGroup({.backend = o.backends[0],
                             .timeout = std::chrono::seconds(120),
                             .backendOptions = o.backendOptions});
+    std::vector<std::shared_ptr<comm::ProcessGroup>> groups;
     for (const auto& b : o.backends) {
-      auto group = b == o.backends[0] ? comm::defaultGroup() : comm::newGroup({.backend = b});
-      all[b] = benchRank(*group, b, o);
-      for (auto& r : all[b]) r.debug = o.debug.front();  // "init_process_group"
+      groups.push_back(b == o.backends[0] ? comm::defaultGroup() : comm::newGroup({.backend = b}));
     }
+    for (int round = 0; round < o.rounds; ++round) {
+      SeriesRows& rows = rounds.emplace_back();
+      for (size_t i = 0; i < o.backends.size(); ++i) {
+        rows[o.backends[i]] = benchRank(*groups[i], o.backends[i], o);
+        for (auto& r : rows[o.backends[i]]) r.debug = o.debug.front();  // "init_process_group"
+      }
+    }
+    groups.clear();
     const bool leader = comm::getRank() == 0;
     comm::destroyProcessGroup();
     if (!leader) return 0;
   } else {
     // $TMPDIR/distlab_bench_*, removed even when the bench is killed.
     GuardedTempDir dir("distlab_bench_");
+    for (int round = 0; round < o.rounds; ++round) rounds.push_back(sweepRound(o, round, dir.path()));
     std::vector<std::string> series;
     for (const auto& b : o.backends) {
-      for (const auto& d : o.debug) {
-        series.push_back(seriesName(b, d));
-        all[series.back()] = runForked(b, d, series.back(), o, dir.path());
-      }
+      for (const auto& d : o.debug) series.push_back(seriesName(b, d));
     }
     o.backends = series;  // from here on each series is printed and compared as a backend
-    // Peers after distlab, in the same run: their figures share its conditions.
-    for (const auto& p : o.peers) all[p] = runPeerBench(p, o, dir.path(), kPeerLimit);
   }
+  const SeriesRows all = o.rounds == 1 ? rounds.front() : mergeRounds(rounds, o.worldSize);
   out << fmt::format("# distlab bench collectives: world size {}, ranks as {}\n", o.worldSize,
                      launched ? "launched processes (env://)" : "forked processes");
   out << fmt::format("# memcpy bandwidth (64 MiB, best of 5, same run): {:.2f} GB/s\n", memcpyGBps);
+  if (o.rounds > 1) {
+    out << fmt::format("# {} rounds, alternating which runs first: each p50 is the median of the "
+                       "rounds' p50s, each ratio the median of the per-round ratios\n",
+                       o.rounds);
+  }
   out << "# busbw = algbw x factor: allreduce 2(n-1)/n; allgather, reduce_scatter, alltoall "
          "(n-1)/n; broadcast 1 (nccl-tests)\n";
   int64_t wrong = 0;
   for (const auto& b : o.backends) {
-    for (const auto& mode : modesOf(o)) printTable(out, b, mode, all[b], o);
-    for (const auto& r : all[b]) wrong += r.wrong;
+    for (const auto& mode : modesOf(o)) printTable(out, b, mode, all.at(b), o);
+    for (const auto& r : all.at(b)) wrong += r.wrong;
   }
   for (const auto& p : o.peers) {
-    printTable(out, p, "blocking", all[p], o);
-    for (const auto& r : all[p]) wrong += r.wrong;
+    printTable(out, p, "blocking", all.at(p), o);
+    for (const auto& r : all.at(p)) wrong += r.wrong;
   }
   if (o.backends.size() > 1 || !o.peers.empty()) printRatios(out, all, o);
   out << fmt::format("#\n# Out of bounds values : {} {}\n", wrong, wrong == 0 ? "OK" : "WRONG");
   if (!o.jsonPath.empty()) {
     json j{{"world_size", o.worldSize},
+           {"rounds", o.rounds},
            {"debug", o.debug},  // the series' layers, in order (seriesName)
            {"options", o.backendOptions},  // --option key=value, as given
            {"memcpy_GBps", memcpyGBps},

@@ -60,6 +60,9 @@ struct CollectivesBenchOptions {
   // Where the buffers live: "cpu", "cuda" (host backends stage CUDA tensors
   // through pinned memory) or "auto" (cuda only for a CUDA-only backend: nccl).
   std::string device = "auto";
+  // Sweeps of every series and peer, alternating which goes first (Note [Bench
+  // rounds], bench_rounds.hpp); rows and ratios are medians over the rounds.
+  int rounds = 1;
 };
 
 struct BenchRow {
@@ -79,6 +82,9 @@ struct BenchRow {
   // CollectivesBenchOptions::debug; "init_process_group" under `distlab
   // launch`); empty for a peer's row.
   std::string debug;
+  // With --rounds: the p50 of each round, in round order (p50Us is their
+  // median); empty for a single sweep's row.
+  std::vector<double> roundP50Us;
 };
 
 // Bus-bandwidth factor of `op` at world size n (see the header comment).

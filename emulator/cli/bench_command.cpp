@@ -185,6 +185,9 @@ const CommandRegistrar kBench{Command{
       coll->add_option("--max-bytes", flags->maxBytes, "Largest size (doubling from min)");
       coll->add_option("--iters", flags->options.iters, "Timed iterations per size (0: auto)");
       coll->add_option("--warmup", flags->options.warmup, "Untimed iterations per size");
+      coll->add_option("--rounds", flags->options.rounds,
+                       "Sweeps of every series and peer, alternating which runs first; rows "
+                       "and ratios are medians over them (1..100, default 1)");
       coll->add_option("--option", flags->backendOptions,
                        "Backend option key=value (repeatable), e.g. shm.slot_bytes=1048576");
       coll->add_option("--json", flags->options.jsonPath, "Write the results as JSON here");

@@ -78,6 +78,9 @@ TEST(CliUsage, BenchRejectsEmptyOpsUnknownOptionsAndUnwritableJson) {
   expectUsageError("bench collectives --max-bytes 17179869184G",
                    "--max-bytes '17179869184G' is past the largest size");
   expectUsageError("bench collectives --min-bytes -8", "--min-bytes '-8' is not a byte count");
+  expectUsageError("bench collectives --rounds 0", "--rounds 0 must be in 1..100");
+  expectUsageError("bench collectives --rounds 101", "--rounds 101 must be in 1..100");
+  expectUsageError("bench collectives --rounds two", "--rounds");
   expectUsageError("bench collectives --peer ''", "--peer: give at least one value");
   expectUsageError("bench collectives --peer openmpi", "--peer: unknown peer 'openmpi'; use mpi,torch-gloo");
   expectUsageError("bench collectives --debug ''", "--debug: give at least one value");
@@ -85,16 +88,27 @@ TEST(CliUsage, BenchRejectsEmptyOpsUnknownOptionsAndUnwritableJson) {
                    "--debug 'verbose': use off, monitor or detail");
 }
 
-TEST(CliUsage, BenchDebugRunsOneVerifiedSeriesPerLayer) {
+// A short world-2 allreduce bench (8 and 16 bytes, blocking path) with
+// `flags`, and its --json report (null when the run failed).
+struct SmallBench {
+  Ran ran;
+  nlohmann::json report;
+};
+SmallBench runSmallBench(const std::string& flags) {
   distlab::testing::TempDir dir;
-  const std::string json = dir.file("layers.json");
-  const Ran r = distlab("bench collectives --world-size 2 --ops allreduce --max-bytes 16 "
-                        "--iters 5 --warmup 1 --debug off,monitor,detail --json " + json);
+  const std::string json = dir.file("bench.json");
+  SmallBench b{distlab("bench collectives --world-size 2 --ops allreduce --max-bytes 16 "
+                       "--iters 5 --warmup 1 " + flags + " --json " + json), nullptr};
+  if (b.ran.exitCode == 0) b.report = nlohmann::json::parse(std::ifstream(json));
+  return b;
+}
+
+TEST(CliUsage, BenchDebugRunsOneVerifiedSeriesPerLayer) {
+  const auto [r, j] = runSmallBench("--debug off,monitor,detail");
   ASSERT_EQ(r.exitCode, 0) << r.output;
   EXPECT_NE(r.output.find("# debug layers: monitor (flight recorder + watchdog)"),
             std::string::npos) << r.output;
   EXPECT_NE(r.output.find("time ratio shm+detail/shm"), std::string::npos) << r.output;
-  const auto j = nlohmann::json::parse(std::ifstream(json));
   EXPECT_EQ(j["debug"], nlohmann::json({"off", "monitor", "detail"}));
   std::map<std::string, int> rowsPerSeries;
   for (const auto& row : j["rows"]) {
@@ -104,6 +118,22 @@ TEST(CliUsage, BenchDebugRunsOneVerifiedSeriesPerLayer) {
   // 8 and 16 bytes, blocking path only: two rows per series.
   EXPECT_EQ(rowsPerSeries, (std::map<std::string, int>{{"shm", 2}, {"shm+detail", 2},
                                                        {"shm+monitor", 2}}));
+}
+
+TEST(CliUsage, BenchRoundsMergeEverySeriesSweptEachRound) {
+  const auto [r, j] = runSmallBench("--debug off,monitor --rounds 2");
+  ASSERT_EQ(r.exitCode, 0) << r.output;
+  EXPECT_NE(r.output.find("# 2 rounds, alternating which runs first"), std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find("(over 2 rounds)"), std::string::npos) << r.output;
+  EXPECT_EQ(j["rounds"], 2);
+  for (const auto& row : j["rows"]) {
+    const auto rounds = row["time_p50_us_rounds"].get<std::vector<double>>();
+    ASSERT_EQ(rounds.size(), 2u) << row.dump();
+    EXPECT_DOUBLE_EQ(row["time_p50_us"].get<double>(), (rounds[0] + rounds[1]) / 2) << row.dump();
+    EXPECT_EQ(row["wrong"], 0) << row.dump();
+  }
+  EXPECT_EQ(j["rows"].size(), 4u);  // 8 and 16 bytes, two series
 }
 
 TEST(CliUsage, RunRejectsEmptyFoldersAndUnwritableOut) {
