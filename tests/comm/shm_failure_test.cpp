@@ -7,7 +7,8 @@
 //     shutdown() work; the segment is unlinked once everyone attached;
 //   - a Work failed from outside while it runs (Work::abort, the watchdog)
 //     never writes the caller's tensor again, even when the peer it waited
-//     for arrives afterwards.
+//     for arrives afterwards;
+//   - a message sent just before its sender dies is still delivered.
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 
@@ -366,6 +367,28 @@ TEST(ShmFailure, DeadPeerFailsPendingReceive) {
     const double seconds = expectThrows<DistPeerFailureError>(
         [&] { g->recv(t, 1); }, {"recv from rank 1", "exited"});
     if (seconds > 1.0) throw std::runtime_error("detection took " + std::to_string(seconds) + " s");
+  }, options);
+}
+
+// Note [Finish after the ring]: a send is complete once its bytes are in the
+// channel, so a sender that dies right after its send returned still delivers
+// the message to a recv its peer had posted (and is asleep on).
+TEST(ShmFailure, AMessageSentJustBeforeTheSenderDiesIsDelivered) {
+  SpawnOptions options;
+  options.mayDie = {1};
+  spawn(SpawnMode::kProcesses, 2, [](RankContext& ctx) {
+    auto g = makeGroup(ctx, std::chrono::seconds(30));
+    g->barrier()->wait();
+    if (ctx.rank == 1) {
+      ctx.store->wait({"recv-posted"}, std::chrono::seconds(30));
+      g->send(full({8}, 7.0), 0);
+      ctx.killSelf();
+    }
+    Tensor t = zeros({8});
+    auto work = g->irecv(t, 1);
+    ctx.store->setString("recv-posted", "1");
+    work->wait();
+    expectEqualTensor(t, full({8}, 7.0), "the dead sender's message");
   }, options);
 }
 

@@ -153,6 +153,7 @@ void ShmP2P::stop() {
   for (auto& u : unexpected_) {
     if (u.claimedBy) u.claimedBy->work->finish(e);
   }
+  finishDone();  // a recv acceptPosted() matched to a complete message
 }
 
 void ShmP2P::acceptPosted() {
@@ -201,11 +202,22 @@ void ShmP2P::deliver(Unexpected& u, const std::shared_ptr<Recv>& recv) {
 
 void ShmP2P::complete(const std::shared_ptr<Recv>& r, int src) {
   r->work->setSourceRank(src);
-  r->work->finish();
+  finished_.emplace_back(r->work, nullptr);
 }
 
-void ShmP2P::fail(const std::shared_ptr<Send>& s, std::exception_ptr e) { s->work->finish(e); }
-void ShmP2P::fail(const std::shared_ptr<Recv>& r, std::exception_ptr e) { r->work->finish(e); }
+void ShmP2P::fail(const std::shared_ptr<Send>& s, std::exception_ptr e) {
+  finished_.emplace_back(s->work, std::move(e));
+}
+void ShmP2P::fail(const std::shared_ptr<Recv>& r, std::exception_ptr e) {
+  finished_.emplace_back(r->work, std::move(e));
+}
+
+void ShmP2P::finishDone() {
+  // Note [Finish after the ring]: every index this round moved is published
+  // and every peer rung before a caller learns its op is done.
+  for (auto& [work, error] : finished_) work->finish(std::move(error));
+  finished_.clear();
+}
 
 bool ShmP2P::progressSends() {
   bool moved = false;
@@ -238,8 +250,7 @@ bool ShmP2P::progressSends() {
         wrote = true;
       }
       if (s.sent < s.bytes) break;
-      ch.tail.store(tail, std::memory_order_release);
-      s.work->finish();
+      finished_.emplace_back(s.work, nullptr);
       queue.pop_front();
     }
     if (wrote) {
@@ -315,6 +326,7 @@ bool ShmP2P::progress() {
   acceptPosted();
   bool moved = progressSends();
   for (int src = 0; src < size_; ++src) moved = progressIncoming(src) || moved;
+  finishDone();
   return moved;
 }
 
@@ -340,6 +352,7 @@ void ShmP2P::checkFailures() {
     for (auto& in : incoming_) {
       if (in && in->target) fail(in->target, e), in->target = nullptr, in->discard = true;
     }
+    finishDone();
     return;
   }
   auto peerError = [&](int peer, const char* dir, int tag) -> std::exception_ptr {
@@ -396,6 +409,7 @@ void ShmP2P::checkFailures() {
     it = recvs_.erase(it);
     if (!r->deadline.expired()) onFailure_(e, FailureKind::kPeerDied);
   }
+  finishDone();
 }
 
 // The engine's idle wait is for new work, not for a peer in the middle of a
@@ -407,14 +421,22 @@ void ShmP2P::loop() {
   while (!stopping_.load(std::memory_order_acquire)) {
     const uint32_t seen = me.p2pBell.load(std::memory_order_acquire);
     if (progress()) continue;
-    if (monotonicNowNs() - lastPollNs_ > kPollIntervalNs || failing_.load()) checkFailures();
+    const int64_t idleSince = monotonicNowNs();
+    if (idleSince - lastPollNs_ > kPollIntervalNs || failing_.load()) checkFailures();
+    // Note [Finish after the ring]: a poll interval without a bell ends the
+    // wait too, so the channels are scanned again.
+    bool rescan = false;
     waitUntil(
         me.p2pBell, me.p2pSleepers,
         [&] {
-          return me.p2pBell.load(std::memory_order_acquire) != seen ||
+          return rescan || me.p2pBell.load(std::memory_order_acquire) != seen ||
                  stopping_.load(std::memory_order_acquire);
         },
-        [&] { checkFailures(); }, kIdleWait);
+        [&] {
+          checkFailures();
+          rescan = lastPollNs_ - idleSince >= kPollIntervalNs;
+        },
+        kIdleWait);
   }
 }
 

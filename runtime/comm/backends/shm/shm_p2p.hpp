@@ -17,6 +17,18 @@
 // and with DistPeerFailureError when its peer exits (checked every ~50 ms).
 // Waiting: the engine sleeps on its rank's p2pBell (Note [shm waiting]); peers
 // ring it when they write to or drain from its channels.
+//
+// Note [Finish after the ring]
+// The engine finishes the Works a round completed (the caller's wait returns)
+// only after it published every channel index the round moved and rang every
+// peer it wrote to or drained. A send is complete once its bytes are in the
+// channel, and its caller may exit at once: when it finished first, a sender
+// that exited before its engine rang left the receiver asleep on a posted
+// recv that never looked at the channel again (debug_watchdog_test lost a
+// message in about one run of a hundred on a loaded 2-core machine). For a sender that
+// dies between publishing and ringing (SIGKILL), the engine also rescans its
+// channels after each idle poll interval (~50 ms) without a bell: a message
+// that is in the channel is delivered, late, never stranded.
 #include <atomic>
 #include <deque>
 #include <functional>
@@ -25,6 +37,7 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "runtime/comm/backends/shm/shm_peers.hpp"
@@ -69,6 +82,7 @@ class ShmP2P {
   void fail(const std::shared_ptr<Send>& s, std::exception_ptr e);
   void fail(const std::shared_ptr<Recv>& r, std::exception_ptr e);
   void complete(const std::shared_ptr<Recv>& r, int src);
+  void finishDone();  // finishes what complete() and fail() queued
   void ringPeer(int peer);
   std::string what() const;
 
@@ -91,6 +105,7 @@ class ShmP2P {
   std::list<std::shared_ptr<Recv>> recvs_;                // unmatched, in post order
   std::vector<std::unique_ptr<Incoming>> incoming_;       // per src: message being read
   std::list<Unexpected> unexpected_;                      // in arrival order
+  std::vector<std::pair<WorkPtr, std::exception_ptr>> finished_;  // to finish after the ring
   uint64_t arrivals_ = 0;
   int64_t lastPollNs_ = 0;
   std::thread thread_;
