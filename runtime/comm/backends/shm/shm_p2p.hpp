@@ -25,7 +25,7 @@
 // channel, and its caller may exit at once: when it finished first, a sender
 // that exited before its engine rang left the receiver asleep on a posted
 // recv that never looked at the channel again (debug_watchdog_test lost a
-// message in about one run of a hundred on a loaded 2-core machine). For a sender that
+// message in about one run of two hundred on a loaded 2-core machine). For a sender that
 // dies between publishing and ringing (SIGKILL), the engine also rescans its
 // channels after each idle poll interval (~50 ms) without a bell: a message
 // that is in the channel is delivered, late, never stranded.
