@@ -142,18 +142,18 @@ void ShmP2P::stop() {
   auto e = std::make_exception_ptr(DistBackendError(what() + ": point-to-point engine shut down"));
   acceptPosted();
   for (auto& q : sends_) {
-    for (auto& s : q) s->work->finish(e);
+    for (auto& s : q) fail(s, e);
     q.clear();
   }
-  for (auto& r : recvs_) r->work->finish(e);
+  for (auto& r : recvs_) fail(r, e);
   recvs_.clear();
   for (auto& in : incoming_) {
-    if (in && in->target) in->target->work->finish(e);
+    if (in && in->target) fail(in->target, e);
   }
   for (auto& u : unexpected_) {
-    if (u.claimedBy) u.claimedBy->work->finish(e);
+    if (u.claimedBy) fail(u.claimedBy, e);
   }
-  finishDone();  // a recv acceptPosted() matched to a complete message
+  finishDone();  // and a recv that acceptPosted() matched to a complete message
 }
 
 void ShmP2P::acceptPosted() {
