@@ -19,6 +19,7 @@
 #include <fmt/ranges.h>
 
 #include "emulator/launcher/exit_guard.hpp"
+#include "runtime/comm/debug/flight_recorder.hpp"
 #include "runtime/comm/store/file_store.hpp"
 #include "runtime/comm/store/hash_store.hpp"
 #include "runtime/core/clock.hpp"
@@ -151,6 +152,7 @@ Collected runThreads(int worldSize, const RankFn& fn, const SpawnOptions& option
   std::fflush(nullptr);
   ssize_t ignored = ::write(fd, code.data(), code.size());
   (void)ignored;
+  comm::settleFlightRecorderDumps();  // no dump cut off by the _exit
   ::_exit(code == "O" ? 0 : 1);
 }
 

@@ -133,6 +133,7 @@ int runScenarioRank(const std::string& file, const std::string& resultDir, bool 
     std::fprintf(stderr, "[rank %d] %s: %s\n", rank, result.errorType.c_str(),
                  result.message.c_str());
     std::fflush(stderr);
+    comm::settleFlightRecorderDumps();  // the watchdog may be serving a peer's request
     ::_exit(1);  // see the header: no polite teardown after a failure
   }
   result.endUs = wallClockNowUs();

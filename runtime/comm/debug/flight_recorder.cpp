@@ -13,6 +13,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <mutex>
 #include <nlohmann/json.hpp>
 
 #include "runtime/core/clock.hpp"
@@ -309,10 +310,14 @@ namespace {
 
 // Note [Dump files]: a dump is written into an unnamed file (O_TMPFILE in the
 // target folder) and linked under its name only once complete, so a process
-// killed mid-dump (SIGKILL, teardown) leaves no empty or partial file and no
-// temporary name. A newer dump replaces an older one (unlink, then link).
-// Folders whose filesystem lacks O_TMPFILE get "<path>.tmp<pid>" + rename,
-// removed on every error path.
+// killed mid-dump (SIGKILL, teardown) leaves no empty or partial file. A newer
+// dump replaces an older one atomically: linked as "<path>.tmp<pid>", then
+// renamed over it, so a reader never finds the rank's dump missing. (It was
+// unlink, then link: a rank that exited between the two left no dump at all,
+// which the scenario runner's analysis then missed.) Only a SIGKILL between
+// that link and the rename can leave the temporary name; an exit through
+// settleFlightRecorderDumps() cannot. Folders whose filesystem lacks O_TMPFILE
+// get "<path>.tmp<pid>" + rename, removed on every error path.
 void writeAll(int fd, const std::string& text) {
   size_t done = 0;
   while (done < text.size()) {
@@ -349,10 +354,19 @@ void writeDumpFile(const std::string& path, const std::string& text) {
   try {
     writeAll(fd, text);
     const std::string self = fmt::format("/proc/self/fd/{}", fd);
-    for (int attempt = 0;; ++attempt) {
-      if (::linkat(AT_FDCWD, self.c_str(), AT_FDCWD, path.c_str(), AT_SYMLINK_FOLLOW) == 0) break;
-      if (errno != EEXIST || attempt == 3) throw std::runtime_error(std::strerror(errno));
-      ::unlink(path.c_str());  // an older dump: this one replaces it
+    const auto linkAs = [&](const std::string& name) {
+      return ::linkat(AT_FDCWD, self.c_str(), AT_FDCWD, name.c_str(), AT_SYMLINK_FOLLOW) == 0;
+    };
+    if (!linkAs(path)) {
+      if (errno != EEXIST) throw std::runtime_error(std::strerror(errno));
+      const std::string tmp = fmt::format("{}.tmp{}", path, getpid());
+      ::unlink(tmp.c_str());  // left by an earlier process with this pid
+      if (!linkAs(tmp)) throw std::runtime_error(std::strerror(errno));
+      if (::rename(tmp.c_str(), path.c_str()) != 0) {
+        const int err = errno;
+        ::unlink(tmp.c_str());
+        throw std::runtime_error(std::strerror(err));
+      }
     }
   } catch (...) {
     ::close(fd);
@@ -361,7 +375,22 @@ void writeDumpFile(const std::string& path, const std::string& text) {
   ::close(fd);
 }
 
+// One dump at a time per process: the watchdog thread and a failing caller
+// may dump together, and both would write the same temporary file.
+// settleFlightRecorderDumps() takes it for the rest of the process's life.
+std::timed_mutex& dumpMutex() {
+  static std::timed_mutex m;
+  return m;
+}
+std::atomic<bool> gDumpsSettled{false};
+
 }  // namespace
+
+bool settleFlightRecorderDumps(std::chrono::milliseconds wait) {
+  if (gDumpsSettled.exchange(true)) return true;  // already settled
+  // Held until the process ends: a dump that starts later would be cut off.
+  return dumpMutex().try_lock_for(wait);
+}
 
 std::vector<std::string> dumpFlightRecorders(const std::string& trigger,
                                              const std::string& reason, int globalRank) {
@@ -374,10 +403,8 @@ std::vector<std::string> dumpFlightRecorders(const std::string& trigger,
     }
   }
   std::vector<std::string> written;
-  // One dump at a time per process: the watchdog thread and a failing caller
-  // may dump together, and both would write the same temporary file.
-  static std::mutex dumpMutex;
-  std::lock_guard<std::mutex> lock(dumpMutex);
+  if (gDumpsSettled.load()) return written;  // the process is ending
+  std::lock_guard<std::timed_mutex> lock(dumpMutex());
   for (int g : ranks) {
     const std::string path = flightRecorderDumpPath(g);
     try {

@@ -8,7 +8,9 @@
 // of that rank in this process. The prefix comes from TORCH_FR_DUMP_TEMP_FILE
 // (also TORCH_NCCL_DEBUG_INFO_TEMP_FILE), default "/tmp/distlab_fr_rank_", or
 // setFlightRecorderDumpPrefix(). A dump replaces the previous file atomically
-// (write + rename), so the last dump holds the most complete picture.
+// (write + rename), so the last dump holds the most complete picture and the
+// file is never missing once written. A process that ends with _exit calls
+// settleFlightRecorderDumps() first, so no dump is cut off half-way.
 // Triggers: "timeout" (watchdog), "error" (an operation failed), "mismatch"
 // (DETAIL check), "signal" (SIGUSR2 by default, see watchdog.hpp), "peer"
 // (another rank asked through the store), "request" (dumpFlightRecorders()).
@@ -27,6 +29,7 @@
 // Buffer size: TORCH_FR_BUFFER_SIZE (also TORCH_NCCL_TRACE_BUFFER_SIZE),
 // default 2000 entries per group; 0 disables recording.
 // Thread-safety: every function here is thread-safe.
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -130,6 +133,10 @@ std::string flightRecorderJson(int globalRank, const std::string& trigger = "req
 // a failed write is logged.
 std::vector<std::string> dumpFlightRecorders(const std::string& trigger,
                                              const std::string& reason, int globalRank = -1);
+// For a process about to end (_exit skips every destructor): waits up to `wait`
+// for a dump in progress on another thread to finish and stops every later
+// dump, which returns no files. False when the wait ran out. Idempotent.
+bool settleFlightRecorderDumps(std::chrono::milliseconds wait = std::chrono::seconds(2));
 // The file a rank's dump goes to with the current prefix.
 std::string flightRecorderDumpPath(int globalRank);
 

@@ -246,6 +246,7 @@ void WatchdogThread::handleTimeout(const Entry& e) {
     std::fprintf(stderr, "%s\nTearing down the process (exit code %d).\n", msg.c_str(),
                  kWatchdogExitCode);
     std::fflush(stderr);
+    settleFlightRecorderDumps();  // a failing caller may be dumping too
     std::_Exit(kWatchdogExitCode);
   }
 }
