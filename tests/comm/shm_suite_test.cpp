@@ -15,13 +15,21 @@ INSTANTIATE_TEST_SUITE_P(
                              {{"shm.slot_bytes", "4096"}, {"shm.channel_bytes", "4096"}}}),
     collectiveSuiteParamName);
 
-// The same suite with allreduce forced onto reduce-scatter + all-gather (the
-// selector only picks it for large messages).
+// The same suite with allreduce forced onto each slot algorithm: the
+// selector takes direct only below 1 KiB (256 B from world 3), so without
+// this direct's chunked path would go untested, and reduce-scatter +
+// all-gather gets its small and uneven cases (parts of 0 or 1 element).
 INSTANTIATE_TEST_SUITE_P(
     ShmRsAg, CollectiveSuite,
     ::testing::Values(CollectiveSuiteParam{
         "shm", SpawnMode::kThreads,
         {{"shm.slot_bytes", "4096"}, {"shm.allreduce_algo", "rsag"}}}),
+    collectiveSuiteParamName);
+INSTANTIATE_TEST_SUITE_P(
+    ShmDirect, CollectiveSuite,
+    ::testing::Values(CollectiveSuiteParam{
+        "shm", SpawnMode::kThreads,
+        {{"shm.slot_bytes", "4096"}, {"shm.allreduce_algo", "direct"}}}),
     collectiveSuiteParamName);
 
 // The same suite with every allreduce, broadcast, allgather, gather and

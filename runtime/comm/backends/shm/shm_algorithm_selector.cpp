@@ -5,11 +5,22 @@
 namespace distlab::comm::shm {
 namespace {
 
-// Direct reads size() x the chunk per rank; RS+AG moves ~4x the chunk (2 reads,
-// 2 writes) whatever the world size but takes two steps per chunk. Direct wins
-// for small messages (one step: latency); RS+AG for large ones.
+// Bytes per rank for a chunk of N at world n: direct stages N and reduces n
+// slots (read N(1 + n), write 2N); RS+AG stages (n-1)/n N, reduces its part
+// from its input and the peers' slots into its output and its slot, and
+// copies the others' parts out (read N(1 + 2(n-1)/n), write 2N: world 2, 4N
+// in all against direct's 5N, and half the reduction). RS+AG pays one more
+// sync per chunk, so direct wins only where that sync costs more than N
+// bytes of traffic. Measured (bench collectives, 2-vCPU Xeon VM, p50 over 3
+// rounds, reports/collectives_shm_notes.md "seventh round"): world 2, direct
+// vs RS+AG 1.00 vs 1.17 us at 512 B, 1.35 vs 1.33 at 1 KiB, 2.24 vs 1.82 at
+// 2 KiB, 15.7 vs 13.1 at 32 KiB, 62 vs 19 at 128 KiB; world 4 on 2 cores,
+// 9.6 vs 9.0 at 256 B, 21 vs 12 at 4 KiB, 58 vs 21 at 16 KiB. (Until then direct ran up to
+// 256 KiB, a threshold from before RS+AG read its own part in place and
+// reduced into its slot in the same pass.)
 constexpr AllreduceRule kAllreduceRules[] = {
-    {2, 256 * 1024, AllreduceAlgo::kRsAg},
+    {3, 256, AllreduceAlgo::kRsAg},
+    {2, 1024, AllreduceAlgo::kRsAg},
     {1, 0, AllreduceAlgo::kDirect},
 };
 
