@@ -15,9 +15,9 @@ namespace {
 // rounds, reports/collectives_shm_notes.md "seventh round"): world 2, direct
 // vs RS+AG 1.00 vs 1.17 us at 512 B, 1.35 vs 1.33 at 1 KiB, 2.24 vs 1.82 at
 // 2 KiB, 15.7 vs 13.1 at 32 KiB, 62 vs 19 at 128 KiB; world 4 on 2 cores,
-// 9.6 vs 9.0 at 256 B, 21 vs 12 at 4 KiB, 58 vs 21 at 16 KiB. (Until then direct ran up to
-// 256 KiB, a threshold from before RS+AG read its own part in place and
-// reduced into its slot in the same pass.)
+// 9.6 vs 9.0 at 256 B, 21 vs 12 at 4 KiB, 58 vs 21 at 16 KiB. (Until then
+// direct ran up to 256 KiB, a threshold from before RS+AG read its own part
+// in place and reduced into its slot in the same pass.)
 constexpr AllreduceRule kAllreduceRules[] = {
     {3, 256, AllreduceAlgo::kRsAg},
     {2, 1024, AllreduceAlgo::kRsAg},
