@@ -328,8 +328,13 @@ void writeAll(int fd, const std::string& text) {
   }
 }
 
+// The temporary name both replacement paths link or write under.
+std::string tempNameFor(const std::string& path) {
+  return fmt::format("{}.tmp{}", path, getpid());
+}
+
 void writeViaRename(const std::string& path, const std::string& text) {
-  const std::string tmp = fmt::format("{}.tmp{}", path, getpid());
+  const std::string tmp = tempNameFor(path);
   int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) throw std::runtime_error(std::strerror(errno));
   try {
@@ -359,7 +364,7 @@ void writeDumpFile(const std::string& path, const std::string& text) {
     };
     if (!linkAs(path)) {
       if (errno != EEXIST) throw std::runtime_error(std::strerror(errno));
-      const std::string tmp = fmt::format("{}.tmp{}", path, getpid());
+      const std::string tmp = tempNameFor(path);
       ::unlink(tmp.c_str());  // left by an earlier process with this pid
       if (!linkAs(tmp)) throw std::runtime_error(std::strerror(errno));
       if (::rename(tmp.c_str(), path.c_str()) != 0) {
@@ -405,6 +410,9 @@ std::vector<std::string> dumpFlightRecorders(const std::string& trigger,
   std::vector<std::string> written;
   if (gDumpsSettled.load()) return written;  // the process is ending
   std::lock_guard<std::timed_mutex> lock(dumpMutex());
+  // Settled while this thread waited behind a dump: settle() now waits for
+  // the lock, and a dump started here would only delay the exit.
+  if (gDumpsSettled.load()) return written;
   for (int g : ranks) {
     const std::string path = flightRecorderDumpPath(g);
     try {
