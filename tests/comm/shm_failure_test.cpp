@@ -12,6 +12,7 @@
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 
+#include <cerrno>
 #include <chrono>
 #include <condition_variable>
 #include <mutex>
@@ -20,6 +21,7 @@
 #include <string>
 
 #include "runtime/comm/backends/shm/shm_backend.hpp"
+#include "runtime/comm/backends/shm/shm_single_copy.hpp"
 #include "runtime/comm/debug/debug_install.hpp"
 #include "runtime/comm/debug/flight_recorder.hpp"
 #include "runtime/comm/debug/watchdog.hpp"
@@ -149,6 +151,28 @@ TEST(ShmFailure, SingleCopyAutoFallsBackToTheSlotsWhenARankOptsOut) {
     g->allreduce(t)->wait();
     expectEqualTensor(t, full({1 << 18}, 3.0), "allreduce through the slots");
   });
+}
+
+// Note [shm single copy]: a rank that says no keeps the whole group on the
+// slots; "large only" from any rank raises the group's threshold to
+// kSingleCopyLargeBytes but never lowers the option's.
+TEST(ShmFailure, SingleCopyVerdictsAgreeOnOneDecision) {
+  using comm::shm::agreeOnVerdicts;
+  using comm::shm::kSingleCopyLargeBytes;
+  using comm::shm::kSingleCopyLargeOnly;
+  using comm::shm::kSingleCopySlower;
+  const uint64_t option = 65536;
+  auto everyRankPays = agreeOnVerdicts({0, 0, 0}, option);
+  EXPECT_EQ(everyRankPays.firstRankWithout, -1);
+  EXPECT_EQ(everyRankPays.minBytes, option);
+  auto oneLargeOnly = agreeOnVerdicts({0, kSingleCopyLargeOnly, 0}, option);
+  EXPECT_EQ(oneLargeOnly.firstRankWithout, -1);
+  EXPECT_EQ(oneLargeOnly.minBytes, kSingleCopyLargeBytes);
+  EXPECT_EQ(agreeOnVerdicts({kSingleCopyLargeOnly}, 2 * kSingleCopyLargeBytes).minBytes,
+            2 * kSingleCopyLargeBytes);
+  EXPECT_EQ(agreeOnVerdicts({kSingleCopyLargeOnly, kSingleCopySlower, 0}, option).firstRankWithout,
+            1);
+  EXPECT_EQ(agreeOnVerdicts({0, 0, EPERM}, option).firstRankWithout, 2);
 }
 
 TEST(ShmFailure, SingleCopyOptionsAreValidated) {

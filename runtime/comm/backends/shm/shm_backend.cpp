@@ -112,8 +112,11 @@ void ShmBackend::agreeOnSingleCopy(SingleCopyMode mode) {
     ShmOp op(group_, makeDesc(0, OpType::kBarrier, DType::kUInt8, {}, -1, 0), true, ctx_.timeout);
     op.sync();  // every verdict is published
   }
-  const int without = firstRankWithoutSingleCopy(*segment_);
+  const SingleCopyAgreement agreed = agreeOnVerdicts(*segment_, group_.singleCopyMinBytes);
+  const int without = agreed.firstRankWithout;
   group_.singleCopy = without < 0;
+  group_.singleCopyMinBytes = agreed.minBytes;
+  group_.singleCopyBroadcast = group_.singleCopy && mode == SingleCopyMode::kOn;
   if (mode == SingleCopyMode::kOn && without >= 0) {
     throw DistBackendError(fmt::format(
         "shm: option shm.single_copy=on, but rank {} of group '{}' cannot take the single-copy "

@@ -29,7 +29,7 @@ WorkPtr ShmBackend::broadcast(const Tensor& tensor, const BroadcastOptions& opts
                   ShmOp op(group_, makeDesc(opts.seq, OpType::kBroadcast, tensor.dtype(), {},
                                             opts.rootRank, tensor.nbytes(), tensor.rawData()),
                            true, opts.timeout);
-                  if (!singleCopyFor(tensor.nbytes())) {
+                  if (!group_.singleCopyBroadcast || !singleCopyFor(tensor.nbytes())) {
                     broadcastChunked(op, bytesOf(tensor), tensor.nbytes(), opts.rootRank);
                     return;
                   }

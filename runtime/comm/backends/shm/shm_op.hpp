@@ -49,9 +49,11 @@ struct ShmGroup {
   // Note [shm single copy]: every rank may read every peer's memory (decided
   // once, the same on every rank, when the group is created), and the
   // smallest operation (in the bytes ShmBackend counts for it: the same on
-  // every rank) that takes the single-copy path.
+  // every rank) that takes the single-copy path; broadcast takes it only
+  // with shm.single_copy=on.
   bool singleCopy = false;
   uint64_t singleCopyMinBytes = 0;
+  bool singleCopyBroadcast = false;
   std::vector<uint8_t> scratch;             // single-copy reads to reduce (grown once)
   // Set while an operation runs: its Work was failed from outside (Note [Work
   // failure and the caller's tensors]); the op stops before its next step.

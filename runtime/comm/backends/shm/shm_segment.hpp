@@ -35,6 +35,7 @@ inline constexpr int kMaxWorldSize = 64;
 inline constexpr uint64_t kSegmentMagic = 0x64697374'6c616273ULL;  // "distlabs"
 inline constexpr int32_t kSingleCopyDisabled = -1;  // RankControl::singleCopyErr
 inline constexpr int32_t kSingleCopySlower = -2;    // RankControl::singleCopyErr
+inline constexpr int32_t kSingleCopyLargeOnly = -3;  // RankControl::singleCopyErr
 
 struct alignas(64) SegmentHeader {
   uint64_t magic;
@@ -62,7 +63,8 @@ struct alignas(64) RankControl {
   // rank's memory (Note [shm single copy]).
   std::atomic<uint64_t> base;
   // Set before the group's first step: 0 when this rank can read every peer's
-  // memory fast enough to pay, kSingleCopyDisabled when its options turned the
+  // memory fast enough to pay, kSingleCopyLargeOnly when it pays only for
+  // messages beyond the caches, kSingleCopyDisabled when its options turned the
   // path off, kSingleCopySlower when reading a peer is slower than the slots
   // here, else the errno of its first failed read.
   std::atomic<int32_t> singleCopyErr;

@@ -1,6 +1,7 @@
 #include "runtime/comm/backends/shm/shm_single_copy.hpp"
 
 #include <sys/uio.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -50,6 +51,36 @@ int64_t bestOf(const Copy& copy, int* err) {
   return best;
 }
 
+// C > 2M/3 in rates is kernelNs < 1.5 x memcpyNs in times.
+bool kernelCopyPays(int64_t kernelNs, int64_t memcpyNs) { return 2 * kernelNs < 3 * memcpyNs; }
+
+// Note [shm single copy], "beyond the caches": the kernel's copy of this
+// process's own private buffer against memcpy of it; once per process (the
+// answer belongs to the machine, not to the group).
+bool kernelCopyPaysBeyondCaches() {
+  static const bool pays = [] {
+    // Both buffers touched before the timing, so no round pays page faults.
+    std::vector<uint8_t> from(kLargeProbeBytes, 1);
+    std::vector<uint8_t> into(kLargeProbeBytes);
+    int err = 0;
+    const int64_t kernelNs = bestOf(
+        [&] {
+          return readProcessMemory(getpid(), reinterpret_cast<uintptr_t>(from.data()), into.data(),
+                                   kLargeProbeBytes);
+        },
+        &err);
+    if (err != 0) return false;
+    const int64_t memcpyNs = bestOf(
+        [&] {
+          std::memcpy(into.data(), from.data(), kLargeProbeBytes);
+          return 0;
+        },
+        &err);
+    return kernelCopyPays(kernelNs, memcpyNs);
+  }();
+  return pays;
+}
+
 // Note [shm single copy], "whether it pays": the kernel's copy from the next
 // rank's mapping of the slots against memcpy from this rank's mapping of the
 // same pages, into the same private buffer.
@@ -69,8 +100,8 @@ int32_t timePeerReads(ShmSegment& segment, const ShmPeers& peers) {
         return 0;
       },
       &err);
-  // C > 2M/3 in rates is kernelNs < 1.5 x memcpyNs in times.
-  return 2 * kernelNs < 3 * memcpyNs ? 0 : kSingleCopySlower;
+  if (kernelCopyPays(kernelNs, memcpyNs)) return 0;
+  return kernelCopyPaysBeyondCaches() ? kSingleCopyLargeOnly : kSingleCopySlower;
 }
 
 }  // namespace
@@ -87,16 +118,33 @@ int32_t probePeerMemory(ShmSegment& segment, const ShmPeers& peers, bool timeIt)
   return timeIt && segment.size() > 1 ? timePeerReads(segment, peers) : 0;
 }
 
-int firstRankWithoutSingleCopy(ShmSegment& segment) {
-  for (int r = 0; r < segment.size(); ++r) {
-    if (segment.control(r).singleCopyErr.load(std::memory_order_acquire) != 0) return r;
+SingleCopyAgreement agreeOnVerdicts(const std::vector<int32_t>& verdicts, uint64_t minBytes) {
+  SingleCopyAgreement agreed{-1, minBytes};
+  for (size_t r = 0; r < verdicts.size(); ++r) {
+    if (verdicts[r] == kSingleCopyLargeOnly) {
+      agreed.minBytes = std::max(agreed.minBytes, kSingleCopyLargeBytes);
+    } else if (verdicts[r] != 0) {
+      return {static_cast<int>(r), minBytes};
+    }
   }
-  return -1;
+  return agreed;
+}
+
+SingleCopyAgreement agreeOnVerdicts(ShmSegment& segment, uint64_t minBytes) {
+  std::vector<int32_t> verdicts(static_cast<size_t>(segment.size()));
+  for (int r = 0; r < segment.size(); ++r) {
+    verdicts[static_cast<size_t>(r)] =
+        segment.control(r).singleCopyErr.load(std::memory_order_acquire);
+  }
+  return agreeOnVerdicts(verdicts, minBytes);
 }
 
 std::string singleCopyVerdictText(int32_t verdict) {
   if (verdict == 0) return "it can read every peer's memory";
   if (verdict == kSingleCopyDisabled) return "its option shm.single_copy is off";
+  if (verdict == kSingleCopyLargeOnly) {
+    return "reading a peer's memory here pays only for messages beyond the caches";
+  }
   if (verdict == kSingleCopySlower) {
     return "reading a peer's memory here is slower than copying through the slots";
   }

@@ -32,11 +32,32 @@
 // one copy against two, would pay from C > M/2: the allreduce's rule is the
 // stricter one, and one rule keeps one decision).
 //
-// Every rank publishes 0 or why not (RankControl::singleCopyErr) before the
-// group's first sync; after it every rank reads every verdict, and the group
-// uses the path only when all are 0 -- the same decision on every rank, which
-// the algorithms need (a rank on the slot path and one on the single-copy
-// path would take different steps).
+// Beyond the caches the rates change, and not by the same factor: the slots
+// still run in cache (a slot is reused chunk after chunk) but every byte of a
+// large tensor comes from and goes to memory either way, and there the
+// kernel's per-page cost hides behind the memory's. On the Intel VM of the
+// seventh round the kernel's copy ran at 0.57-0.61 of memcpy's rate at
+// 256 KiB and 0.76-0.82 at 4-16 MiB, and the single-copy allreduce took
+// 0.44-0.90x the slots' time from 2 MiB while losing up to 1 MiB; on the AMD
+// VM (0.30 at 4 MiB) it lost at every size (reports/collectives_shm_notes.md).
+// The segment is too small to time that, so when the in-cache rule says no,
+// a rank times the same two copies once per process on private buffers of
+// kLargeProbeBytes (a read of its own memory takes the same kernel path) and,
+// when C > 2M/3 there, says "large only": the group then takes the path from
+// kSingleCopyLargeBytes (at least shm.single_copy_min_bytes).
+//
+// Broadcast is the exception in mode auto: through the slots the root's copy
+// in and the readers' copy out overlap, chunk by chunk, so it costs about one
+// memcpy of the tensor against one kernel copy, which pays only when C > M
+// (C/M measured 0.2-0.8 on both VMs, and a broadcast read in place was
+// slower at every size there). It takes the path only with mode on.
+//
+// Every rank publishes its verdict (RankControl::singleCopyErr: 0, large
+// only, or why not) before the group's first sync; after it every rank reads
+// every verdict, and the group uses the path only when none says no, from the
+// largest threshold any asks for -- the same decision on every rank, which the
+// algorithms need (a rank on the slot path and one on the single-copy path
+// would take different steps).
 //
 // Guarantees: a read from a rank that died fails (ESRCH) and raises
 // DistRanksPeerFailureError naming it; after every phase of reads the reader
@@ -52,6 +73,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "runtime/comm/backends/shm/shm_peers.hpp"
 #include "runtime/comm/backends/shm/shm_segment.hpp"
@@ -69,15 +91,31 @@ SingleCopyMode parseSingleCopyMode(const std::string& value);
 // else the errno (EFAULT for a read that made no progress).
 int readProcessMemory(pid_t pid, uint64_t remote, void* local, uint64_t bytes);
 
+// Note [shm single copy], "beyond the caches": the size of the private
+// buffers timed, and the smallest message the path takes on a large-only
+// verdict (a core's L2 on both VMs measured: below it the slots' two copies
+// run from cache).
+inline constexpr uint64_t kLargeProbeBytes = 4ull << 20;
+inline constexpr uint64_t kSingleCopyLargeBytes = 2ull << 20;
+
 // This rank's verdict: the errno of the first failure to read the segment's
 // magic through a peer's mapping (EIO: the bytes read were not the magic);
-// else, with `timeIt`, kSingleCopySlower when reading a peer does not pay
-// (see the Note); else 0.
+// else, with `timeIt`, kSingleCopyLargeOnly when reading a peer pays only
+// beyond the caches and kSingleCopySlower when it does not pay at all (see
+// the Note); else 0.
 int32_t probePeerMemory(ShmSegment& segment, const ShmPeers& peers, bool timeIt);
 
-// After the group's first sync: the first rank whose verdict is not 0 (-1 when
-// every rank may read every peer), and why, for messages.
-int firstRankWithoutSingleCopy(ShmSegment& segment);
+// What the group decides from every rank's verdict: the first rank that says
+// no (-1 when every rank may read every peer and found that it pays, at some
+// size), and the smallest message the group then reads in place (`minBytes`,
+// the option, raised to kSingleCopyLargeBytes when any verdict is large only).
+struct SingleCopyAgreement {
+  int firstRankWithout = -1;
+  uint64_t minBytes = 0;
+};
+SingleCopyAgreement agreeOnVerdicts(const std::vector<int32_t>& verdicts, uint64_t minBytes);
+// The same, after the group's first sync, from the verdicts in the segment.
+SingleCopyAgreement agreeOnVerdicts(ShmSegment& segment, uint64_t minBytes);
 std::string singleCopyVerdictText(int32_t verdict);
 
 }  // namespace distlab::comm::shm
