@@ -10,6 +10,7 @@
 #include "runtime/comm/backend_registry.hpp"
 #include "runtime/comm/backends/shm/shm_wait.hpp"
 #include "runtime/core/errors.hpp"
+#include "runtime/core/logging.hpp"
 
 namespace distlab::comm {
 
@@ -123,6 +124,15 @@ void ShmBackend::agreeOnSingleCopy(SingleCopyMode mode) {
         "path ({}); use shm.single_copy=auto to fall back to the slots, or off",
         without, ctx_.groupName,
         singleCopyVerdictText(segment_->control(without).singleCopyErr.load())));
+  }
+  if (ctx_.rank != 0) return;  // the same decision on every rank: said once
+  if (group_.singleCopy) {
+    DL_LOG(INFO, "shm: group '{}' reads its peers' tensors in place from {} bytes{}",
+           ctx_.groupName, group_.singleCopyMinBytes,
+           group_.singleCopyBroadcast ? "" : " (broadcast through the slots)");
+  } else {
+    DL_LOG(INFO, "shm: group '{}' copies through the slots: rank {}: {}", ctx_.groupName, without,
+           singleCopyVerdictText(segment_->control(without).singleCopyErr.load()));
   }
 }
 
