@@ -71,10 +71,10 @@ void reduceNTyped(T* out, const void* const* srcs, int n, size_t count, ReduceOp
 // reports/collectives_shm_notes.md, eighth round). The float SUMs -- what DDP,
 // FSDP and ZeRO reduce -- are written with vector extensions instead: two
 // 16-byte blocks per step, each loaded from every source before it is stored,
-// so an aliased `out` is safe. Each lane takes the same IEEE operations in the same source order as
-// the scalar loop (acc = s0; acc += s1; ...; AVG: acc / n), so the results are
-// bitwise those of reduceNTyped; the elements after the last whole block take
-// the same steps one at a time.
+// so an aliased `out` is safe. Each lane takes the same IEEE operations in the
+// same source order as the scalar loop (acc = s0; acc += s1; ...; AVG:
+// acc / n), so the results are bitwise those of reduceNTyped; the elements
+// after the last whole block take the same steps one at a time.
 template <typename T>
 struct Block {
   // 16 bytes is an SSE2 register (the x86-64 baseline); two per step keep two

@@ -33,7 +33,7 @@ void checkReduceOpSupported(ReduceOp op, DType dtype, std::string_view where);
 void reduceN(void* out, const void* const* srcs, int n, size_t count, DType dtype, ReduceOp op);
 
 // reduceN into `out` and the same values into `copy` (must not alias anything):
-// one pass for the common SUM of two float32/float64 sources, so the shm
+// one pass for the float32/float64 SUM, AVG and PREMUL_SUM, so the shm
 // all-reduce publishes its reduced part while writing its output instead of
 // reading it back (Note [shm large messages]).
 void reduceNAndCopy(void* out, void* copy, const void* const* srcs, int n, size_t count,

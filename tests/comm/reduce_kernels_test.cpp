@@ -59,7 +59,9 @@ void checkSums(DType dtype) {
                                         ReduceOp(ReduceOp::kPremulSum));
   const bool aliased = *rc::gen::arbitrary<bool>();
   std::vector<std::vector<T>> srcs;
-  for (int s = 0; s < n; ++s) srcs.push_back(*rc::gen::container<std::vector<T>>(count, anyValue<T>()));
+  for (int s = 0; s < n; ++s) {
+    srcs.push_back(*rc::gen::container<std::vector<T>>(count, anyValue<T>()));
+  }
   const std::vector<T> want = elementwise(srcs, count, op.kind == ReduceOp::kAvg);
 
   std::vector<std::vector<T>> in = srcs;
