@@ -51,8 +51,25 @@ int64_t bestOf(const Copy& copy, int* err) {
   return best;
 }
 
-// C > 2M/3 in rates is kernelNs < 1.5 x memcpyNs in times.
-bool kernelCopyPays(int64_t kernelNs, int64_t memcpyNs) { return 2 * kernelNs < 3 * memcpyNs; }
+// The kernel's read of `bytes` at `remote` in process `pid` against memcpy of
+// the same bytes from `local` (this process's view of them), both into
+// `into`: the errno of a failed read, else 0 with `pays` set when C > 2M/3 in
+// rates (kernel time < 1.5 x memcpy time).
+int timeKernelAgainstMemcpy(pid_t pid, uint64_t remote, const uint8_t* local, uint8_t* into,
+                            uint64_t bytes, bool* pays) {
+  int err = 0;
+  const int64_t kernelNs =
+      bestOf([&] { return readProcessMemory(pid, remote, into, bytes); }, &err);
+  if (err != 0) return err;
+  const int64_t memcpyNs = bestOf(
+      [&] {
+        std::memcpy(into, local, bytes);
+        return 0;
+      },
+      &err);
+  *pays = 2 * kernelNs < 3 * memcpyNs;
+  return 0;
+}
 
 // Note [shm single copy], "beyond the caches": the kernel's copy of this
 // process's own private buffer against memcpy of it; once per process (the
@@ -62,21 +79,11 @@ bool kernelCopyPaysBeyondCaches() {
     // Both buffers touched before the timing, so no round pays page faults.
     std::vector<uint8_t> from(kLargeProbeBytes, 1);
     std::vector<uint8_t> into(kLargeProbeBytes);
-    int err = 0;
-    const int64_t kernelNs = bestOf(
-        [&] {
-          return readProcessMemory(getpid(), reinterpret_cast<uintptr_t>(from.data()), into.data(),
-                                   kLargeProbeBytes);
-        },
-        &err);
-    if (err != 0) return false;
-    const int64_t memcpyNs = bestOf(
-        [&] {
-          std::memcpy(into.data(), from.data(), kLargeProbeBytes);
-          return 0;
-        },
-        &err);
-    return kernelCopyPays(kernelNs, memcpyNs);
+    bool kernelPays = false;
+    const int err = timeKernelAgainstMemcpy(getpid(), reinterpret_cast<uintptr_t>(from.data()),
+                                            from.data(), into.data(), kLargeProbeBytes,
+                                            &kernelPays);
+    return err == 0 && kernelPays;
   }();
   return pays;
 }
@@ -90,17 +97,11 @@ int32_t timePeerReads(ShmSegment& segment, const ShmPeers& peers) {
   const uint64_t bytes = std::min<uint64_t>(256 * 1024, segment.slotBytes() * 2 * segment.size());
   const uint64_t remote = segment.control(peer).base.load(std::memory_order_acquire) + offset;
   std::vector<uint8_t> into(bytes);
-  int err = 0;
-  const int64_t kernelNs = bestOf(
-      [&] { return readProcessMemory(peers.pid(peer), remote, into.data(), bytes); }, &err);
+  bool pays = false;
+  const int err = timeKernelAgainstMemcpy(peers.pid(peer), remote, segment.slot(0, 0),
+                                          into.data(), bytes, &pays);
   if (err != 0) return err;
-  const int64_t memcpyNs = bestOf(
-      [&] {
-        std::memcpy(into.data(), segment.slot(0, 0), bytes);
-        return 0;
-      },
-      &err);
-  if (kernelCopyPays(kernelNs, memcpyNs)) return 0;
+  if (pays) return 0;
   return kernelCopyPaysBeyondCaches() ? kSingleCopyLargeOnly : kSingleCopySlower;
 }
 
