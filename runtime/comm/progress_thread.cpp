@@ -2,18 +2,23 @@
 
 #include <chrono>
 
+#include <fmt/format.h>
+
 #include "runtime/core/clock.hpp"
+#include "runtime/core/errors.hpp"
 #include "runtime/core/trace.hpp"
 
 namespace distlab::comm {
-namespace {
-// How long the idle thread keeps looking for new work before it sleeps: the
-// next operation of a burst (DDP launches buckets back to back) is picked up
-// without a wake-up, and an idle thread gives its core back within 20 us.
-constexpr int64_t kSpinNs = 20'000;
-}  // namespace
 
-ProgressThread::ProgressThread(std::string name) : name_(std::move(name)) {
+ProgressThread::ProgressThread(std::string name, ProgressTiming timing)
+    : name_(std::move(name)), timing_(timing) {
+  if (timing_.grace.count() < 0 || timing_.pollPeriod.count() <= 0 ||
+      timing_.pollFor.count() < 0) {
+    throw ValueError(fmt::format(
+        "ProgressThread {}: timing needs grace >= 0, pollPeriod > 0 and pollFor >= 0 "
+        "(got {} ns, {} us, {} ms)",
+        name_, timing_.grace.count(), timing_.pollPeriod.count(), timing_.pollFor.count()));
+  }
   thread_ = std::thread([this] {
     trace::nameThisThread("progress " + name_);  // runtime/core/trace.hpp
     loop();
@@ -30,7 +35,9 @@ void ProgressThread::beginRun(std::unique_lock<std::mutex>& lock) {
 void ProgressThread::endRun(std::unique_lock<std::mutex>& lock) {
   lock.lock();
   busy_ = false;
-  if (!queue_.empty() && sleeping_) cv_.notify_one();
+  // A waiter that ran a task inline hands the rest of the queue back; for the
+  // thread itself this finds no waiter on cv_ and costs no system call.
+  if (!queue_.empty()) cv_.notify_one();
   // Only drain() waits on idleCv_: the common case (nobody drains) skips the signal.
   if (queue_.empty() && drainers_ > 0) idleCv_.notify_all();
 }
@@ -43,8 +50,8 @@ void ProgressThread::runLocked(std::unique_lock<std::mutex>& lock, Task& fn) {
 
 uint64_t ProgressThread::enqueueLocked(Task fn) {
   const uint64_t ticket = nextTicket_++;
-  queue_.push_back(Queued{ticket, std::move(fn)});
-  submitted_.fetch_add(1, std::memory_order_release);
+  lastQueuedAtNs_ = monotonicNowNs();
+  queue_.push_back(Queued{ticket, lastQueuedAtNs_, std::move(fn)});
   return ticket;
 }
 
@@ -89,25 +96,25 @@ void ProgressThread::stop() {
   if (thread_.joinable()) thread_.join();
 }
 
-// Returns with the lock held and either a runnable task at the queue head or
-// stopping_ set.
+// Returns with the lock held and either a task at the queue head that is due
+// (Note [Fresh tasks are left to their waiter]) or stopping_ set.
 bool ProgressThread::waitForTask(std::unique_lock<std::mutex>& lock) {
-  const int64_t start = monotonicNowNs();
-  while (!stopping_ && (queue_.empty() || busy_)) {
-    if (monotonicNowNs() - start < kSpinNs) {
-      const uint64_t seen = submitted_.load(std::memory_order_acquire);
-      lock.unlock();
-      while (submitted_.load(std::memory_order_acquire) == seen &&
-             monotonicNowNs() - start < kSpinNs) {
-      }
-      lock.lock();
-      continue;
+  using std::chrono::nanoseconds;
+  while (!stopping_) {
+    const int64_t now = monotonicNowNs();
+    if (!queue_.empty() && !busy_) {
+      const int64_t due = queue_.front().queuedAtNs + timing_.grace.count();
+      if (now >= due) return true;
+      cv_.wait_for(lock, nanoseconds(due - now));
+    } else if (now - lastQueuedAtNs_ < nanoseconds(timing_.pollFor).count()) {
+      cv_.wait_for(lock, timing_.pollPeriod);
+    } else {
+      sleeping_ = true;
+      cv_.wait_for(lock, std::chrono::milliseconds(100));
+      sleeping_ = false;
     }
-    sleeping_ = true;
-    cv_.wait_for(lock, std::chrono::milliseconds(100));
-    sleeping_ = false;
   }
-  return !stopping_;
+  return false;
 }
 
 void ProgressThread::loop() {

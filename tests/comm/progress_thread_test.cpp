@@ -1,0 +1,126 @@
+// ProgressThread contracts (progress_thread.hpp): issue order and one task at
+// a time whoever runs them, Note [Waiting helps], and Note [Fresh tasks are
+// left to their waiter]. Each timing rule is observed through a bound that
+// holds on any machine (a task never starts before its grace; a grace of a
+// minute is never reached by a test), never through a latency.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <future>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "runtime/comm/progress_thread.hpp"
+#include "runtime/core/clock.hpp"
+#include "runtime/core/errors.hpp"
+
+namespace distlab::testing {
+namespace {
+
+using comm::ProgressThread;
+using comm::ProgressTiming;
+using namespace std::chrono_literals;
+
+// Long enough that the thread never takes a task during a test.
+constexpr ProgressTiming kNeverByThread{.grace = 60s};
+
+TEST(ProgressThreadTest, FreshTaskIsLeftToItsWaiter) {
+  ProgressThread progress("fresh", kNeverByThread);
+  std::thread::id ranOn;
+  const uint64_t ticket =
+      progress.runOrEnqueue([&] { ranOn = std::this_thread::get_id(); }, /*inlineOk=*/false);
+  ASSERT_NE(ticket, 0u);
+  EXPECT_TRUE(progress.runIfNext(ticket));
+  EXPECT_EQ(ranOn, std::this_thread::get_id());
+  EXPECT_TRUE(progress.idle());
+}
+
+TEST(ProgressThreadTest, OnlyTheQueueHeadIsTakenByAWaiter) {
+  ProgressThread progress("head", kNeverByThread);
+  std::vector<int> order;
+  const uint64_t first = progress.runOrEnqueue([&] { order.push_back(1); }, false);
+  const uint64_t second = progress.runOrEnqueue([&] { order.push_back(2); }, false);
+  EXPECT_FALSE(progress.runIfNext(second));  // the first must run before it
+  EXPECT_TRUE(progress.runIfNext(first));
+  EXPECT_TRUE(progress.runIfNext(second));
+  EXPECT_EQ(order, (std::vector<int>{1, 2}));
+}
+
+TEST(ProgressThreadTest, ThreadRunsATaskNobodyWaitsForOnceItIsGraceOld) {
+  constexpr auto kGrace = 20ms;
+  ProgressThread progress("grace", ProgressTiming{.grace = kGrace});
+  std::promise<std::pair<int64_t, std::thread::id>> started;
+  const int64_t beforeQueueing = monotonicNowNs();
+  progress.runOrEnqueue(
+      [&] { started.set_value({monotonicNowNs(), std::this_thread::get_id()}); }, false);
+  auto future = started.get_future();
+  ASSERT_EQ(future.wait_for(30s), std::future_status::ready) << "the thread never ran the task";
+  const auto [startNs, ranOn] = future.get();
+  EXPECT_NE(ranOn, std::this_thread::get_id());
+  EXPECT_GE(startNs - beforeQueueing, std::chrono::nanoseconds(kGrace).count());
+}
+
+TEST(ProgressThreadTest, SleepingThreadIsWokenByQueueing) {
+  // pollFor 0: the thread never polls, so only queueing's wake-up (or its
+  // 100 ms re-check) brings it to the task.
+  ProgressThread progress("sleeper", ProgressTiming{.grace = 0ns, .pollFor = 0ms});
+  for (int i = 0; i < 3; ++i) {
+    std::promise<void> ran;
+    progress.runOrEnqueue([&] { ran.set_value(); }, false);
+    ASSERT_EQ(ran.get_future().wait_for(30s), std::future_status::ready) << "task " << i;
+  }
+}
+
+// Whoever runs them (the thread after its grace, a waiter taking the head, a
+// blocking call inline), tasks run in the order they were submitted and never
+// two at once, and a waiter that ran one hands the rest back to the thread.
+TEST(ProgressThreadTest, TasksRunInSubmissionOrderOneAtATime) {
+  for (const auto timing : {ProgressTiming{.grace = 0ns},
+                            ProgressTiming{.grace = 50us, .pollPeriod = 50us},
+                            ProgressTiming{.grace = 0ns, .pollFor = 0ms}}) {
+    ProgressThread progress("order", timing);
+    std::mutex m;
+    std::vector<int> order;
+    std::atomic<int> running{0};
+    std::atomic<int> overlapped{0};
+    constexpr int kTasks = 300;
+    for (int i = 0; i < kTasks; ++i) {
+      auto task = [&, i] {
+        if (running.fetch_add(1) != 0) overlapped.fetch_add(1);
+        {
+          std::lock_guard<std::mutex> lock(m);
+          order.push_back(i);
+        }
+        running.fetch_sub(1);
+      };
+      const uint64_t ticket = progress.runOrEnqueue(task, /*inlineOk=*/i % 5 == 0);
+      if (ticket != 0 && i % 3 == 0) progress.runIfNext(ticket);
+    }
+    ASSERT_TRUE(progress.drain(std::chrono::milliseconds(30'000)));
+    EXPECT_EQ(overlapped.load(), 0);
+    ASSERT_EQ(order.size(), size_t{kTasks});
+    for (int i = 0; i < kTasks; ++i) ASSERT_EQ(order[i], i);
+  }
+}
+
+TEST(ProgressThreadTest, DroppedTasksNeverRun) {
+  ProgressThread progress("drop", kNeverByThread);
+  std::atomic<int> ran{0};
+  for (int i = 0; i < 3; ++i) progress.runOrEnqueue([&] { ran.fetch_add(1); }, false);
+  int dropped = 0;
+  progress.dropQueued([&](ProgressThread::Task&) { ++dropped; });
+  progress.stop();
+  EXPECT_EQ(dropped, 3);
+  EXPECT_EQ(ran.load(), 0);
+}
+
+TEST(ProgressThreadTest, RejectsNegativeOrZeroTiming) {
+  EXPECT_THROW(ProgressThread("bad", ProgressTiming{.grace = -1ns}), ValueError);
+  EXPECT_THROW(ProgressThread("bad", ProgressTiming{.pollPeriod = 0us}), ValueError);
+  EXPECT_THROW(ProgressThread("bad", ProgressTiming{.pollFor = -1ms}), ValueError);
+}
+
+}  // namespace
+}  // namespace distlab::testing
