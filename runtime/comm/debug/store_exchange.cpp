@@ -29,9 +29,15 @@ std::vector<MissingRank> waitForRanks(Store& store, const std::vector<std::strin
     } catch (const DistStoreError&) {
       // Fall through: find who is missing.
     }
+    // Liveness first, the key second: a rank that wrote its key and then died
+    // (rank 0 answering a monitored barrier, then exiting) is seen as having
+    // answered, never as dead -- probing after the check would race its exit.
     std::vector<std::string> stillKeys;
+    std::vector<int> stillOwners;
     std::vector<MissingRank> missing;
+    bool dead = false;
     for (size_t i = 0; i < pending.size(); ++i) {
+      const RankLiveness liveness = probeRank(store, globalRanks.at(owners[i]));
       bool present = false;
       try {
         present = store.check({pending[i]});
@@ -39,16 +45,11 @@ std::vector<MissingRank> waitForRanks(Store& store, const std::vector<std::strin
       }
       if (present) continue;
       stillKeys.push_back(pending[i]);
-      missing.push_back({owners[i], {}});
+      stillOwners.push_back(owners[i]);
+      missing.push_back({owners[i], liveness});
+      dead |= liveness.status == RankStatus::kDead;
     }
     if (missing.empty()) return {};
-    bool dead = false;
-    std::vector<int> stillOwners;
-    for (auto& m : missing) {
-      m.liveness = probeRank(store, globalRanks.at(m.rank));
-      dead |= m.liveness.status == RankStatus::kDead;
-      stillOwners.push_back(m.rank);
-    }
     if ((dead && failFastOnDeath) || deadline.expired()) return missing;
     pending = std::move(stillKeys);
     owners = std::move(stillOwners);
