@@ -20,7 +20,8 @@
 # or the tests). Peers are optional: Open MPI (openmpi-bin, libopenmpi-dev) and PyTorch
 # (python3-torch) are used when installed and named as missing otherwise. Every benchmark
 # runs with one BLAS thread per rank (OPENBLAS_NUM_THREADS=1, 2 cores here) and under a
-# deadline. Times depend on the machine and its load: read the ratios, measured side by side.
+# deadline; ddp and mlp with the fastest BLAS kernel family the CPU supports unless
+# OPENBLAS_CORETYPE is set (their reports name the family). Times depend on the machine and its load: read the ratios, measured side by side.
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/.." && pwd)

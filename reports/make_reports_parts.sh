@@ -87,15 +87,39 @@ part_overlap() {
     "$here"/overlap/*.json
 }
 
+# Note [OpenBLAS kernel family]: the step times depend on which BLAS kernels
+# run (Debian's OpenBLAS falls back to old ones on CPUs it does not know), so
+# unless the caller chose OPENBLAS_CORETYPE the DDP and MLP parts run with the
+# faster family `distlab demo` says the CPU supports. Both sides (distlab and
+# PyTorch) get it; the reports name the family that ran.
+blas_coretype() {
+  if [ -n "${OPENBLAS_CORETYPE:-}" ]; then
+    echo "$OPENBLAS_CORETYPE"
+    return
+  fi
+  "$distlab" demo --steps 1 2> /dev/null | sed -n 's/.*set OPENBLAS_CORETYPE=\([A-Za-z0-9]*\).*/\1/p'
+}
+
+with_blas_coretype() {
+  local core
+  core=$(blas_coretype)
+  if [ -n "$core" ]; then
+    OPENBLAS_CORETYPE="$core" "$@"
+  else
+    "$@"
+  fi
+}
+
 part_ddp() {
   step "ddp: ddp_step_bench"
-  bounded 1800 "$build/bench/ddp/ddp_step_bench" --worlds=2 --rounds=3 \
+  with_blas_coretype bounded 1800 "$build/bench/ddp/ddp_step_bench" --worlds=2 --rounds=3 \
     --report="$here/ddp_step" > /dev/null
 }
 
 part_mlp() {
   step "mlp: mlp_step_bench"
-  bounded 1800 "$build/bench/nn/mlp_step_bench" --rounds=5 --report="$here/mlp_step" > /dev/null
+  with_blas_coretype bounded 1800 "$build/bench/nn/mlp_step_bench" --rounds=5 \
+    --report="$here/mlp_step" > /dev/null
 }
 
 part_scenarios() {

@@ -36,6 +36,7 @@
 #include "runtime/nn/loss.hpp"
 #include "runtime/nn/models/mlp.hpp"
 #include "runtime/optim/sgd.hpp"
+#include "runtime/tensor/blas_info.hpp"
 
 namespace {
 
@@ -272,11 +273,13 @@ int main(int argc, char** argv) {
         "ReLU], Linear(1024,10) (4.2M parameters, 16.8 MB of gradients); batch 32 per rank; "
         "cross-entropy; SGD lr 0.01; ranks as processes on shm; OPENBLAS_NUM_THREADS=1; mean of "
      << kSteps << " steps after " << kWarmup << " warm-up steps; median of " << rounds
-     << " rounds.\n\nlocal (same model, same per-rank batch, one process): " << local
+     << " rounds.\n\n" << blasSummary()  // Note [OpenBLAS kernel family]
+     << "\n\nlocal (same model, same per-rank batch, one process): " << local
      << " ms\n\n| config | world | step (ms) | vs local | fwd | bwd compute | bwd comm | "
         "overlap | buckets | last step buckets MB:ready/launched/completed (ms from bwd start) "
         "|\n|---|---|---|---|---|---|---|---|---|---|\n";
-  json << "{\n  \"benchmark\": \"ddp_step\",\n  \"local_step_ms\": " << local
+  json << "{\n  \"benchmark\": \"ddp_step\",\n  \"blas\": \"" << blasSummary()
+       << "\",\n  \"local_step_ms\": " << local
        << ",\n  \"configs\": [\n";
   for (size_t i = 0; i < configs.size(); ++i) {
     std::vector<double> step, fwd, bc, cm, ov;

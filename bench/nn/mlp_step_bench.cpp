@@ -29,6 +29,7 @@
 #include "runtime/nn/loss.hpp"
 #include "runtime/nn/models/mlp.hpp"
 #include "runtime/optim/sgd.hpp"
+#include "runtime/tensor/blas_info.hpp"
 
 namespace {
 
@@ -128,7 +129,8 @@ void writeReport(const std::string& base,
   std::ofstream json(base + ".json");
   json << "{\n  \"benchmark\": \"mlp_step\",\n  \"model\": \"4x[Linear(1024,1024),ReLU],"
        << "Linear(1024,10)\",\n  \"batch\": 32,\n  \"loss\": \"cross_entropy\",\n"
-       << "  \"optimizer\": \"SGD lr=0.01\",\n  \"openblas_num_threads\": \""
+       << "  \"optimizer\": \"SGD lr=0.01\",\n  \"blas\": \"" << blasSummary()
+       << "\",\n  \"openblas_num_threads\": \""
        << (threads ? threads : "unset") << "\",\n  \"load_average_1min\": " << load << ",\n";
   for (const Series& s : series) {
     json << "  \"" << s.name << "_median_ms\": " << s.median() << ",\n  \"" << s.name
@@ -144,7 +146,8 @@ void writeReport(const std::string& base,
      << "Reference MLP 4 x [Linear(1024,1024), ReLU], Linear(1024,10); batch 32; cross-entropy;"
      << " SGD lr 0.01; one BLAS thread. Each round: mean of 20 steps after 3 warm-up steps;"
      << " rounds alternate distlab / PyTorch; medians below (1-min load average " << load
-     << " at the end of the run).\n\n| series | median step (ms) |\n|---|---|\n";
+     << " at the end of the run).\n\n" << blasSummary()  // Note [OpenBLAS kernel family]
+     << "\n\n| series | median step (ms) |\n|---|---|\n";
   for (const Series& s : series) md << "| " << s.name << " | " << s.median() << " |\n";
   md << "\nratio distlab / PyTorch (wall, anchor script) = " << ratioWall
      << "\n\nratio distlab / PyTorch (process CPU time) = " << ratioCpu << "\n\nCommand: `"
@@ -198,9 +201,10 @@ int main(int argc, char** argv) {
       "cpu=%.3f\n",
       anchorWall.median(), torchCpu.median(), ratioWall, ratioCpu);
   if (!report.empty()) {
+    const char* core = std::getenv("OPENBLAS_CORETYPE");
     const std::string command =
-        "OPENBLAS_NUM_THREADS=1 build/default/bench/nn/mlp_step_bench "
-        "--rounds=" +
+        (core ? "OPENBLAS_CORETYPE=" + std::string(core) + " " : std::string()) +
+        "OPENBLAS_NUM_THREADS=1 build/default/bench/nn/mlp_step_bench --rounds=" +
         std::to_string(rounds) + " --report=" + report;
     writeReport(report, {oursWall, anchorWall, oursCpu, torchCpu}, ratioWall, ratioCpu, command);
   }
