@@ -41,7 +41,7 @@
 // an operation inline wakes the thread when more tasks are queued. stop()
 // drains nothing: queued tasks get `onDrop` (fail them) and the thread exits
 // after the running task returns. Thread-safe.
-#include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
