@@ -64,14 +64,16 @@ void reduceNTyped(T* out, const void* const* srcs, int n, size_t count, ReduceOp
   }
 }
 
-// Note [vectorised sums]: GCC 12 at the project's -O2 vectorises only loops
-// that need no run-time alias check, and `out` may alias a source here, so a
-// plain loop over the elements stays scalar: one float per instruction (the
-// single-copy allreduce spent more time in it than in the kernel's copies,
-// reports/collectives_shm_notes.md, eighth round). The float SUMs -- what DDP,
-// FSDP and ZeRO reduce -- are written with vector extensions instead: two
-// 16-byte blocks per step, each loaded from every source before it is stored,
-// so an aliased `out` is safe. Each lane takes the same IEEE operations in the
+// Note [vectorised sums]: GCC 12 leaves reduceNTyped's loop scalar, one float
+// per instruction (the single-copy allreduce spent more time in it than in
+// the kernel's copies, reports/collectives_shm_notes.md, eighth round): the
+// elements are its outer loop, the sources the inner one, and `out` may alias
+// a source. The dynamic cost model of Note [Vectorising at -O2]
+// (CMakeLists.txt) does not change that: -fopt-info-vec reports no loop of
+// this file vectorised. The float SUMs -- what DDP, FSDP and ZeRO reduce --
+// are written with vector extensions instead: two 16-byte blocks per step,
+// each loaded from every source before it is stored, so an aliased `out` is
+// safe. Each lane takes the same IEEE operations in the
 // same source order as the scalar loop (acc = s0; acc += s1; ...; AVG:
 // acc / n), so the results are bitwise those of reduceNTyped; the elements
 // after the last whole block take the same steps one at a time.

@@ -62,9 +62,10 @@ TEST(ProgressThreadTest, ThreadRunsATaskNobodyWaitsForOnceItIsGraceOld) {
   EXPECT_GE(startNs - beforeQueueing, std::chrono::nanoseconds(kGrace).count());
 }
 
-TEST(ProgressThreadTest, SleepingThreadIsWokenByQueueing) {
-  // pollFor 0: the thread never polls, so only queueing's wake-up (or its
-  // 100 ms re-check) brings it to the task.
+TEST(ProgressThreadTest, TaskQueuedToASleepingThreadRuns) {
+  // pollFor 0: the thread never polls, so it sleeps until woken between tasks.
+  // (Queueing's wake-up itself is not observable here without timing it: the
+  // thread's 100 ms re-check would also find the task.)
   ProgressThread progress("sleeper", ProgressTiming{.grace = 0ns, .pollFor = 0ms});
   for (int i = 0; i < 3; ++i) {
     std::promise<void> ran;
@@ -75,7 +76,7 @@ TEST(ProgressThreadTest, SleepingThreadIsWokenByQueueing) {
 
 // Whoever runs them (the thread after its grace, a waiter taking the head, a
 // blocking call inline), tasks run in the order they were submitted and never
-// two at once, and a waiter that ran one hands the rest back to the thread.
+// two at once, and every one runs.
 TEST(ProgressThreadTest, TasksRunInSubmissionOrderOneAtATime) {
   for (const auto timing : {ProgressTiming{.grace = 0ns},
                             ProgressTiming{.grace = 50us, .pollPeriod = 50us},
