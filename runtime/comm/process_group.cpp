@@ -106,32 +106,35 @@ int ProcessGroup::resolveGroupRank(std::optional<int> globalRank, std::optional<
 
 void ProcessGroup::setBackend(DeviceType device, BackendPtr backend) {
   std::lock_guard<std::mutex> lock(mutex_);
-  backends_[static_cast<int>(device)] = std::move(backend);
+  const auto index = static_cast<size_t>(device);
+  if (backends_[index]) replaced_.push_back(backends_[index]);  // Note [Backends without a lock]
+  backends_[index] = std::move(backend);
+  backendPtrs_[index].store(backends_[index].get(), std::memory_order_release);
 }
 
 BackendPtr ProcessGroup::getBackend(DeviceType device) const {
-  return backendForDevice(device, "getBackend");
+  return backendForDevice(device, "getBackend").shared_from_this();  // backends are shared-owned
 }
 
 bool ProcessGroup::hasBackend(DeviceType device) const {
-  std::lock_guard<std::mutex> lock(mutex_);
   const auto index = static_cast<size_t>(device);
-  return index < backends_.size() && backends_[index] != nullptr;
+  return index < backendPtrs_.size() &&
+         backendPtrs_[index].load(std::memory_order_acquire) != nullptr;
 }
 
-BackendPtr ProcessGroup::backendForDevice(DeviceType device, std::string_view op) const {
-  std::lock_guard<std::mutex> lock(mutex_);
-  // Meta tensors (no data) have no backend; backends_ holds cpu and cuda.
+Backend& ProcessGroup::backendForDevice(DeviceType device, std::string_view op) const {
+  // Meta tensors (no data) have no backend; backendPtrs_ holds cpu and cuda.
   const auto index = static_cast<size_t>(device);
-  if (index >= backends_.size() || !backends_[index]) {
+  Backend* b = index < backendPtrs_.size() ? backendPtrs_[index].load(std::memory_order_acquire)
+                                           : nullptr;
+  if (!b) {
     throw DistBackendError(fmt::format("{}: group '{}' has no backend for device type {}", op,
                                        name(), deviceTypeName(device)));
   }
-  const BackendPtr& b = backends_[index];
-  return b;
+  return *b;
 }
 
-BackendPtr ProcessGroup::backendFor(const Tensor& tensor, std::string_view op) const {
+Backend& ProcessGroup::backendFor(const Tensor& tensor, std::string_view op) const {
   if (!tensor.defined() && !hasBackend(DeviceType::kCPU) && hasBackend(DeviceType::kCUDA)) {
     return backendForDevice(DeviceType::kCUDA, op);  // barrier on a CUDA-only group ("nccl")
   }

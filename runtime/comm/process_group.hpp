@@ -162,8 +162,11 @@ class ProcessGroup : public std::enable_shared_from_this<ProcessGroup> {
 
  private:
   ProcessGroup(ProcessGroupConfig config, bool member);
-  BackendPtr backendFor(const Tensor& tensor, std::string_view op) const;
-  BackendPtr backendForDevice(DeviceType device, std::string_view op) const;
+  // The backend an operation on `tensor` (or `device`) runs on; throws
+  // DistBackendError when the group has none. Lock-free (Note [Backends
+  // without a lock]): valid as long as this group.
+  Backend& backendFor(const Tensor& tensor, std::string_view op) const;
+  Backend& backendForDevice(DeviceType device, std::string_view op) const;
   void checkMember(std::string_view op) const;
   void checkHealthy(const Backend& backend, std::string_view op) const;
   uint64_t nextSeq();
@@ -178,6 +181,13 @@ class ProcessGroup : public std::enable_shared_from_this<ProcessGroup> {
   std::map<int, int> globalToGroup_;
   mutable std::mutex mutex_;
   std::array<BackendPtr, 2> backends_{};                 // by DeviceType; GUARDED_BY(mutex_)
+  // Note [Backends without a lock]: every issue looks its backend up, and a
+  // lock and a shared_ptr copy there were a tenth of a small allreduce's
+  // instructions. setBackend publishes the raw pointer here, and a backend it
+  // replaces moves to replaced_, so a pointer read here stays valid as long
+  // as the group (replacing a backend is rare: set-up and tests).
+  std::array<std::atomic<Backend*>, 2> backendPtrs_{};
+  std::vector<BackendPtr> replaced_;                     // GUARDED_BY(mutex_)
   std::atomic<uint64_t> seq_{0};  // incremented under issueMutex_, read anywhere
   std::vector<uint64_t> sendCounts_, recvCounts_;        // GUARDED_BY(mutex_)
   uint64_t recvAnyCount_ = 0;                            // GUARDED_BY(mutex_)

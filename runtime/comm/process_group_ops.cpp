@@ -20,9 +20,9 @@ using detail::checkTensors;
 #define DL_COLLECTIVE(opname, tensorForDevice, checks, call)              \
   checkMember(opname);                                                    \
   checks;                                                                 \
-  BackendPtr backend = backendFor(tensorForDevice, opname);               \
+  Backend& backend = backendFor(tensorForDevice, opname);                 \
   std::lock_guard<std::recursive_mutex> issue(issueMutex_);               \
-  checkHealthy(*backend, opname);                                         \
+  checkHealthy(backend, opname);                                          \
   opts.timeout = resolveTimeout(opts.timeout);                            \
   opts.seq = nextSeq();                                                   \
   return observe(call)
@@ -31,14 +31,14 @@ WorkPtr ProcessGroup::broadcast(const Tensor& tensor, BroadcastOptions opts) {
   DL_COLLECTIVE("broadcast", tensor,
                 (checkTensor(tensor, "broadcast", "tensor"),
                  checkRank(opts.rootRank, size(), "broadcast", "root")),
-                backend->broadcast(tensor, opts));
+                backend.broadcast(tensor, opts));
 }
 
 WorkPtr ProcessGroup::allreduce(const Tensor& tensor, AllreduceOptions opts) {
   DL_COLLECTIVE("allreduce", tensor,
                 (checkTensor(tensor, "allreduce", "tensor"),
                  checkReduceOpSupported(opts.reduceOp, tensor.dtype(), "allreduce")),
-                backend->allreduce(tensor, opts));
+                backend.allreduce(tensor, opts));
 }
 
 WorkPtr ProcessGroup::allreduceCoalesced(const std::vector<Tensor>& tensors,
@@ -50,7 +50,7 @@ WorkPtr ProcessGroup::allreduceCoalesced(const std::vector<Tensor>& tensors,
                     checkReduceOpSupported(opts.reduceOp, t.dtype(), "allreduce_coalesced");
                   }
                 }(),
-                backend->allreduceCoalesced(tensors, opts));
+                backend.allreduceCoalesced(tensors, opts));
 }
 
 WorkPtr ProcessGroup::reduce(const Tensor& tensor, ReduceOptions opts) {
@@ -58,7 +58,7 @@ WorkPtr ProcessGroup::reduce(const Tensor& tensor, ReduceOptions opts) {
                 (checkTensor(tensor, "reduce", "tensor"),
                  checkRank(opts.rootRank, size(), "reduce", "dst"),
                  checkReduceOpSupported(opts.reduceOp, tensor.dtype(), "reduce")),
-                backend->reduce(tensor, opts));
+                backend.reduce(tensor, opts));
 }
 
 WorkPtr ProcessGroup::allgather(const std::vector<Tensor>& outputs, const Tensor& input,
@@ -74,7 +74,7 @@ WorkPtr ProcessGroup::allgather(const std::vector<Tensor>& outputs, const Tensor
                         rank(), outputs[rank()].numel(), input.numel()));
                   }
                 }(),
-                backend->allgather(outputs, input, opts));
+                backend.allgather(outputs, input, opts));
 }
 
 WorkPtr ProcessGroup::allgatherIntoTensor(const Tensor& output, const Tensor& input,
@@ -91,7 +91,7 @@ WorkPtr ProcessGroup::allgatherIntoTensor(const Tensor& output, const Tensor& in
                         shapeToString(output.sizes())));
                   }
                 }(),
-                backend->allgatherIntoTensor(output, input, opts));
+                backend.allgatherIntoTensor(output, input, opts));
 }
 
 WorkPtr ProcessGroup::allgatherCoalesced(const std::vector<std::vector<Tensor>>& outputLists,
@@ -113,7 +113,7 @@ WorkPtr ProcessGroup::allgatherCoalesced(const std::vector<std::vector<Tensor>>&
                     }
                   }
                 }(),
-                backend->allgatherCoalesced(outputLists, inputs, opts));
+                backend.allgatherCoalesced(outputLists, inputs, opts));
 }
 
 WorkPtr ProcessGroup::gather(const std::vector<Tensor>& outputs, const Tensor& input,
@@ -138,7 +138,7 @@ WorkPtr ProcessGroup::gather(const std::vector<Tensor>& outputs, const Tensor& i
                         "gather: gather_list must be empty on non-destination ranks");
                   }
                 }(),
-                backend->gather(outputs, input, opts));
+                backend.gather(outputs, input, opts));
 }
 
 WorkPtr ProcessGroup::scatter(const Tensor& output, const std::vector<Tensor>& inputs,
@@ -162,7 +162,7 @@ WorkPtr ProcessGroup::scatter(const Tensor& output, const std::vector<Tensor>& i
                     throw ValueError("scatter: scatter_list must be empty on non-source ranks");
                   }
                 }(),
-                backend->scatter(output, inputs, opts));
+                backend.scatter(output, inputs, opts));
 }
 
 WorkPtr ProcessGroup::reduceScatter(const Tensor& output, const std::vector<Tensor>& inputs,
@@ -182,7 +182,7 @@ WorkPtr ProcessGroup::reduceScatter(const Tensor& output, const std::vector<Tens
                     }
                   }
                 }(),
-                backend->reduceScatter(output, inputs, opts));
+                backend.reduceScatter(output, inputs, opts));
 }
 
 WorkPtr ProcessGroup::reduceScatterTensor(const Tensor& output, const Tensor& input,
@@ -199,7 +199,7 @@ WorkPtr ProcessGroup::reduceScatterTensor(const Tensor& output, const Tensor& in
                         size(), output.numel(), output.numel() * size(), input.numel()));
                   }
                 }(),
-                backend->reduceScatterTensor(output, input, opts));
+                backend.reduceScatterTensor(output, input, opts));
 }
 
 WorkPtr ProcessGroup::alltoall(const std::vector<Tensor>& outputs,
@@ -213,7 +213,7 @@ WorkPtr ProcessGroup::alltoall(const std::vector<Tensor>& outputs,
                   for (int q = 0; q < size(); ++q) checkSameDtype(outputs[q], inputs[0], "alltoall");
                   for (int q = 0; q < size(); ++q) checkSameDtype(inputs[q], inputs[0], "alltoall");
                 }(),
-                backend->alltoall(outputs, inputs, opts));
+                backend.alltoall(outputs, inputs, opts));
 }
 
 WorkPtr ProcessGroup::alltoallSingle(const Tensor& output, const Tensor& input,
@@ -231,11 +231,11 @@ WorkPtr ProcessGroup::alltoallSingle(const Tensor& output, const Tensor& input,
                         detail::rowNumel(input), detail::rowNumel(output)));
                   }
                 }(),
-                backend->alltoallBase(output, input, outputSplits, inputSplits, opts));
+                backend.alltoallBase(output, input, outputSplits, inputSplits, opts));
 }
 
 WorkPtr ProcessGroup::barrier(BarrierOptions opts) {
-  DL_COLLECTIVE("barrier", Tensor(), (void)0, backend->barrier(opts));
+  DL_COLLECTIVE("barrier", Tensor(), (void)0, backend.barrier(opts));
 }
 
 #undef DL_COLLECTIVE
@@ -247,15 +247,15 @@ WorkPtr ProcessGroup::isend(const Tensor& tensor, int dstRank, SendOptions opts)
   checkTensor(tensor, "send", "tensor");
   checkPeer(dstRank, "send");
   if (opts.tag < 0) throw ValueError(fmt::format("send: tag {} must be >= 0", opts.tag));
-  BackendPtr backend = backendFor(tensor, "send");
+  Backend& backend = backendFor(tensor, "send");
   std::lock_guard<std::recursive_mutex> issue(issueMutex_);
-  checkHealthy(*backend, "send");
+  checkHealthy(backend, "send");
   opts.timeout = resolveTimeout(opts.timeout);
   {
     std::lock_guard<std::mutex> lock(mutex_);
     opts.seq = ++sendCounts_[dstRank];
   }
-  return observe(backend->send(tensor, dstRank, opts));
+  return observe(backend.send(tensor, dstRank, opts));
 }
 
 WorkPtr ProcessGroup::irecv(const Tensor& tensor, int srcRank, RecvOptions opts) {
@@ -263,27 +263,27 @@ WorkPtr ProcessGroup::irecv(const Tensor& tensor, int srcRank, RecvOptions opts)
   checkTensor(tensor, "recv", "tensor");
   checkPeer(srcRank, "recv");
   if (opts.tag < 0) throw ValueError(fmt::format("recv: tag {} must be >= 0", opts.tag));
-  BackendPtr backend = backendFor(tensor, "recv");
+  Backend& backend = backendFor(tensor, "recv");
   std::lock_guard<std::recursive_mutex> issue(issueMutex_);
-  checkHealthy(*backend, "recv");
+  checkHealthy(backend, "recv");
   opts.timeout = resolveTimeout(opts.timeout);
   {
     std::lock_guard<std::mutex> lock(mutex_);
     opts.seq = ++recvCounts_[srcRank];
   }
-  return observe(backend->recv(tensor, srcRank, opts));
+  return observe(backend.recv(tensor, srcRank, opts));
 }
 
 WorkPtr ProcessGroup::irecvAnysource(const Tensor& tensor, RecvOptions opts) {
   checkMember("irecv");
   checkTensor(tensor, "recv", "tensor");
   if (opts.tag < 0) throw ValueError(fmt::format("recv: tag {} must be >= 0", opts.tag));
-  BackendPtr backend = backendFor(tensor, "recv");
+  Backend& backend = backendFor(tensor, "recv");
   std::lock_guard<std::recursive_mutex> issue(issueMutex_);
-  checkHealthy(*backend, "recv");
+  checkHealthy(backend, "recv");
   opts.timeout = resolveTimeout(opts.timeout);
   opts.seq = 0;
-  return observe(backend->recvAnysource(tensor, opts));
+  return observe(backend.recvAnysource(tensor, opts));
 }
 
 void ProcessGroup::send(const Tensor& tensor, int dstRank, SendOptions opts) {

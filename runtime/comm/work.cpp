@@ -67,7 +67,16 @@ Work::Work(WorkInfo info, std::vector<Tensor> outputs)
   scheduledNs_ = monotonicNowNs();
 }
 
+Work::Work(WorkInfo&& info, Tensor output)
+    : info_(std::move(info)), output_(std::move(output)), singleOutput_(true) {
+  scheduledNs_ = monotonicNowNs();
+}
+
 Work::~Work() = default;
+
+std::vector<Tensor> Work::outputList() const {
+  return singleOutput_ ? std::vector<Tensor>{output_} : outputs_;
+}
 
 std::shared_ptr<Work> Work::completed(WorkInfo info, std::vector<Tensor> outputs) {
   auto work = std::make_shared<Work>(std::move(info), std::move(outputs));
@@ -98,7 +107,7 @@ int Work::sourceRank() const {
 
 std::vector<Tensor> Work::result() const {
   std::lock_guard<std::mutex> lock(mutex_);
-  return state_ == WorkState::kCompleted ? outputs_ : std::vector<Tensor>{};
+  return state_ == WorkState::kCompleted ? outputList() : std::vector<Tensor>{};
 }
 
 void Work::setInlineRunner(std::weak_ptr<InlineRunner> runner, uint64_t ticket) {
@@ -147,7 +156,7 @@ std::shared_ptr<Future> Work::getFuture() {
     if (error_) {
       future->setError(error_);
     } else {
-      future->markCompleted(outputs_);
+      future->markCompleted(outputList());
     }
   }
   return future;
@@ -191,10 +200,10 @@ void Work::addObserver(std::shared_ptr<WorkObserver> observer) {
   }
 }
 
-bool Work::startLocked(std::vector<std::shared_ptr<WorkObserver>>& observers) {
+bool Work::startLocked(std::vector<std::shared_ptr<WorkObserver>>& observers, int64_t nowNs) {
   if (state_ != WorkState::kScheduled) return false;
   state_ = WorkState::kStarted;
-  startedNs_ = monotonicNowNs();
+  startedNs_ = nowNs != 0 ? nowNs : monotonicNowNs();
   observers = observers_;
   return true;
 }
@@ -225,7 +234,7 @@ void Work::finish(std::exception_ptr error) {
   complete(std::move(error));
 }
 
-bool Work::beginExecution(CancelFn cancel) {
+bool Work::beginExecution(CancelFn cancel, int64_t startedNs) {
   std::vector<std::shared_ptr<WorkObserver>> observers;
   {
     // One lock for the bracket and the start (Note [Per-operation cost]).
@@ -233,7 +242,7 @@ bool Work::beginExecution(CancelFn cancel) {
     if (state_ == WorkState::kCompleted || state_ == WorkState::kFailed) return false;
     executing_ = true;
     cancel_ = std::move(cancel);
-    if (!startLocked(observers)) return true;  // markStarted() came first
+    if (!startLocked(observers, startedNs)) return true;  // markStarted() came first
   }
   notify(WorkState::kStarted, observers);
   return true;
@@ -280,7 +289,7 @@ void Work::completeLocked(std::unique_lock<std::mutex>& lock, std::exception_ptr
     if (error) {
       future->setError(error);
     } else {
-      future->markCompleted(outputs_);
+      future->markCompleted(outputList());
     }
   }
 }

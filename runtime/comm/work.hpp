@@ -50,6 +50,11 @@
 //   the waiters, the execution bracket takes it once at each end (begin and
 //   start, end and completion), and wait() on a finished Work takes no lock
 //   and reads no clock (released_ is an atomic);
+// - an operation with one output tensor (allreduce, broadcast, ...) keeps it
+//   in the Work as it is, not in a vector (an allocation per operation), and
+//   the process group finds its backend without a lock (Note [Backends
+//   without a lock]); the Work's start and the backend's deadline share one
+//   clock read (beginExecution's startedNs);
 // - a backend's errorReason() is a single atomic load while it is healthy;
 // - queueing wakes a sleeping progress thread after releasing the queue's
 //   lock, so the woken thread does not block on it at once;
@@ -118,6 +123,8 @@ class Work : public std::enable_shared_from_this<Work> {
  public:
   // `outputs` are what result() and the future's value return.
   Work(WorkInfo info, std::vector<Tensor> outputs);
+  // The same for an operation with one output (Note [Per-operation cost]).
+  Work(WorkInfo&& info, Tensor output);  // moved once: a WorkInfo move is ~100 instructions
   virtual ~Work();
   Work(const Work&) = delete;
   Work& operator=(const Work&) = delete;
@@ -161,8 +168,11 @@ class Work : public std::enable_shared_from_this<Work> {
   // opens nothing) when the Work already completed. `cancel` is called at most
   // once, under the Work's lock, with the failure that arrived inside the
   // bracket: it must not block and must not call into this Work.
+  // `startedNs`: the monotonicNowNs() the caller read as it started (it times
+  // its deadline from the same read: one clock read per operation, not two);
+  // 0: read the clock here.
   using CancelFn = std::function<void(std::exception_ptr)>;
-  bool beginExecution(CancelFn cancel);
+  bool beginExecution(CancelFn cancel, int64_t startedNs = 0);
   // Closes the bracket and completes the Work with `error`, or with the
   // failure deferred inside the bracket, which wins.
   void endExecution(std::exception_ptr error);
@@ -176,7 +186,8 @@ class Work : public std::enable_shared_from_this<Work> {
   void complete(std::exception_ptr error);
   // kScheduled -> kStarted with the lock held; copies the observers to notify.
   // Returns false (and changes nothing) when the Work was already started.
-  bool startLocked(std::vector<std::shared_ptr<WorkObserver>>& observers);
+  // `nowNs`: the start time (0: read the clock).
+  bool startLocked(std::vector<std::shared_ptr<WorkObserver>>& observers, int64_t nowNs = 0);
   // complete() under the lock the caller holds (it may release it).
   void completeLocked(std::unique_lock<std::mutex>& lock, std::exception_ptr error);
   // Blocks until released_ or `timeout` (DistTimeoutError naming the state).
@@ -196,7 +207,12 @@ class Work : public std::enable_shared_from_this<Work> {
   bool executing_ = false;                                   // GUARDED_BY(mutex_)
   std::exception_ptr deferredError_;                         // GUARDED_BY(mutex_)
   CancelFn cancel_;                             // GUARDED_BY(mutex_)
+  // The outputs: `output_` alone when the Work was made with one tensor, else
+  // `outputs_` (outputList() gives either as a list).
   std::vector<Tensor> outputs_;
+  Tensor output_;
+  bool singleOutput_ = false;
+  std::vector<Tensor> outputList() const;
   int sourceRank_ = -1;                                      // GUARDED_BY(mutex_)
   std::shared_ptr<Future> future_;                           // created on first use
   std::vector<std::shared_ptr<WorkObserver>> observers_;     // GUARDED_BY(mutex_)

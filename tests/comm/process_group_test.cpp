@@ -163,6 +163,28 @@ TEST(ProcessGroupTest, DecoratorsSequenceNumbersAndValidation) {
   EXPECT_TRUE(removeBackendDecorator("count"));
 }
 
+// Note [Backends without a lock]: a backend set after creation takes the next
+// operations; the one it replaced stays alive and usable for the group's life.
+TEST(ProcessGroupTest, ReplacedBackendTakesNextOperations) {
+  std::atomic<int> count{0};
+  spawn(SpawnMode::kThreads, 2, [&](RankContext& ctx) {
+    auto g = makeGroup(ctx, "replaced");
+    BackendPtr original = g->getBackend(DeviceType::kCPU);
+    g->setBackend(DeviceType::kCPU, std::make_shared<CountingBackend>(original, &count));
+    EXPECT_NE(std::dynamic_pointer_cast<CountingBackend>(g->getBackend(DeviceType::kCPU)),
+              nullptr);
+    Tensor t = ones({1});
+    g->allreduce(t)->wait();
+    EXPECT_EQ(t.item<float>(), 2.0f);
+    original.reset();  // the group still holds it through the wrapper
+    g->allreduce(t)->wait();
+    EXPECT_EQ(t.item<float>(), 4.0f);
+    EXPECT_FALSE(g->hasBackend(DeviceType::kMeta));  // meta tensors have no data to move
+    EXPECT_THROW(g->getBackend(DeviceType::kMeta), DistBackendError);
+  });
+  EXPECT_EQ(count.load(), 4);  // two allreduces on each of two ranks
+}
+
 TEST(GroupManagement, InitNewGroupSubgroupsAndRankTranslation) {
   spawn(SpawnMode::kThreads, 4, [](RankContext& ctx) {
     ThreadWorldScope scope;

@@ -106,6 +106,31 @@ TEST(WorkTest, FailureDuringExecutionIsPublishedAfterTheBackendLetGo) {
   EXPECT_TRUE(work->getFuture()->hasError());
 }
 
+// Note [Per-operation cost]: a Work made with one output tensor keeps it
+// outside a vector; callers see the same list as from the vector form, and the
+// start time the backend passes is the one recorded.
+TEST(WorkTest, OneOutputWorkGivesItAsItsResult) {
+  WorkInfo info;
+  info.groupName = "work_test";
+  info.opType = OpType::kAllreduce;
+  info.seq = 1;
+  info.timeout = std::chrono::seconds(5);
+  Tensor output = ones({3});
+  auto work = std::make_shared<Work>(std::move(info), output);
+  auto early = work->getFuture();  // taken before completion
+  EXPECT_TRUE(work->result().empty());
+  const int64_t startedNs = monotonicNowNs();
+  ASSERT_TRUE(work->beginExecution([](std::exception_ptr) {}, startedNs));
+  EXPECT_EQ(work->startedNs(), startedNs);
+  work->endExecution(nullptr);
+  ASSERT_EQ(work->result().size(), 1u);
+  EXPECT_EQ(work->result()[0].rawData(), output.rawData());
+  ASSERT_EQ(early->value().size(), 1u);
+  EXPECT_EQ(early->value()[0].rawData(), output.rawData());
+  ASSERT_EQ(work->getFuture()->value().size(), 1u);
+  EXPECT_GE(work->completedNs(), startedNs);
+}
+
 TEST(WorkTest, WorkFailedWhileQueuedIsNeverStarted) {
   auto work = makeWork();
   work->abort("dropped while queued");

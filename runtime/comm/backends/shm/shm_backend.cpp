@@ -194,6 +194,7 @@ OpDesc ShmBackend::makeDesc(uint64_t seq, OpType type, DType dtype, ReduceOp op,
   d.hasCounts = 0;
   d.pad = 0;
   d.addr = reinterpret_cast<uintptr_t>(addr);
+  d.stamp = 0;  // never published from here (Note [Arrival in the descriptor line])
   return d;
 }
 
@@ -216,13 +217,17 @@ void ShmBackend::execute(Work& work, void (*call)(void*), void* body) {
   // Note [Work failure and the caller's tensors]: a failure from outside
   // (watchdog, Work::abort) cancels the op and is published after it let go.
   group_.cancelled.store(false, std::memory_order_release);
-  const bool started = work.beginExecution([this](std::exception_ptr why) {
-    cancelError_ = std::move(why);  // published by the release store below
-    group_.cancelled.store(true, std::memory_order_release);
-    ring(segment_->header().collBell, segment_->header().collSleepers);
-  });
+  const int64_t startedNs = monotonicNowNs();  // the Work's start and the ops' deadlines
+  const bool started = work.beginExecution(
+      [this](std::exception_ptr why) {
+        cancelError_ = std::move(why);  // published by the release store below
+        group_.cancelled.store(true, std::memory_order_release);
+        ring(segment_->header().collBell, segment_->header().collSleepers);
+      },
+      startedNs);
   if (!started) return;  // failed while queued: never touch its tensors
   std::exception_ptr error;
+  group_.opStartedNs = startedNs;
   try {
     call(body);
   } catch (...) {
@@ -232,6 +237,7 @@ void ShmBackend::execute(Work& work, void (*call)(void*), void* body) {
         group_.cancelled.load(std::memory_order_acquire) ? cancelError_ : error;
     markFailed(published, aborted_.load() ? FailureKind::kAborted : classify(published));
   }
+  group_.opStartedNs = 0;
   work.endExecution(error);
 }
 

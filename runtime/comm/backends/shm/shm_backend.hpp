@@ -106,8 +106,9 @@ class ShmBackend : public Backend {
   // inline for a blocking call with an idle queue, else on the progress
   // thread. The body is called through a function pointer and becomes a Task
   // only when it is queued (Note [Per-operation cost] in work.hpp).
-  template <typename Body>
-  WorkPtr submit(WorkInfo info, std::vector<Tensor> outputs, bool asyncOp, Body body) {
+  // `Outputs`: a std::vector<Tensor>, or one Tensor (Note [Per-operation cost]).
+  template <typename Outputs, typename Body>
+  WorkPtr submit(WorkInfo info, Outputs outputs, bool asyncOp, Body body) {
     auto work = std::make_shared<Work>(std::move(info), std::move(outputs));
     const uint64_t ticket = progress_->runOrEnqueue(
         [this, work, body = std::move(body)]() mutable { execute(*work, &callBody<Body>, &body); },

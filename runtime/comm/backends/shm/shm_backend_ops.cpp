@@ -25,7 +25,7 @@ void checkCpu(const Tensor& t, std::string_view op) {
 WorkPtr ShmBackend::broadcast(const Tensor& tensor, const BroadcastOptions& opts) {
   checkCpu(tensor, "broadcast");
   return submit(infoInPlace(OpType::kBroadcast, opts.seq, tensor, opts.timeout, opts.rootRank),
-                {tensor}, opts.asyncOp, [=, this] {
+                tensor, opts.asyncOp, [=, this] {
                   ShmOp op(group_, makeDesc(opts.seq, OpType::kBroadcast, tensor.dtype(), {},
                                             opts.rootRank, tensor.nbytes(), tensor.rawData()),
                            true, opts.timeout);
@@ -46,7 +46,7 @@ WorkPtr ShmBackend::allreduce(const Tensor& tensor, const AllreduceOptions& opts
   checkCpu(tensor, "allreduce");
   return submit(infoInPlace(OpType::kAllreduce, opts.seq, tensor, opts.timeout, -1,
                             std::string(reduceOpName(opts.reduceOp))),
-                {tensor}, opts.asyncOp, [=, this] {
+                tensor, opts.asyncOp, [=, this] {
                   ShmOp op(group_, makeDesc(opts.seq, OpType::kAllreduce, tensor.dtype(),
                                             opts.reduceOp, -1, tensor.nbytes(), tensor.rawData()),
                            true, opts.timeout);
@@ -91,7 +91,7 @@ WorkPtr ShmBackend::reduce(const Tensor& tensor, const ReduceOptions& opts) {
   checkCpu(tensor, "reduce");
   return submit(infoInPlace(OpType::kReduce, opts.seq, tensor, opts.timeout, opts.rootRank,
                             std::string(reduceOpName(opts.reduceOp))),
-                {tensor}, opts.asyncOp, [=, this] {
+                tensor, opts.asyncOp, [=, this] {
                   ShmOp op(group_, makeDesc(opts.seq, OpType::kReduce, tensor.dtype(),
                                             opts.reduceOp, opts.rootRank, tensor.nbytes()),
                            true, opts.timeout);
@@ -141,7 +141,7 @@ void ShmBackend::gatherInto(ShmOp& op, const uint8_t* in, uint64_t inBytes,
 WorkPtr ShmBackend::allgatherIntoTensor(const Tensor& output, const Tensor& input,
                                         const AllgatherOptions& opts) {
   checkCpu(input, "all_gather_into_tensor");
-  return submit(info(OpType::kAllgatherBase, opts.seq, {input}, {output}, opts.timeout), {output},
+  return submit(info(OpType::kAllgatherBase, opts.seq, {input}, {output}, opts.timeout), output,
                 opts.asyncOp, [=, this] {
                   ShmOp op(group_, makeDesc(opts.seq, OpType::kAllgatherBase, input.dtype(), {},
                                             -1, input.nbytes(), input.rawData()),
@@ -190,7 +190,7 @@ WorkPtr ShmBackend::scatter(const Tensor& output, const std::vector<Tensor>& inp
                             const ScatterOptions& opts) {
   checkCpu(output, "scatter");
   return submit(info(OpType::kScatter, opts.seq, inputs, {output}, opts.timeout, opts.rootRank),
-                {output}, opts.asyncOp, [=, this] {
+                output, opts.asyncOp, [=, this] {
                   ShmOp op(group_, makeDesc(opts.seq, OpType::kScatter, output.dtype(), {},
                                             opts.rootRank, output.nbytes()),
                            true, opts.timeout);
@@ -205,7 +205,7 @@ WorkPtr ShmBackend::reduceScatter(const Tensor& output, const std::vector<Tensor
   checkCpu(output, "reduce_scatter");
   return submit(info(OpType::kReduceScatter, opts.seq, inputs, {output}, opts.timeout, -1, 0,
                      std::string(reduceOpName(opts.reduceOp))),
-                {output}, opts.asyncOp, [=, this] {
+                output, opts.asyncOp, [=, this] {
                   ShmOp op(group_, makeDesc(opts.seq, OpType::kReduceScatter, output.dtype(),
                                             opts.reduceOp, -1, output.nbytes()),
                            true, opts.timeout);
@@ -221,7 +221,7 @@ WorkPtr ShmBackend::reduceScatterTensor(const Tensor& output, const Tensor& inpu
   checkCpu(output, "reduce_scatter_tensor");
   return submit(info(OpType::kReduceScatterBase, opts.seq, {input}, {output}, opts.timeout, -1, 0,
                      std::string(reduceOpName(opts.reduceOp))),
-                {output}, opts.asyncOp, [=, this] {
+                output, opts.asyncOp, [=, this] {
                   ShmOp op(group_, makeDesc(opts.seq, OpType::kReduceScatterBase, output.dtype(),
                                             opts.reduceOp, -1, output.nbytes(), input.rawData()),
                            true, opts.timeout);
@@ -264,7 +264,7 @@ WorkPtr ShmBackend::alltoallBase(const Tensor& output, const Tensor& input,
                                  const std::vector<int64_t>& inputSplits,
                                  const AllToAllOptions& opts) {
   checkCpu(input, "all_to_all_single");
-  return submit(info(OpType::kAlltoallBase, opts.seq, {input}, {output}, opts.timeout), {output},
+  return submit(info(OpType::kAlltoallBase, opts.seq, {input}, {output}, opts.timeout), output,
                 opts.asyncOp, [=, this] {
                   const uint64_t row = u64(detail::rowNumel(input)) * input.elementSize();
                   OpDesc d = makeDesc(opts.seq, OpType::kAlltoallBase, input.dtype(), {}, -1, 0);
@@ -289,8 +289,8 @@ WorkPtr ShmBackend::alltoallBase(const Tensor& output, const Tensor& input,
 }
 
 WorkPtr ShmBackend::barrier(const BarrierOptions& opts) {
-  return submit(info(OpType::kBarrier, opts.seq, {}, {}, opts.timeout), {}, opts.asyncOp,
-                [=, this] {
+  return submit(info(OpType::kBarrier, opts.seq, {}, {}, opts.timeout), std::vector<Tensor>{},
+                opts.asyncOp, [=, this] {
                   ShmOp op(group_, makeDesc(opts.seq, OpType::kBarrier, DType::kUInt8, {}, -1, 0),
                            true, opts.timeout);
                   op.sync();

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <atomic>
 #include <cerrno>
 #include <cstddef>
 #include <cstring>
@@ -32,10 +33,10 @@ void throwPeerFailure(ShmSegment& segment, int peer, const std::string& context,
 }
 
 namespace {
-// Copies what is published of a descriptor (see OpDesc): the head, and n
-// counts of each array when it has counts.
+// Copies what is published of a descriptor (see OpDesc): the head (without
+// the stamp), and n counts of each array when it has counts.
 void copyDesc(OpDesc& to, const OpDesc& from, int n) {
-  std::memcpy(&to, &from, offsetof(OpDesc, sendCounts));
+  std::memcpy(&to, &from, offsetof(OpDesc, stamp));  // the stamp is written on its own
   if (from.hasCounts) {
     std::memcpy(to.sendCounts, from.sendCounts, sizeof(uint64_t) * n);
     std::memcpy(to.recvCounts, from.recvCounts, sizeof(uint64_t) * n);
@@ -51,8 +52,20 @@ std::vector<int> ShmOp::notArrived() const {
   return out;
 }
 
+namespace {
+Deadline deadlineFrom(int64_t startedNs, Milliseconds timeout) {
+  if (startedNs == 0) return Deadline::after(timeout);
+  return Deadline(Clock::time_point(std::chrono::duration_cast<Clock::duration>(
+                      std::chrono::nanoseconds(startedNs))) +
+                  timeout);
+}
+}  // namespace
+
 ShmOp::ShmOp(ShmGroup& group, const OpDesc& mine, bool equalBytes, Milliseconds timeout)
-    : g_(group), equalBytes_(equalBytes), timeout_(timeout), deadline_(Deadline::after(timeout)) {
+    : g_(group),
+      equalBytes_(equalBytes),
+      timeout_(timeout),
+      deadline_(deadlineFrom(group.opStartedNs, timeout)) {
   copyDesc(mine_, mine, g_.size);  // the head and the counts in use, not all 18 lines
   if (g_.descs.size() < static_cast<size_t>(g_.size)) g_.descs.resize(g_.size);
   RankControl& me = g_.segment->control(g_.rank);
@@ -80,9 +93,13 @@ void ShmOp::sync() {
   if (cancelled()) throwCancelled();
   ShmSegment& seg = *g_.segment;
   const uint64_t target = g_.step + 1;
-  if (first_) copyDesc(seg.desc(g_.rank, target & 1), mine_, g_.size);
-  RankControl& me = seg.control(g_.rank);
-  me.step.store(target, std::memory_order_release);
+  const int parity = static_cast<int>(target & 1);
+  OpDesc& published = seg.desc(g_.rank, parity);
+  if (first_) copyDesc(published, mine_, g_.size);
+  // Note [Arrival in the descriptor line]: the step first, so whoever sees the
+  // stamp also sees the step (diagnostics and the dead-peer check read it).
+  seg.control(g_.rank).step.store(target, std::memory_order_release);
+  std::atomic_ref<uint64_t>(published.stamp).store(target, std::memory_order_release);
   g_.step = target;
   ring(seg.header().collBell, seg.header().collSleepers);
   const int n = g_.size;
@@ -90,7 +107,8 @@ void ShmOp::sync() {
   waitUntil(
       seg.header().collBell, seg.header().collSleepers,
       [&] {
-        while (next < n && seg.control(next).step.load(std::memory_order_acquire) >= target) {
+        while (next < n && std::atomic_ref<uint64_t>(seg.desc(next, parity).stamp)
+                                   .load(std::memory_order_acquire) >= target) {
           ++next;
         }
         return next == n || cancelled();
@@ -100,7 +118,7 @@ void ShmOp::sync() {
   if (cancelled()) throwCancelled();
   if (first_) {
     first_ = false;
-    for (int r = 0; r < n; ++r) copyDesc(g_.descs[r], seg.desc(r, target & 1), n);
+    for (int r = 0; r < n; ++r) copyDesc(g_.descs[r], seg.desc(r, parity), n);
     validate();
   }
 }

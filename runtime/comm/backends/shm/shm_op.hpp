@@ -10,6 +10,15 @@
 // is free to write: two buffers give a pipeline where a fast rank writes chunk
 // k+1 while a slow one still reads chunk k. One wait per step, no extra
 // "done reading" barrier.
+// Note [Arrival in the descriptor line]
+// Arriving stores the step twice: in RankControl::step (what diagnostics, the
+// dead-peer check and describeRank read) and then as the stamp in this rank's
+// OpDesc head of that step's parity, which is what waiters poll. The head is
+// one cache line, so a waiter that sees a peer arrive has the peer's
+// descriptor in the same transfer: a small allreduce moves two lines per peer
+// (descriptor, slot), not three (step, descriptor, slot), and each line is a
+// cross-core miss of ~0.1 us on the critical path.
+//
 // The first step also publishes this rank's OpDesc (op, seq, dtype, sizes); after
 // it every rank compares all descriptors, so a mismatch raises on every rank
 // before any rank reads a byte of another's data.
@@ -58,11 +67,17 @@ struct ShmGroup {
   // Set while an operation runs: its Work was failed from outside (Note [Work
   // failure and the caller's tensors]); the op stops before its next step.
   std::atomic<bool> cancelled{false};
+  // monotonicNowNs() at which the running operation started (its Work's start;
+  // 0 outside one): its ShmOps time their deadline from it, so the timeout
+  // bounds the whole operation and costs no clock read of its own.
+  int64_t opStartedNs = 0;
 };
 
 class ShmOp {
  public:
-  // `equalBytes`: every rank must contribute the same number of bytes.
+  // `equalBytes`: every rank must contribute the same number of bytes. The
+  // deadline is `timeout` after group.opStartedNs (after now outside an
+  // operation).
   ShmOp(ShmGroup& group, const OpDesc& mine, bool equalBytes, Milliseconds timeout);
 
   int rank() const { return g_.rank; }

@@ -89,9 +89,17 @@ struct alignas(64) OpDesc {
   uint32_t hasCounts;     // sendCounts/recvCounts valid
   uint32_t pad;
   uint64_t addr;          // the buffer peers read on the single-copy path (0: none)
+  // The last step this rank arrived at through this descriptor's parity, in
+  // the descriptor's own cache line (Note [Arrival in the descriptor line]):
+  // written (release, through std::atomic_ref) at every step, after the head
+  // and RankControl::step; never copied with the head.
+  uint64_t stamp;
   alignas(64) uint64_t sendCounts[kMaxWorldSize];  // bytes this rank sends to each rank
   uint64_t recvCounts[kMaxWorldSize];  // bytes it expects from each rank
 };
+// The head, stamp included, is one cache line: a peer's arrival and its
+// descriptor arrive together.
+static_assert(offsetof(OpDesc, stamp) == 56 && offsetof(OpDesc, sendCounts) == 64);
 
 struct alignas(64) ChannelHeader {
   std::atomic<uint64_t> head;  // bytes consumed (receiver writes)
