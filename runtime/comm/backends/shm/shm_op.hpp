@@ -10,6 +10,7 @@
 // is free to write: two buffers give a pipeline where a fast rank writes chunk
 // k+1 while a slow one still reads chunk k. One wait per step, no extra
 // "done reading" barrier.
+//
 // Note [Arrival in the descriptor line]
 // Arriving stores the step twice: in RankControl::step (what diagnostics, the
 // dead-peer check and describeRank read) and then as the stamp in this rank's
@@ -17,7 +18,9 @@
 // one cache line, so a waiter that sees a peer arrive has the peer's
 // descriptor in the same transfer: a small allreduce moves two lines per peer
 // (descriptor, slot), not three (step, descriptor, slot), and each line is a
-// cross-core miss of ~0.1 us on the critical path.
+// cross-core miss of ~0.1 us on the critical path. Peers no longer poll the
+// RankControl line either, so this rank's stores to it (seq and op type at
+// each operation's start, the step) stay in its own cache.
 //
 // The first step also publishes this rank's OpDesc (op, seq, dtype, sizes); after
 // it every rank compares all descriptors, so a mismatch raises on every rank
