@@ -25,6 +25,13 @@ class Deadline {
  public:
   // A deadline `timeout` from now. A negative or zero timeout is already expired.
   static Deadline after(Milliseconds timeout) { return Deadline(Clock::now() + timeout); }
+  // `timeout` after `startNs`, a monotonicNowNs() reading taken earlier (a
+  // deadline timed from an operation's start without reading the clock again).
+  static Deadline afterStart(int64_t startNs, Milliseconds timeout) {
+    return Deadline(Clock::time_point(std::chrono::duration_cast<Clock::duration>(
+                        std::chrono::nanoseconds(startNs))) +
+                    timeout);
+  }
   explicit Deadline(Clock::time_point at) : at_(at) {}
 
   Clock::time_point at() const { return at_; }

@@ -17,13 +17,17 @@ namespace {
 
 using namespace distlab::comm;
 
-std::shared_ptr<Work> makeWork() {
+WorkInfo allreduceInfo() {
   WorkInfo info;
   info.groupName = "work_test";
   info.opType = OpType::kAllreduce;
   info.seq = 1;
   info.timeout = std::chrono::seconds(5);
-  return std::make_shared<Work>(info, std::vector<Tensor>{});
+  return info;
+}
+
+std::shared_ptr<Work> makeWork() {
+  return std::make_shared<Work>(allreduceInfo(), std::vector<Tensor>{});
 }
 
 // Holds the completing thread inside onCompleted for up to kHold: a waiter
@@ -110,13 +114,8 @@ TEST(WorkTest, FailureDuringExecutionIsPublishedAfterTheBackendLetGo) {
 // outside a vector; callers see the same list as from the vector form, and the
 // start time the backend passes is the one recorded.
 TEST(WorkTest, OneOutputWorkGivesItAsItsResult) {
-  WorkInfo info;
-  info.groupName = "work_test";
-  info.opType = OpType::kAllreduce;
-  info.seq = 1;
-  info.timeout = std::chrono::seconds(5);
   Tensor output = ones({3});
-  auto work = std::make_shared<Work>(std::move(info), output);
+  auto work = std::make_shared<Work>(allreduceInfo(), output);
   auto early = work->getFuture();  // taken before completion
   EXPECT_TRUE(work->result().empty());
   const int64_t startedNs = monotonicNowNs();

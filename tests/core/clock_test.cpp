@@ -16,6 +16,17 @@ TEST(Clock, DeadlineExpiresAndClampsRemaining) {
   EXPECT_GT(future.remaining().count(), 50000);
 }
 
+// afterStart times from an earlier monotonicNowNs() reading, not from now.
+TEST(Clock, DeadlineAfterStartCountsFromTheReading) {
+  const int64_t now = monotonicNowNs();
+  const int64_t twoMinutesAgo = now - int64_t{120} * 1'000'000'000;
+  EXPECT_TRUE(Deadline::afterStart(twoMinutesAgo, Milliseconds(60000)).expired());
+  const Deadline fromNow = Deadline::afterStart(now, Milliseconds(60000));
+  EXPECT_FALSE(fromNow.expired());
+  EXPECT_GT(fromNow.remaining().count(), 50000);
+  EXPECT_LE(fromNow.remaining().count(), 60000);
+}
+
 TEST(Clock, MonotonicNeverGoesBack) {
   int64_t a = monotonicNowNs();
   int64_t b = monotonicNowNs();

@@ -52,20 +52,12 @@ std::vector<int> ShmOp::notArrived() const {
   return out;
 }
 
-namespace {
-Deadline deadlineFrom(int64_t startedNs, Milliseconds timeout) {
-  if (startedNs == 0) return Deadline::after(timeout);
-  return Deadline(Clock::time_point(std::chrono::duration_cast<Clock::duration>(
-                      std::chrono::nanoseconds(startedNs))) +
-                  timeout);
-}
-}  // namespace
-
 ShmOp::ShmOp(ShmGroup& group, const OpDesc& mine, bool equalBytes, Milliseconds timeout)
     : g_(group),
       equalBytes_(equalBytes),
       timeout_(timeout),
-      deadline_(deadlineFrom(group.opStartedNs, timeout)) {
+      deadline_(group.opStartedNs != 0 ? Deadline::afterStart(group.opStartedNs, timeout)
+                                        : Deadline::after(timeout)) {
   copyDesc(mine_, mine, g_.size);  // the head and the counts in use, not all 18 lines
   if (g_.descs.size() < static_cast<size_t>(g_.size)) g_.descs.resize(g_.size);
   RankControl& me = g_.segment->control(g_.rank);
