@@ -13,11 +13,12 @@ namespace distlab::comm {
 ProgressThread::ProgressThread(std::string name, ProgressTiming timing)
     : name_(std::move(name)), timing_(timing) {
   if (timing_.grace.count() < 0 || timing_.pollPeriod.count() <= 0 ||
-      timing_.pollFor.count() < 0) {
+      timing_.pollFor.count() < 0 || timing_.parkFor.count() <= 0) {
     throw ValueError(fmt::format(
-        "ProgressThread {}: timing needs grace >= 0, pollPeriod > 0 and pollFor >= 0 "
-        "(got {} ns, {} us, {} ms)",
-        name_, timing_.grace.count(), timing_.pollPeriod.count(), timing_.pollFor.count()));
+        "ProgressThread {}: timing needs grace >= 0, pollPeriod > 0, pollFor >= 0 and "
+        "parkFor > 0 (got {} ns, {} us, {} ms, {} ms)",
+        name_, timing_.grace.count(), timing_.pollPeriod.count(), timing_.pollFor.count(),
+        timing_.parkFor.count()));
   }
   thread_ = std::thread([this] {
     trace::nameThisThread("progress " + name_);  // runtime/core/trace.hpp
@@ -35,24 +36,31 @@ void ProgressThread::beginRun(std::unique_lock<std::mutex>& lock) {
 void ProgressThread::endRun(std::unique_lock<std::mutex>& lock) {
   lock.lock();
   busy_ = false;
-  // A waiter that ran a task inline hands the rest of the queue back; for the
-  // thread itself this finds no waiter on cv_ and costs no system call.
-  if (!queue_.empty()) cv_.notify_one();
   // Only drain() waits on idleCv_: the common case (nobody drains) skips the signal.
   if (queue_.empty() && drainers_ > 0) idleCv_.notify_all();
 }
 
-void ProgressThread::runLocked(std::unique_lock<std::mutex>& lock, Task& fn) {
-  beginRun(lock);
-  fn();
+void ProgressThread::endInlineRun(std::unique_lock<std::mutex>& lock) {
   endRun(lock);
+  // A waiter that ran a task inline hands the rest of the queue back (Note
+  // [Parked while waiters keep up]); outside the lock, so the woken thread
+  // finds it free. With nothing queued it leaves a parked thread asleep.
+  const bool wake = !queue_.empty();
+  lock.unlock();
+  if (wake) cv_.notify_one();
 }
 
-uint64_t ProgressThread::enqueueLocked(Task fn) {
+ProgressThread::Queueing ProgressThread::enqueueLocked(Task fn) {
   const uint64_t ticket = nextTicket_++;
-  lastQueuedAtNs_ = monotonicNowNs();
-  queue_.push_back(Queued{ticket, lastQueuedAtNs_, std::move(fn)});
-  return ticket;
+  const int64_t now = monotonicNowNs();
+  // Note [Parked while waiters keep up]. A polling thread finds the task itself.
+  const bool headOutlivedGrace =
+      !queue_.empty() && now - queue_.front().queuedAtNs >= timing_.grace.count();
+  const bool wake =
+      sleeping_ || (parked_ && !busy_ && (!waitersKeepUp_ || headOutlivedGrace));
+  lastQueuedAtNs_ = now;
+  queue_.push_back(Queued{ticket, now, std::move(fn)});
+  return Queueing{ticket, wake};
 }
 
 bool ProgressThread::runIfNext(uint64_t ticket) {
@@ -60,7 +68,10 @@ bool ProgressThread::runIfNext(uint64_t ticket) {
   if (busy_ || stopping_ || queue_.empty() || queue_.front().ticket != ticket) return false;
   Task fn = std::move(queue_.front().fn);
   queue_.pop_front();
-  runLocked(lock, fn);
+  waitersKeepUp_ = true;
+  beginRun(lock);
+  fn();
+  endInlineRun(lock);
   return true;
 }
 
@@ -102,7 +113,11 @@ bool ProgressThread::waitForTask(std::unique_lock<std::mutex>& lock) {
   using std::chrono::nanoseconds;
   while (!stopping_) {
     const int64_t now = monotonicNowNs();
-    if (!queue_.empty() && !busy_) {
+    if (busy_) {  // a caller runs a task: Note [Parked while waiters keep up]
+      parked_ = true;
+      cv_.wait_for(lock, timing_.parkFor);
+      parked_ = false;
+    } else if (!queue_.empty()) {
       const int64_t due = queue_.front().queuedAtNs + timing_.grace.count();
       if (now >= due) return true;
       cv_.wait_for(lock, nanoseconds(due - now));
@@ -122,7 +137,10 @@ void ProgressThread::loop() {
   while (waitForTask(lock)) {
     Task task = std::move(queue_.front().fn);
     queue_.pop_front();
-    runLocked(lock, task);
+    waitersKeepUp_ = false;  // nobody took it within its grace
+    beginRun(lock);
+    task();
+    endRun(lock);  // nobody else waits on cv_: no wake-up
   }
 }
 

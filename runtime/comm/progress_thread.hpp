@@ -29,8 +29,9 @@
 // waiter: it sleeps until the task is `grace` old and runs it then if nobody
 // took it. A task nobody waits for (a DDP bucket, an FSDP prefetch) starts
 // `grace` (plus the timer's slack, tens of us) late, which is small against
-// the compute it overlaps; a task queued behind a running one is older than
-// `grace` when its turn comes and starts at once.
+// the compute it overlaps (up to `parkFor` late right after waiters took
+// theirs: Note [Parked while waiters keep up]); a task queued behind a
+// running one is older than `grace` when its turn comes and starts at once.
 //
 // Waiting for work never spins (on a 2-core machine a spinning communication
 // thread takes the core the caller or the peer rank needs). While operations
@@ -41,6 +42,27 @@
 // an operation inline wakes the thread when more tasks are queued. stop()
 // drains nothing: queued tasks get `onDrop` (fail them) and the thread exits
 // after the running task returns. Thread-safe.
+//
+// Note [Parked while waiters keep up]
+// A caller that waits for each operation at once runs every task itself
+// (Note [Waiting helps]); the thread has nothing to do, yet each of its polls
+// is a wake-up that takes a core from a rank in the middle of a step, and the
+// peer waiting on that rank then sleeps on the futex and pays a wake-up too:
+// with 2 ranks on 2 cores, an asynchronous 2-4 MiB allreduce (several polls
+// each) measured ~10 % slower than the blocking one, and as fast once the
+// thread stopped waking. So a thread that wakes to find a caller running a
+// task parks -- sleeps for up to `parkFor` -- instead of polling: nothing can
+// start before that task ends. While parked it is woken only
+//   - when the caller's task ends with more tasks queued (the backlog is the
+//     thread's), or
+//   - by queueing while nothing runs, unless the last task to leave the queue
+//     was taken by its waiter (waiters keep up: this task's waiter will take
+//     it too) and no queued task has outlived its grace (one that has is a
+//     task nobody waits for).
+// So a task nobody waits for, queued right after waiters took theirs, starts
+// when the next task is queued behind it or the park ends (`parkFor`, not
+// `grace`, late) -- once: the thread runs it, and waiters no longer count as
+// keeping up until one takes a task again.
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
@@ -65,6 +87,10 @@ struct ProgressTiming {
   // while busy, none when idle.
   std::chrono::microseconds pollPeriod{200};
   std::chrono::milliseconds pollFor{5};
+  // The longest the thread stays parked while a caller runs tasks itself
+  // (Note [Parked while waiters keep up]): one wake-up per 2 ms, not one per
+  // poll, and at most 2 ms late for a task nobody waits for queued then.
+  std::chrono::milliseconds parkFor{2};
 };
 
 // What Work::wait needs of a queue it may help (Note [Waiting helps]).
@@ -94,14 +120,13 @@ class ProgressThread : public InlineRunner {
     if (inlineOk && queue_.empty() && !busy_) {
       beginRun(lock);
       fn();
-      endRun(lock);
+      endInlineRun(lock);
       return 0;
     }
-    const uint64_t ticket = enqueueLocked(Task(std::forward<Fn>(fn)));
-    const bool wake = sleeping_;
+    const Queueing queued = enqueueLocked(Task(std::forward<Fn>(fn)));
     lock.unlock();
-    if (wake) cv_.notify_one();  // outside the lock: the thread wakes to a free mutex
-    return ticket;
+    if (queued.wake) cv_.notify_one();  // outside the lock: the thread wakes to a free mutex
+    return queued.ticket;
   }
   bool runIfNext(uint64_t ticket) override;
   // Hands queued tasks to `onDrop` (in order) instead of running them.
@@ -120,11 +145,16 @@ class ProgressThread : public InlineRunner {
   };
   void loop();
   bool waitForTask(std::unique_lock<std::mutex>& lock);
-  // Runs `fn` with busy_ set, the lock released; returns with it held.
-  void runLocked(std::unique_lock<std::mutex>& lock, Task& fn);
   void beginRun(std::unique_lock<std::mutex>& lock);  // sets busy_, unlocks
-  void endRun(std::unique_lock<std::mutex>& lock);    // locks, clears busy_, wakes
-  uint64_t enqueueLocked(Task fn);                    // REQUIRES(mutex_); no wake-up
+  void endRun(std::unique_lock<std::mutex>& lock);    // locks, clears busy_
+  // endRun for a task a caller ran on its own thread, then wakes the thread
+  // when it must take over; returns with the lock released.
+  void endInlineRun(std::unique_lock<std::mutex>& lock);
+  struct Queueing {
+    uint64_t ticket;
+    bool wake;  // the thread sleeps and must be woken (after the lock is released)
+  };
+  Queueing enqueueLocked(Task fn);  // REQUIRES(mutex_)
 
   std::string name_;
   const ProgressTiming timing_;
@@ -137,6 +167,8 @@ class ProgressThread : public InlineRunner {
   uint64_t nextTicket_ = 1;         // GUARDED_BY(mutex_)
   int64_t lastQueuedAtNs_ = 0;      // GUARDED_BY(mutex_)
   bool sleeping_ = false;           // untimed sleep: queueing must wake it; GUARDED_BY(mutex_)
+  bool parked_ = false;             // Note [Parked while waiters keep up]; GUARDED_BY(mutex_)
+  bool waitersKeepUp_ = false;      // the last task left the queue to a waiter; GUARDED_BY(mutex_)
   int drainers_ = 0;                // threads waiting in drain(); GUARDED_BY(mutex_)
   std::thread thread_;
 };

@@ -74,6 +74,46 @@ TEST(ProgressThreadTest, TaskQueuedToASleepingThreadRuns) {
   }
 }
 
+// Runs for `ns` on the calling thread (long enough for the progress thread to
+// wake and find it running, if the machine schedules it at all).
+void busyFor(int64_t ns) {
+  const int64_t end = monotonicNowNs() + ns;
+  while (monotonicNowNs() < end) {
+  }
+}
+
+// Note [Parked while waiters keep up]: a task queued while a caller runs one
+// inline is handed to the thread when that run ends. parkFor is longer than
+// the test may take, so the task runs only through that hand-over (or because
+// the thread never parked and found it polling).
+TEST(ProgressThreadTest, TaskQueuedDuringAnInlineRunIsHandedToTheThread) {
+  ProgressThread progress("backlog",
+                          ProgressTiming{.grace = 0ns, .pollPeriod = 1us, .parkFor = 60s});
+  std::promise<std::thread::id> ranOn;
+  progress.runOrEnqueue(
+      [&] {
+        progress.runOrEnqueue([&] { ranOn.set_value(std::this_thread::get_id()); }, false);
+        busyFor(20'000'000);
+      },
+      /*inlineOk=*/true);
+  auto future = ranOn.get_future();
+  ASSERT_EQ(future.wait_for(30s), std::future_status::ready) << "the queued task never ran";
+  EXPECT_NE(future.get(), std::this_thread::get_id());
+}
+
+// A task nobody waits for, queued right after a waiter took its own, still
+// runs on the thread: at the latest when the thread's park ends.
+TEST(ProgressThreadTest, TaskNobodyWaitsForRunsAfterWaitersKeptUp) {
+  ProgressThread progress("keep-up", ProgressTiming{.grace = 50ms, .parkFor = 200ms});
+  const uint64_t waited = progress.runOrEnqueue([] { busyFor(100'000'000); }, false);
+  progress.runIfNext(waited);  // the thread, due at 50 ms, finds it running and parks
+  std::promise<std::thread::id> ranOn;
+  progress.runOrEnqueue([&] { ranOn.set_value(std::this_thread::get_id()); }, false);
+  auto future = ranOn.get_future();
+  ASSERT_EQ(future.wait_for(30s), std::future_status::ready) << "the unwaited task never ran";
+  EXPECT_NE(future.get(), std::this_thread::get_id());
+}
+
 // Whoever runs them (the thread after its grace, a waiter taking the head, a
 // blocking call inline), tasks run in the order they were submitted and never
 // two at once, and every one runs.
@@ -121,6 +161,7 @@ TEST(ProgressThreadTest, RejectsNegativeOrZeroTiming) {
   EXPECT_THROW(ProgressThread("bad", ProgressTiming{.grace = -1ns}), ValueError);
   EXPECT_THROW(ProgressThread("bad", ProgressTiming{.pollPeriod = 0us}), ValueError);
   EXPECT_THROW(ProgressThread("bad", ProgressTiming{.pollFor = -1ms}), ValueError);
+  EXPECT_THROW(ProgressThread("bad", ProgressTiming{.parkFor = 0ms}), ValueError);
 }
 
 }  // namespace
