@@ -40,7 +40,8 @@ void ProgressThread::endRun(std::unique_lock<std::mutex>& lock) {
   if (queue_.empty() && drainers_ > 0) idleCv_.notify_all();
 }
 
-void ProgressThread::endInlineRun(std::unique_lock<std::mutex>& lock) {
+void ProgressThread::endInlineRun() {
+  std::unique_lock<std::mutex> lock(mutex_, std::defer_lock);
   endRun(lock);
   // A waiter that ran a task inline hands the rest of the queue back (Note
   // [Parked while waiters keep up]); outside the lock, so the woken thread
@@ -50,7 +51,15 @@ void ProgressThread::endInlineRun(std::unique_lock<std::mutex>& lock) {
   if (wake) cv_.notify_one();
 }
 
-ProgressThread::Queueing ProgressThread::enqueueLocked(Task fn) {
+ProgressThread::InlineRun ProgressThread::tryRunInline() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (!queue_.empty() || busy_) return InlineRun();
+  busy_ = true;
+  return InlineRun(this);
+}
+
+uint64_t ProgressThread::enqueue(Task fn) {
+  std::unique_lock<std::mutex> lock(mutex_);
   const uint64_t ticket = nextTicket_++;
   const int64_t now = monotonicNowNs();
   // Note [Parked while waiters keep up]. A polling thread finds the task itself.
@@ -60,18 +69,23 @@ ProgressThread::Queueing ProgressThread::enqueueLocked(Task fn) {
       sleeping_ || (parked_ && !busy_ && (!waitersKeepUp_ || headOutlivedGrace));
   lastQueuedAtNs_ = now;
   queue_.push_back(Queued{ticket, now, std::move(fn)});
-  return Queueing{ticket, wake};
+  lock.unlock();
+  if (wake) cv_.notify_one();  // outside the lock: the thread wakes to a free mutex
+  return ticket;
 }
 
 bool ProgressThread::runIfNext(uint64_t ticket) {
-  std::unique_lock<std::mutex> lock(mutex_);
-  if (busy_ || stopping_ || queue_.empty() || queue_.front().ticket != ticket) return false;
-  Task fn = std::move(queue_.front().fn);
-  queue_.pop_front();
-  waitersKeepUp_ = true;
-  beginRun(lock);
+  Task fn;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (busy_ || stopping_ || queue_.empty() || queue_.front().ticket != ticket) return false;
+    fn = std::move(queue_.front().fn);
+    queue_.pop_front();
+    waitersKeepUp_ = true;
+    busy_ = true;
+  }
+  InlineRun run(this);
   fn();
-  endInlineRun(lock);
   return true;
 }
 

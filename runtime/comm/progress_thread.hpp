@@ -71,6 +71,7 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <utility>
 
 namespace distlab::comm {
 
@@ -111,22 +112,37 @@ class ProgressThread : public InlineRunner {
   ProgressThread(const ProgressThread&) = delete;
   ProgressThread& operator=(const ProgressThread&) = delete;
 
+  // A run on the calling thread that holds the queue: taken when nothing is
+  // queued or running, it keeps every task behind it until it is destroyed
+  // (a parked thread then takes over a backlog). False when not taken.
+  class InlineRun {
+   public:
+    explicit InlineRun(ProgressThread* owner = nullptr) : owner_(owner) {}
+    InlineRun(InlineRun&& other) noexcept : owner_(std::exchange(other.owner_, nullptr)) {}
+    InlineRun& operator=(InlineRun&&) = delete;
+    ~InlineRun() {
+      if (owner_ != nullptr) owner_->endInlineRun();
+    }
+    explicit operator bool() const { return owner_ != nullptr; }
+
+   private:
+    ProgressThread* owner_;
+  };
+  InlineRun tryRunInline();
+  // Queues `fn`; returns its ticket (never 0).
+  uint64_t enqueue(Task fn);
   // Returns 0 when fn ran inline (it has completed), else its ticket. A
   // callable that runs inline is called as it is, never wrapped in a Task
   // (Note [Per-operation cost] in work.hpp).
   template <typename Fn>
   uint64_t runOrEnqueue(Fn&& fn, bool inlineOk) {
-    std::unique_lock<std::mutex> lock(mutex_);
-    if (inlineOk && queue_.empty() && !busy_) {
-      beginRun(lock);
-      fn();
-      endInlineRun(lock);
-      return 0;
+    if (inlineOk) {
+      if (InlineRun run = tryRunInline()) {
+        fn();
+        return 0;
+      }
     }
-    const Queueing queued = enqueueLocked(Task(std::forward<Fn>(fn)));
-    lock.unlock();
-    if (queued.wake) cv_.notify_one();  // outside the lock: the thread wakes to a free mutex
-    return queued.ticket;
+    return enqueue(Task(std::forward<Fn>(fn)));
   }
   bool runIfNext(uint64_t ticket) override;
   // Hands queued tasks to `onDrop` (in order) instead of running them.
@@ -147,14 +163,9 @@ class ProgressThread : public InlineRunner {
   bool waitForTask(std::unique_lock<std::mutex>& lock);
   void beginRun(std::unique_lock<std::mutex>& lock);  // sets busy_, unlocks
   void endRun(std::unique_lock<std::mutex>& lock);    // locks, clears busy_
-  // endRun for a task a caller ran on its own thread, then wakes the thread
-  // when it must take over; returns with the lock released.
-  void endInlineRun(std::unique_lock<std::mutex>& lock);
-  struct Queueing {
-    uint64_t ticket;
-    bool wake;  // the thread sleeps and must be woken (after the lock is released)
-  };
-  Queueing enqueueLocked(Task fn);  // REQUIRES(mutex_)
+  // endRun for a task a caller ran on its own thread (InlineRun, runIfNext),
+  // then wakes the thread when it must take over.
+  void endInlineRun();
 
   std::string name_;
   const ProgressTiming timing_;

@@ -2,7 +2,10 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "runtime/comm/progress_thread.hpp"
+#include "runtime/core/check.hpp"
 #include "runtime/core/clock.hpp"
 #include "runtime/core/errors.hpp"
 
@@ -62,14 +65,14 @@ WorkInfo makeWorkInfo(std::string groupName, int rank, OpType opType, uint64_t s
   return info;
 }
 
-Work::Work(WorkInfo info, std::vector<Tensor> outputs)
+Work::Work(WorkInfo info, std::vector<Tensor> outputs, int64_t scheduledNs)
     : info_(std::move(info)), outputs_(std::move(outputs)) {
-  scheduledNs_ = monotonicNowNs();
+  scheduledNs_ = scheduledNs != 0 ? scheduledNs : monotonicNowNs();
 }
 
-Work::Work(WorkInfo&& info, Tensor output)
+Work::Work(WorkInfo&& info, Tensor output, int64_t scheduledNs)
     : info_(std::move(info)), output_(std::move(output)), singleOutput_(true) {
-  scheduledNs_ = monotonicNowNs();
+  scheduledNs_ = scheduledNs != 0 ? scheduledNs : monotonicNowNs();
 }
 
 Work::~Work() = default;
@@ -173,7 +176,7 @@ WorkState Work::state() const {
 }
 int64_t Work::scheduledNs() const {
   std::lock_guard<std::mutex> lock(mutex_);
-  return scheduledNs_;
+  return std::max<int64_t>(scheduledNs_, 0);  // kScheduledAtStart before it started: not reached
 }
 int64_t Work::startedNs() const {
   std::lock_guard<std::mutex> lock(mutex_);
@@ -204,6 +207,7 @@ bool Work::startLocked(std::vector<std::shared_ptr<WorkObserver>>& observers, in
   if (state_ != WorkState::kScheduled) return false;
   state_ = WorkState::kStarted;
   startedNs_ = nowNs != 0 ? nowNs : monotonicNowNs();
+  if (scheduledNs_ == kScheduledAtStart) scheduledNs_ = startedNs_;
   observers = observers_;
   return true;
 }
@@ -265,6 +269,7 @@ void Work::completeLocked(std::unique_lock<std::mutex>& lock, std::exception_ptr
   if (state_ == WorkState::kCompleted || state_ == WorkState::kFailed) return;
   completedNs_ = monotonicNowNs();
   if (startedNs_ == 0) startedNs_ = completedNs_;
+  if (scheduledNs_ == kScheduledAtStart) scheduledNs_ = startedNs_;
   error_ = error;
   state_ = error ? WorkState::kFailed : WorkState::kCompleted;
   std::vector<std::shared_ptr<WorkObserver>> observers = observers_;
@@ -292,6 +297,28 @@ void Work::completeLocked(std::unique_lock<std::mutex>& lock, std::exception_ptr
       future->markCompleted(outputList());
     }
   }
+}
+
+void Work::startUnshared(int64_t startedNs) {
+  // use_count() is 1 while only the backend's handle exists (the process
+  // group adds observers, and callers get the Work, after it returns).
+  DL_CHECK(weak_from_this().use_count() == 1,
+           "Work::startUnshared: ", info_.describe(), " is already shared");
+  state_ = WorkState::kStarted;
+  startedNs_ = startedNs;
+  if (scheduledNs_ == kScheduledAtStart) scheduledNs_ = startedNs;
+}
+
+void Work::finishUnshared(std::exception_ptr error) {
+  completedNs_ = monotonicNowNs();
+  error_ = std::move(error);
+  state_ = error_ ? WorkState::kFailed : WorkState::kCompleted;
+  released_.store(true, std::memory_order_release);  // handed over with the Work
+}
+
+void Work::setScheduledNs(int64_t ns) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (scheduledNs_ == kScheduledAtStart) scheduledNs_ = ns;
 }
 
 void Work::setSourceRank(int rank) {

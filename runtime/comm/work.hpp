@@ -35,6 +35,16 @@
 // bracket a failure is published at once, and beginExecution() then returns
 // false: the backend must not start the operation.
 //
+// Note [Unshared execution]
+// A blocking operation that its backend runs inline at once runs before the
+// Work is returned: nobody else holds it yet (no observer -- the process
+// group adds those afterwards --, no waiter, no Future, not the watchdog), so
+// nothing from outside can fail it while it runs, and its transitions need no
+// lock, no cancel callback and nobody woken. startUnshared/finishUnshared make
+// them so (they throw when another reference to the Work exists); observers
+// added later replay them, as for any Work. What can still stop the operation
+// from outside is the backend's abort, which the backend checks itself.
+//
 // Note [Per-operation cost]
 // A small collective costs about a microsecond end to end, so the fixed cost
 // around it counts: allocations, locks, type-erased calls, clock reads.
@@ -46,6 +56,8 @@
 // - an operation on one tensor builds its WorkInfo from a span, not from two
 //   temporary vectors, and the WorkInfo keeps its shapes and dtypes inline
 //   (Note [Tensor metadata without allocation]);
+// - a blocking operation run inline at once changes the Work's state
+//   without its lock (Note [Unshared execution]);
 // - complete() takes the Work's lock once when no observer must run before
 //   the waiters, the execution bracket takes it once at each end (begin and
 //   start, end and completion), and wait() on a finished Work takes no lock
@@ -54,7 +66,8 @@
 //   in the Work as it is, not in a vector (an allocation per operation), and
 //   the process group finds its backend without a lock (Note [Backends
 //   without a lock]); the Work's start and the backend's deadline share one
-//   clock read (beginExecution's startedNs);
+//   clock read (beginExecution's startedNs), and so do its scheduling and
+//   start when it runs inline at once (kScheduledAtStart);
 // - a backend's errorReason() is a single atomic load while it is healthy;
 // - queueing wakes a sleeping progress thread after releasing the queue's
 //   lock, so the woken thread does not block on it at once;
@@ -119,12 +132,21 @@ class WorkObserver {
   virtual void onCompleted(const Work& /*work*/) {}  // success or failure
 };
 
+// A Work's `scheduledNs` when it is about to start on the issuing thread (a
+// blocking operation run inline): it was scheduled when it started, and one
+// clock read gives both (Note [Per-operation cost]). A backend that queues it
+// after all gives it its own time with setScheduledNs().
+inline constexpr int64_t kScheduledAtStart = -1;
+
 class Work : public std::enable_shared_from_this<Work> {
  public:
-  // `outputs` are what result() and the future's value return.
-  Work(WorkInfo info, std::vector<Tensor> outputs);
-  // The same for an operation with one output (Note [Per-operation cost]).
-  Work(WorkInfo&& info, Tensor output);  // moved once: a WorkInfo move is ~100 instructions
+  // `outputs` are what result() and the future's value return. `scheduledNs`:
+  // when the operation was issued (monotonicNowNs()); 0 reads the clock here;
+  // or kScheduledAtStart.
+  Work(WorkInfo info, std::vector<Tensor> outputs, int64_t scheduledNs = 0);
+  // The same for an operation with one output (Note [Per-operation cost]);
+  // moved once: a WorkInfo move is ~100 instructions.
+  Work(WorkInfo&& info, Tensor output, int64_t scheduledNs = 0);
   virtual ~Work();
   Work(const Work&) = delete;
   Work& operator=(const Work&) = delete;
@@ -164,6 +186,9 @@ class Work : public std::enable_shared_from_this<Work> {
   // tensors]) an error is deferred to endExecution() and a success is ignored.
   void finish(std::exception_ptr error = nullptr);
   void setSourceRank(int rank);
+  // The scheduling time of a Work made with kScheduledAtStart that was queued
+  // instead; ignored once it has one (it started first).
+  void setScheduledNs(int64_t ns);
   // Opens the execution bracket and marks the Work started. Returns false (and
   // opens nothing) when the Work already completed. `cancel` is called at most
   // once, under the Work's lock, with the failure that arrived inside the
@@ -176,6 +201,11 @@ class Work : public std::enable_shared_from_this<Work> {
   // Closes the bracket and completes the Work with `error`, or with the
   // failure deferred inside the bracket, which wins.
   void endExecution(std::exception_ptr error);
+  // The bracket for an operation run on the issuing thread before the Work is
+  // handed to anyone (Note [Unshared execution]): marks it started at
+  // `startedNs`, then completes it with `error`, without the lock.
+  void startUnshared(int64_t startedNs);
+  void finishUnshared(std::exception_ptr error);
   // The queue this Work's operation waits in, and its ticket there: wait()
   // with a timeout no shorter than the operation's own runs the operation on
   // the waiting thread when it is next (Note [Waiting helps]). Call before

@@ -6,6 +6,7 @@
 
 #include <atomic>
 #include <thread>
+#include <vector>
 
 #include "runtime/comm/work.hpp"
 #include "runtime/core/clock.hpp"
@@ -128,6 +129,56 @@ TEST(WorkTest, OneOutputWorkGivesItAsItsResult) {
   EXPECT_EQ(early->value()[0].rawData(), output.rawData());
   ASSERT_EQ(work->getFuture()->value().size(), 1u);
   EXPECT_GE(work->completedNs(), startedNs);
+}
+
+// Records the transitions it is told of, in order.
+class RecordingObserver : public WorkObserver {
+ public:
+  void onScheduled(const Work&) override { seen.push_back(WorkState::kScheduled); }
+  void onStarted(const Work&) override { seen.push_back(WorkState::kStarted); }
+  void onCompleted(const Work& work) override { seen.push_back(work.state()); }
+  std::vector<WorkState> seen;
+};
+
+// Note [Unshared execution]: a Work run before anyone else holds it ends as
+// a locked bracket would leave it; observers added afterwards replay every
+// transition, and a Work made kScheduledAtStart was scheduled when it started.
+TEST(WorkTest, UnsharedExecutionEndsAsTheBracketWould) {
+  Tensor output = ones({2});
+  auto work = std::make_shared<Work>(allreduceInfo(), output, kScheduledAtStart);
+  EXPECT_EQ(work->scheduledNs(), 0);  // not reached until it starts
+  const int64_t startedNs = monotonicNowNs();
+  work->startUnshared(startedNs);
+  work->finishUnshared(nullptr);
+  EXPECT_EQ(work->scheduledNs(), startedNs);
+  EXPECT_EQ(work->startedNs(), startedNs);
+  EXPECT_GE(work->completedNs(), startedNs);
+  EXPECT_TRUE(work->wait(std::chrono::seconds(1)));
+  ASSERT_EQ(work->result().size(), 1u);
+  EXPECT_EQ(work->result()[0].rawData(), output.rawData());
+  EXPECT_EQ(work->getFuture()->value().size(), 1u);
+  auto observer = std::make_shared<RecordingObserver>();
+  work->addObserver(observer);
+  EXPECT_EQ(observer->seen, (std::vector<WorkState>{WorkState::kScheduled, WorkState::kStarted,
+                                                    WorkState::kCompleted}));
+}
+
+TEST(WorkTest, UnsharedFailureIsWhatWaitThrows) {
+  auto work = makeWork();
+  work->startUnshared(monotonicNowNs());
+  work->finishUnshared(std::make_exception_ptr(DistBackendError("peer gone")));
+  EXPECT_EQ(work->state(), WorkState::kFailed);
+  expectThrows<DistBackendError>([&] { work->wait(std::chrono::seconds(1)); }, {"peer gone"});
+  EXPECT_TRUE(work->getFuture()->hasError());
+}
+
+// A Work somebody else already holds could be failed or waited on meanwhile:
+// it must take the locked bracket.
+TEST(WorkTest, UnsharedExecutionRefusesASharedWork) {
+  auto work = makeWork();
+  const auto otherHolder = work;
+  EXPECT_THROW(work->startUnshared(monotonicNowNs()), Error);
+  EXPECT_EQ(work->state(), WorkState::kScheduled);
 }
 
 TEST(WorkTest, WorkFailedWhileQueuedIsNeverStarted) {

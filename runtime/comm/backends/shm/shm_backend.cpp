@@ -209,11 +209,15 @@ WorkInfo ShmBackend::infoInPlace(OpType type, uint64_t seq, const Tensor& tensor
   return info;
 }
 
+bool ShmBackend::refusedAfterFailure(Work& work) {
+  auto why = errorReason();
+  if (!why) return false;
+  work.finish(refusedWorkError(work.info().describe(), ctx_.groupName, *why));
+  return true;
+}
+
 void ShmBackend::execute(Work& work, void (*call)(void*), void* body) {
-  if (auto why = errorReason()) {
-    work.finish(refusedWorkError(work.info().describe(), ctx_.groupName, *why));
-    return;
-  }
+  if (refusedAfterFailure(work)) return;
   // Note [Work failure and the caller's tensors]: a failure from outside
   // (watchdog, Work::abort) cancels the op and is published after it let go.
   group_.cancelled.store(false, std::memory_order_release);
@@ -226,6 +230,18 @@ void ShmBackend::execute(Work& work, void (*call)(void*), void* body) {
       },
       startedNs);
   if (!started) return;  // failed while queued: never touch its tensors
+  work.endExecution(runBody(call, body, startedNs));
+}
+
+void ShmBackend::executeUnshared(Work& work, void (*call)(void*), void* body) {
+  if (refusedAfterFailure(work)) return;
+  group_.cancelled.store(false, std::memory_order_release);
+  const int64_t startedNs = monotonicNowNs();
+  work.startUnshared(startedNs);
+  work.finishUnshared(runBody(call, body, startedNs));
+}
+
+std::exception_ptr ShmBackend::runBody(void (*call)(void*), void* body, int64_t startedNs) {
   std::exception_ptr error;
   group_.opStartedNs = startedNs;
   try {
@@ -238,7 +254,7 @@ void ShmBackend::execute(Work& work, void (*call)(void*), void* body) {
     markFailed(published, aborted_.load() ? FailureKind::kAborted : classify(published));
   }
   group_.opStartedNs = 0;
-  work.endExecution(error);
+  return error;
 }
 
 void ShmBackend::abort(const std::string& reason) {

@@ -43,6 +43,7 @@
 #include "runtime/comm/backends/shm/shm_segment.hpp"
 #include "runtime/comm/backends/shm/shm_single_copy.hpp"
 #include "runtime/comm/progress_thread.hpp"
+#include "runtime/core/clock.hpp"
 
 namespace distlab::comm {
 
@@ -103,26 +104,42 @@ class ShmBackend : public Backend {
 
  private:
   // Runs `body` (the operation's data path) for a new Work in issue order:
-  // inline for a blocking call with an idle queue, else on the progress
-  // thread. The body is called through a function pointer and becomes a Task
-  // only when it is queued (Note [Per-operation cost] in work.hpp).
+  // inline for a blocking call with an idle queue (Note [Unshared execution]
+  // in work.hpp), else on the progress thread. The body is called through a
+  // function pointer and becomes a Task only when it is queued (Note
+  // [Per-operation cost] in work.hpp).
   // `Outputs`: a std::vector<Tensor>, or one Tensor (Note [Per-operation cost]).
   template <typename Outputs, typename Body>
   WorkPtr submit(WorkInfo info, Outputs outputs, bool asyncOp, Body body) {
-    auto work = std::make_shared<Work>(std::move(info), std::move(outputs));
-    const uint64_t ticket = progress_->runOrEnqueue(
-        [this, work, body = std::move(body)]() mutable { execute(*work, &callBody<Body>, &body); },
-        !asyncOp);
-    if (ticket != 0) work->setInlineRunner(progress_, ticket);  // Note [Waiting helps]
+    auto work = std::make_shared<Work>(std::move(info), std::move(outputs),
+                                       asyncOp ? 0 : kScheduledAtStart);
+    if (!asyncOp) {
+      if (ProgressThread::InlineRun run = progress_->tryRunInline()) {
+        executeUnshared(*work, &callBody<Body>, &body);
+        return work;
+      }
+    }
+    const uint64_t ticket = progress_->enqueue(
+        [this, work, body = std::move(body)]() mutable { execute(*work, &callBody<Body>, &body); });
+    if (!asyncOp) work->setScheduledNs(monotonicNowNs());  // queued behind others after all
+    work->setInlineRunner(progress_, ticket);               // Note [Waiting helps]
     return work;
   }
   template <typename Body>
   static void callBody(void* body) {
     (*static_cast<Body*>(body))();
   }
-  // The task around a body: refuse after a failure, the execution bracket,
-  // failure publication.
+  // The task around a queued body: refuse after a failure, the execution
+  // bracket, failure publication.
   void execute(Work& work, void (*call)(void*), void* body);
+  // The same for a body run at once on the issuing thread, before the Work
+  // is shared (Note [Unshared execution] in work.hpp).
+  void executeUnshared(Work& work, void (*call)(void*), void* body);
+  // Fails `work` without running it when the backend failed earlier.
+  bool refusedAfterFailure(Work& work);
+  // Runs the body with the ops' deadline counted from `startedNs`; a failure
+  // is published to the peers and returned.
+  std::exception_ptr runBody(void (*call)(void*), void* body, int64_t startedNs);
   // The same WorkInfo as info() for an operation on one tensor that is both
   // its input and its output, without temporary vectors.
   WorkInfo infoInPlace(OpType type, uint64_t seq, const Tensor& tensor, Milliseconds timeout,

@@ -66,6 +66,8 @@ inline void ringAlways(std::atomic<uint32_t>& bell, std::atomic<uint32_t>& sleep
   if (sleepers.load(std::memory_order_seq_cst) > 0) futexWakeAll(&bell);
 }
 
+inline constexpr int kPollsBeforeClock = 16;
+
 inline void cpuRelax() {
 #if defined(__x86_64__) || defined(__i386__)
   __builtin_ia32_pause();
@@ -79,7 +81,13 @@ inline void cpuRelax() {
 template <class Done, class Poll>
 void waitUntil(std::atomic<uint32_t>& bell, std::atomic<uint32_t>& sleepers, const Done& done,
                const Poll& poll, const WaitPolicy& policy) {
-  if (done()) return;
+  // A peer in step arrives within a few polls: the first ones read no clock
+  // (35 ns a read on the KVM guests measured, a third of a small step's
+  // transfer), so the spin lasts up to kPollsBeforeClock polls longer.
+  for (int i = 0; i < kPollsBeforeClock; ++i) {
+    if (done()) return;
+    cpuRelax();
+  }
   const int64_t start = monotonicNowNs();
   int64_t now = start;
   while (now - start < policy.spinNs) {
