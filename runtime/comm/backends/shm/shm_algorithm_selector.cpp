@@ -17,10 +17,16 @@ namespace {
 // 2 KiB, 15.7 vs 13.1 at 32 KiB, 62 vs 19 at 128 KiB; world 4 on 2 cores,
 // 9.6 vs 9.0 at 256 B, 21 vs 12 at 4 KiB, 58 vs 21 at 16 KiB. (Until then
 // direct ran up to 256 KiB, a threshold from before RS+AG read its own part
-// in place and reduced into its slot in the same pass.)
+// in place and reduced into its slot in the same pass.) Once a step's fixed
+// cost fell (the arrival stamp in the descriptor line, the unlocked inline
+// Work: "eleventh round"), direct gained at world 2, by how much depending on
+// the machine's phase (medians of 6-8 alternating runs, direct vs RS+AG):
+// at 1 KiB 1.15 vs 1.45 us in a fast phase and 1.53 vs 1.52 in a slow one;
+// at 2 KiB 1.54 vs 1.77 and 2.04 vs 1.98; at 4 KiB 2.30 vs 2.42 and 3.0 vs
+// 2.65. So direct below 2 KiB, where it never lost.
 constexpr AllreduceRule kAllreduceRules[] = {
     {3, 256, AllreduceAlgo::kRsAg},
-    {2, 1024, AllreduceAlgo::kRsAg},
+    {2, 2048, AllreduceAlgo::kRsAg},
     {1, 0, AllreduceAlgo::kDirect},
 };
 

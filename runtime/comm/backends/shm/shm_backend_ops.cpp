@@ -47,20 +47,22 @@ WorkPtr ShmBackend::allreduce(const Tensor& tensor, const AllreduceOptions& opts
   return submit(infoInPlace(OpType::kAllreduce, opts.seq, tensor, opts.timeout, -1,
                             std::string(reduceOpName(opts.reduceOp))),
                 tensor, opts.asyncOp, [=, this] {
-                  ShmOp op(group_, makeDesc(opts.seq, OpType::kAllreduce, tensor.dtype(),
-                                            opts.reduceOp, -1, tensor.nbytes(), tensor.rawData()),
+                  // Each read once: a Tensor accessor checks and recomputes.
+                  const DType dtype = tensor.dtype();
+                  const uint64_t count = u64(tensor.numel());
+                  const uint64_t bytes = count * elementSize(dtype);
+                  uint8_t* data = bytesOf(tensor);
+                  ShmOp op(group_,
+                           makeDesc(opts.seq, OpType::kAllreduce, dtype, opts.reduceOp, -1, bytes,
+                                    data),
                            true, opts.timeout);
-                  const auto count = u64(tensor.numel());
-                  switch (allreduceAlgoFor(tensor.nbytes())) {
+                  switch (allreduceAlgoFor(bytes)) {
                     case AllreduceAlgo::kDirect:
-                      return allreduceDirect(op, bytesOf(tensor), count, tensor.dtype(),
-                                             opts.reduceOp);
+                      return allreduceDirect(op, data, count, dtype, opts.reduceOp);
                     case AllreduceAlgo::kRsAg:
-                      return allreduceRsAg(op, bytesOf(tensor), count, tensor.dtype(),
-                                           opts.reduceOp);
+                      return allreduceRsAg(op, data, count, dtype, opts.reduceOp);
                     case AllreduceAlgo::kSingleCopy:
-                      return allreduceSingleCopy(op, bytesOf(tensor), count, tensor.dtype(),
-                                                 opts.reduceOp);
+                      return allreduceSingleCopy(op, data, count, dtype, opts.reduceOp);
                   }
                 });
 }
