@@ -300,10 +300,11 @@ void Work::completeLocked(std::unique_lock<std::mutex>& lock, std::exception_ptr
 }
 
 void Work::startUnshared(int64_t startedNs) {
-  // use_count() is 1 while only the backend's handle exists (the process
-  // group adds observers, and callers get the Work, after it returns).
-  DL_CHECK(weak_from_this().use_count() == 1,
-           "Work::startUnshared: ", info_.describe(), " is already shared");
+  // What sharing leaves behind, read without an atomic read-modify-write
+  // (use_count() through weak_from_this() would cost two).
+  DL_CHECK(observers_.empty() && !future_ && ticket_ == 0,
+           "Work::startUnshared: ", info_.describe(),
+           " is already observed, awaited through a Future or queued");
   state_ = WorkState::kStarted;
   startedNs_ = startedNs;
   if (scheduledNs_ == kScheduledAtStart) scheduledNs_ = startedNs;

@@ -41,8 +41,9 @@
 // group adds those afterwards --, no waiter, no Future, not the watchdog), so
 // nothing from outside can fail it while it runs, and its transitions need no
 // lock, no cancel callback and nobody woken. startUnshared/finishUnshared make
-// them so (they throw when another reference to the Work exists); observers
-// added later replay them, as for any Work. What can still stop the operation
+// them so (startUnshared throws when the Work already has an observer, a
+// Future or a queue ticket); observers added later replay them, as for any
+// Work. What can still stop the operation
 // from outside is the backend's abort, which the backend checks itself.
 //
 // Note [Per-operation cost]
@@ -138,7 +139,9 @@ class WorkObserver {
 // after all gives it its own time with setScheduledNs().
 inline constexpr int64_t kScheduledAtStart = -1;
 
-class Work : public std::enable_shared_from_this<Work> {
+// Shared-owned (WorkPtr). Not enable_shared_from_this: nothing needs it, and
+// its weak count costs two atomic updates per operation.
+class Work {
  public:
   // `outputs` are what result() and the future's value return. `scheduledNs`:
   // when the operation was issued (monotonicNowNs()); 0 reads the clock here;

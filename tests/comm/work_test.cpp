@@ -172,13 +172,17 @@ TEST(WorkTest, UnsharedFailureIsWhatWaitThrows) {
   EXPECT_TRUE(work->getFuture()->hasError());
 }
 
-// A Work somebody else already holds could be failed or waited on meanwhile:
+// A Work that is already observed or awaited needs its transitions told:
 // it must take the locked bracket.
-TEST(WorkTest, UnsharedExecutionRefusesASharedWork) {
-  auto work = makeWork();
-  const auto otherHolder = work;
-  EXPECT_THROW(work->startUnshared(monotonicNowNs()), Error);
-  EXPECT_EQ(work->state(), WorkState::kScheduled);
+TEST(WorkTest, UnsharedExecutionRefusesAnObservedOrAwaitedWork) {
+  auto observed = makeWork();
+  observed->addObserver(std::make_shared<RecordingObserver>());
+  EXPECT_THROW(observed->startUnshared(monotonicNowNs()), Error);
+  EXPECT_EQ(observed->state(), WorkState::kScheduled);
+  auto awaited = makeWork();
+  awaited->getFuture();
+  EXPECT_THROW(awaited->startUnshared(monotonicNowNs()), Error);
+  EXPECT_EQ(awaited->state(), WorkState::kScheduled);
 }
 
 TEST(WorkTest, WorkFailedWhileQueuedIsNeverStarted) {
