@@ -103,6 +103,8 @@ void ShmOp::sync() {
                                    .load(std::memory_order_acquire) >= target) {
           ++next;
         }
+        // Note [Fetching the slot while waiting]
+        if (next < n) __builtin_prefetch(seg.slot(next, parity));
         return next == n || cancelled();
       },
       [&] { poll(); }, g_.wait);

@@ -22,6 +22,18 @@
 // RankControl line either, so this rank's stores to it (seq and op type at
 // each operation's start, the step) stay in its own cache.
 //
+// Note [Fetching the slot while waiting]
+// The slot line is still a second miss after the stamp: the data is read only
+// once the stamp says it is there. So while a peer's stamp is missing, every
+// poll also prefetches the first line of that peer's slot for this step (what
+// a small operation reads first): the fetch that brings the stamp then finds
+// the data on its way or already here, and a prefetch can neither fault nor
+// make anything visible early (the reads after the acquire of the stamp are
+// what see the data). Time against not prefetching, world 2, two series of
+// 8 and 10 alternating runs: 0.81-0.95 at 8-64 B, 0.92-0.99 at 128-512 B.
+// Only one line: with four, 256 B-2 KiB ran 5-11 % slower (the peer's writes
+// to lines this rank keeps fetching wait for them).
+//
 // The first step also publishes this rank's OpDesc (op, seq, dtype, sizes); after
 // it every rank compares all descriptors, so a mismatch raises on every rank
 // before any rank reads a byte of another's data.
