@@ -117,7 +117,7 @@ class ProgressThread : public InlineRunner {
   // (a parked thread then takes over a backlog). False when not taken.
   class InlineRun {
    public:
-    explicit InlineRun(ProgressThread* owner = nullptr) : owner_(owner) {}
+    InlineRun() = default;  // not taken
     InlineRun(InlineRun&& other) noexcept : owner_(std::exchange(other.owner_, nullptr)) {}
     InlineRun& operator=(InlineRun&&) = delete;
     ~InlineRun() {
@@ -126,7 +126,9 @@ class ProgressThread : public InlineRunner {
     explicit operator bool() const { return owner_ != nullptr; }
 
    private:
-    ProgressThread* owner_;
+    friend class ProgressThread;
+    explicit InlineRun(ProgressThread* owner) : owner_(owner) {}  // busy_ already set
+    ProgressThread* owner_ = nullptr;
   };
   InlineRun tryRunInline();
   // Queues `fn`; returns its ticket (never 0).

@@ -43,8 +43,8 @@
 // lock, no cancel callback and nobody woken. startUnshared/finishUnshared make
 // them so (startUnshared throws when the Work already has an observer, a
 // Future or a queue ticket); observers added later replay them, as for any
-// Work. What can still stop the operation
-// from outside is the backend's abort, which the backend checks itself.
+// Work. What can still stop the operation from outside is the backend's
+// abort, which the backend checks itself.
 //
 // Note [Per-operation cost]
 // A small collective costs about a microsecond end to end, so the fixed cost
