@@ -66,6 +66,7 @@ inline void ringAlways(std::atomic<uint32_t>& bell, std::atomic<uint32_t>& sleep
   if (sleepers.load(std::memory_order_seq_cst) > 0) futexWakeAll(&bell);
 }
 
+// Polls a wait makes before its first clock read (see waitUntil).
 inline constexpr int kPollsBeforeClock = 16;
 
 inline void cpuRelax() {
