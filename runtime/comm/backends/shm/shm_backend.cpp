@@ -233,12 +233,20 @@ void ShmBackend::execute(Work& work, void (*call)(void*), void* body) {
   work.endExecution(runBody(call, body, startedNs));
 }
 
-void ShmBackend::executeUnshared(Work& work, void (*call)(void*), void* body) {
-  if (refusedAfterFailure(work)) return;
+void ShmBackend::executeUnshared(WorkPtr& work, Deferred makeWork, Deferred body) {
+  if (errorReason()) {  // failures are never undone: refusedAfterFailure sees it too
+    makeWork();
+    refusedAfterFailure(*work);
+    return;
+  }
   group_.cancelled.store(false, std::memory_order_release);
   const int64_t startedNs = monotonicNowNs();
-  work.startUnshared(startedNs);
-  work.finishUnshared(runBody(call, body, startedNs));
+  group_.afterArrival = makeWork;
+  const std::exception_ptr error = runBody(body.fn, body.arg, startedNs);
+  group_.afterArrival = {};
+  if (!work) makeWork();  // the body never arrived (or building the Work there failed)
+  work->startUnshared(startedNs);
+  work->finishUnshared(error);
 }
 
 std::exception_ptr ShmBackend::runBody(void (*call)(void*), void* body, int64_t startedNs) {

@@ -34,6 +34,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <type_traits>
 
 #include "runtime/comm/backend.hpp"
 #include "runtime/comm/backends/shm/shm_algorithm_selector.hpp"
@@ -108,22 +109,38 @@ class ShmBackend : public Backend {
   // in work.hpp), else on the progress thread. The body is called through a
   // function pointer and becomes a Task only when it is queued (Note
   // [Per-operation cost] in work.hpp).
+  // `info`: the WorkInfo, or a callable that makes it: a blocking operation
+  // run inline then builds its Work while its peers' arrivals travel (Note
+  // [Bookkeeping while the stamps travel] in shm_op.hpp).
   // `Outputs`: a std::vector<Tensor>, or one Tensor (Note [Per-operation cost]).
-  template <typename Outputs, typename Body>
-  WorkPtr submit(WorkInfo info, Outputs outputs, bool asyncOp, Body body) {
-    auto work = std::make_shared<Work>(std::move(info), std::move(outputs),
-                                       asyncOp ? 0 : kScheduledAtStart);
+  template <typename InfoSource, typename Outputs, typename Body>
+  WorkPtr submit(InfoSource info, Outputs outputs, bool asyncOp, Body body) {
     if (!asyncOp) {
       if (ProgressThread::InlineRun run = progress_->tryRunInline()) {
-        executeUnshared(*work, &callBody<Body>, &body);
+        WorkPtr work;
+        auto makeWork = [&] {
+          work = std::make_shared<Work>(infoFrom(info), std::move(outputs), kScheduledAtStart);
+        };
+        executeUnshared(work, {&callBody<decltype(makeWork)>, &makeWork},
+                        {&callBody<Body>, &body});
         return work;
       }
     }
+    auto work = std::make_shared<Work>(infoFrom(info), std::move(outputs),
+                                       asyncOp ? 0 : kScheduledAtStart);
     const uint64_t ticket = progress_->enqueue(
         [this, work, body = std::move(body)]() mutable { execute(*work, &callBody<Body>, &body); });
     if (!asyncOp) work->setScheduledNs(monotonicNowNs());  // queued behind others after all
     work->setInlineRunner(progress_, ticket);               // Note [Waiting helps]
     return work;
+  }
+  template <typename InfoSource>
+  static WorkInfo infoFrom(InfoSource& info) {
+    if constexpr (std::is_invocable_r_v<WorkInfo, InfoSource&>) {
+      return info();
+    } else {
+      return std::move(info);
+    }
   }
   template <typename Body>
   static void callBody(void* body) {
@@ -133,8 +150,10 @@ class ShmBackend : public Backend {
   // bracket, failure publication.
   void execute(Work& work, void (*call)(void*), void* body);
   // The same for a body run at once on the issuing thread, before the Work
-  // is shared (Note [Unshared execution] in work.hpp).
-  void executeUnshared(Work& work, void (*call)(void*), void* body);
+  // is shared (Note [Unshared execution] in work.hpp); `makeWork` sets `work`,
+  // after this rank's first arrival when the body syncs (Note [Bookkeeping
+  // while the stamps travel] in shm_op.hpp).
+  void executeUnshared(WorkPtr& work, Deferred makeWork, Deferred body);
   // Fails `work` without running it when the backend failed earlier.
   bool refusedAfterFailure(Work& work);
   // Runs the body with the ops' deadline counted from `startedNs`; a failure

@@ -24,7 +24,10 @@ void checkCpu(const Tensor& t, std::string_view op) {
 
 WorkPtr ShmBackend::broadcast(const Tensor& tensor, const BroadcastOptions& opts) {
   checkCpu(tensor, "broadcast");
-  return submit(infoInPlace(OpType::kBroadcast, opts.seq, tensor, opts.timeout, opts.rootRank),
+  return submit([&] {
+                  return infoInPlace(OpType::kBroadcast, opts.seq, tensor, opts.timeout,
+                                     opts.rootRank);
+                },
                 tensor, opts.asyncOp, [=, this] {
                   ShmOp op(group_, makeDesc(opts.seq, OpType::kBroadcast, tensor.dtype(), {},
                                             opts.rootRank, tensor.nbytes(), tensor.rawData()),
@@ -44,8 +47,10 @@ WorkPtr ShmBackend::broadcast(const Tensor& tensor, const BroadcastOptions& opts
 
 WorkPtr ShmBackend::allreduce(const Tensor& tensor, const AllreduceOptions& opts) {
   checkCpu(tensor, "allreduce");
-  return submit(infoInPlace(OpType::kAllreduce, opts.seq, tensor, opts.timeout, -1,
-                            std::string(reduceOpName(opts.reduceOp))),
+  return submit([&] {
+                  return infoInPlace(OpType::kAllreduce, opts.seq, tensor, opts.timeout, -1,
+                                     std::string(reduceOpName(opts.reduceOp)));
+                },
                 tensor, opts.asyncOp, [=, this] {
                   // Each read once: a Tensor accessor checks and recomputes.
                   const DType dtype = tensor.dtype();
@@ -91,8 +96,10 @@ WorkPtr ShmBackend::allreduceCoalesced(const std::vector<Tensor>& tensors,
 
 WorkPtr ShmBackend::reduce(const Tensor& tensor, const ReduceOptions& opts) {
   checkCpu(tensor, "reduce");
-  return submit(infoInPlace(OpType::kReduce, opts.seq, tensor, opts.timeout, opts.rootRank,
-                            std::string(reduceOpName(opts.reduceOp))),
+  return submit([&] {
+                  return infoInPlace(OpType::kReduce, opts.seq, tensor, opts.timeout,
+                                     opts.rootRank, std::string(reduceOpName(opts.reduceOp)));
+                },
                 tensor, opts.asyncOp, [=, this] {
                   ShmOp op(group_, makeDesc(opts.seq, OpType::kReduce, tensor.dtype(),
                                             opts.reduceOp, opts.rootRank, tensor.nbytes()),

@@ -6,6 +6,7 @@
 #include <cerrno>
 #include <cstddef>
 #include <cstring>
+#include <utility>
 
 #include "runtime/comm/backends/shm/shm_single_copy.hpp"
 #include "runtime/comm/backends/shm/shm_wait.hpp"
@@ -94,6 +95,8 @@ void ShmOp::sync() {
   std::atomic_ref<uint64_t>(published.stamp).store(target, std::memory_order_release);
   g_.step = target;
   ring(seg.header().collBell, seg.header().collSleepers);
+  // Note [Bookkeeping while the stamps travel]
+  if (g_.afterArrival) std::exchange(g_.afterArrival, {})();
   const int n = g_.size;
   int next = 0;  // ranks below `next` are known to have arrived
   waitUntil(

@@ -34,6 +34,17 @@
 // Only one line: with four, 256 B-2 KiB ran 5-11 % slower (the peer's writes
 // to lines this rank keeps fetching wait for them).
 //
+// Note [Bookkeeping while the stamps travel]
+// A blocking operation run inline (Note [Unshared execution] in work.hpp)
+// builds its Work -- the WorkInfo with its strings and tensor metadata, the
+// allocation -- about 700 instructions, a quarter of the operation. Nobody
+// can see the Work before the operation returns, so it is built in the one
+// idle moment of a small operation instead: after this rank arrived at its
+// first step and before it waits for its peers (ShmGroup::afterArrival, run
+// once by the first sync). Each rank's arrival then reaches its peers that
+// much sooner, while the peers' stamps travel towards it. A body that throws
+// before its first sync, or never syncs, has its Work built afterwards.
+//
 // The first step also publishes this rank's OpDesc (op, seq, dtype, sizes); after
 // it every rank compares all descriptors, so a mismatch raises on every rank
 // before any rank reads a byte of another's data.
@@ -58,6 +69,14 @@
 #include "runtime/core/clock.hpp"
 
 namespace distlab::comm::shm {
+
+// A function pointer and its argument (no allocation, unlike std::function).
+struct Deferred {
+  void (*fn)(void*) = nullptr;
+  void* arg = nullptr;
+  explicit operator bool() const { return fn != nullptr; }
+  void operator()() const { fn(arg); }
+};
 
 // Group-wide state the collectives share (owned by ShmBackend).
 struct ShmGroup {
@@ -86,6 +105,9 @@ struct ShmGroup {
   // 0 outside one): its ShmOps time their deadline from it, so the timeout
   // bounds the whole operation and costs no clock read of its own.
   int64_t opStartedNs = 0;
+  // Note [Bookkeeping while the stamps travel]: run by the next sync once it
+  // arrived, before it waits; cleared before it runs (collective thread only).
+  Deferred afterArrival;
 };
 
 class ShmOp {
