@@ -87,11 +87,14 @@
 #include <mutex>
 #include <span>
 #include <string>
+#include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "runtime/comm/future.hpp"
 #include "runtime/comm/tensor_meta_list.hpp"
 #include "runtime/comm/types.hpp"
+#include "runtime/core/clock.hpp"
 #include "runtime/tensor/tensor.hpp"
 
 namespace distlab::comm {
@@ -150,6 +153,21 @@ class Work {
   // The same for an operation with one output (Note [Per-operation cost]);
   // moved once: a WorkInfo move is ~150 instructions (callgrind).
   Work(WorkInfo&& info, Tensor output, int64_t scheduledNs = 0);
+  // Either of the above with the WorkInfo that `makeInfo()` returns built in
+  // place, not moved (a backend that builds it only when needed: Note
+  // [Bookkeeping while the stamps travel] in shm_op.hpp). `Outputs`: a
+  // std::vector<Tensor>, or one Tensor.
+  template <typename MakeInfo, typename Outputs>
+  Work(std::in_place_t, MakeInfo&& makeInfo, Outputs outputs, int64_t scheduledNs = 0)
+      : info_(std::forward<MakeInfo>(makeInfo)()) {
+    if constexpr (std::is_same_v<Outputs, Tensor>) {
+      output_ = std::move(outputs);
+      singleOutput_ = true;
+    } else {
+      outputs_ = std::move(outputs);
+    }
+    scheduledNs_ = scheduledNs != 0 ? scheduledNs : monotonicNowNs();
+  }
   virtual ~Work();
   Work(const Work&) = delete;
   Work& operator=(const Work&) = delete;

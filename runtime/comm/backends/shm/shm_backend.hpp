@@ -119,15 +119,16 @@ class ShmBackend : public Backend {
       if (ProgressThread::InlineRun run = progress_->tryRunInline()) {
         WorkPtr work;
         auto makeWork = [&] {
-          work = std::make_shared<Work>(infoFrom(info), std::move(outputs), kScheduledAtStart);
+          work = std::make_shared<Work>(std::in_place, [&] { return infoFrom(info); },
+                                        std::move(outputs), kScheduledAtStart);
         };
         executeUnshared(work, {&callBody<decltype(makeWork)>, &makeWork},
                         {&callBody<Body>, &body});
         return work;
       }
     }
-    auto work = std::make_shared<Work>(infoFrom(info), std::move(outputs),
-                                       asyncOp ? 0 : kScheduledAtStart);
+    auto work = std::make_shared<Work>(std::in_place, [&] { return infoFrom(info); },
+                                       std::move(outputs), asyncOp ? 0 : kScheduledAtStart);
     const uint64_t ticket = progress_->enqueue(
         [this, work, body = std::move(body)]() mutable { execute(*work, &callBody<Body>, &body); });
     if (!asyncOp) work->setScheduledNs(monotonicNowNs());  // queued behind others after all
