@@ -28,21 +28,29 @@ ProgressThread::ProgressThread(std::string name, ProgressTiming timing)
 
 ProgressThread::~ProgressThread() { stop(); }
 
-void ProgressThread::beginRun(std::unique_lock<std::mutex>& lock) {
-  busy_ = true;
-  lock.unlock();
+ProgressThread::Task ProgressThread::takeHead() {
+  Task fn = std::move(queue_.front().fn);
+  queue_.pop_front();
+  // Nothing else changes the word now: only holders of the lock queue, and a
+  // claim without it needs the word to be 0 (Note [Claimed without the lock]).
+  claim_.store(kBusy | (queue_.empty() ? 0u : kQueued));
+  return fn;
 }
 
 void ProgressThread::endRun(std::unique_lock<std::mutex>& lock) {
   lock.lock();
-  busy_ = false;
+  claim_.fetch_and(~kBusy);
   // Only drain() waits on idleCv_: the common case (nobody drains) skips the signal.
-  if (queue_.empty() && drainers_ > 0) idleCv_.notify_all();
+  if (queue_.empty() && drainers_.load() > 0) idleCv_.notify_all();
 }
 
 void ProgressThread::endInlineRun() {
-  std::unique_lock<std::mutex> lock(mutex_, std::defer_lock);
-  endRun(lock);
+  const uint32_t before = claim_.fetch_and(~kBusy);
+  // Note [Claimed without the lock]: the lock is taken only when somebody
+  // must hear of the end -- a backlog for the thread, or a drain().
+  if ((before & kQueued) == 0 && drainers_.load() == 0) return;
+  std::unique_lock<std::mutex> lock(mutex_);
+  if (queue_.empty() && drainers_.load() > 0) idleCv_.notify_all();
   // A waiter that ran a task inline hands the rest of the queue back (Note
   // [Parked while waiters keep up]); outside the lock, so the woken thread
   // finds it free. With nothing queued it leaves a parked thread asleep.
@@ -52,9 +60,8 @@ void ProgressThread::endInlineRun() {
 }
 
 ProgressThread::InlineRun ProgressThread::tryRunInline() {
-  std::lock_guard<std::mutex> lock(mutex_);
-  if (!queue_.empty() || busy_) return InlineRun();
-  busy_ = true;
+  uint32_t idle = 0;  // nothing queued, nothing running
+  if (!claim_.compare_exchange_strong(idle, kBusy)) return InlineRun();
   return InlineRun(this);
 }
 
@@ -65,8 +72,11 @@ uint64_t ProgressThread::enqueue(Task fn) {
   // Note [Parked while waiters keep up]. A polling thread finds the task itself.
   const bool headOutlivedGrace =
       !queue_.empty() && now - queue_.front().queuedAtNs >= timing_.grace.count();
+  // Marked queued before anything reads whether a task runs: an inline run
+  // that ends after this sees the mark and wakes the thread itself.
+  const bool busy = (claim_.fetch_or(kQueued) & kBusy) != 0;
   const bool wake =
-      sleeping_ || (parked_ && !busy_ && (!waitersKeepUp_ || headOutlivedGrace));
+      sleeping_ || (parked_ && !busy && (!waitersKeepUp_ || headOutlivedGrace));
   lastQueuedAtNs_ = now;
   queue_.push_back(Queued{ticket, now, std::move(fn)});
   lock.unlock();
@@ -78,11 +88,9 @@ bool ProgressThread::runIfNext(uint64_t ticket) {
   Task fn;
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    if (busy_ || stopping_ || queue_.empty() || queue_.front().ticket != ticket) return false;
-    fn = std::move(queue_.front().fn);
-    queue_.pop_front();
+    if (running() || stopping_ || queue_.empty() || queue_.front().ticket != ticket) return false;
+    fn = takeHead();
     waitersKeepUp_ = true;
-    busy_ = true;
   }
   InlineRun run(this);
   fn();
@@ -94,6 +102,7 @@ void ProgressThread::dropQueued(const std::function<void(Task&)>& onDrop) {
   {
     std::lock_guard<std::mutex> lock(mutex_);
     dropped.swap(queue_);
+    claim_.fetch_and(~kQueued);
   }
   for (auto& q : dropped) onDrop(q.fn);
   idleCv_.notify_all();
@@ -101,15 +110,15 @@ void ProgressThread::dropQueued(const std::function<void(Task&)>& onDrop) {
 
 bool ProgressThread::drain(std::chrono::milliseconds timeout) {
   std::unique_lock<std::mutex> lock(mutex_);
-  ++drainers_;
-  const bool idle = idleCv_.wait_for(lock, timeout, [&] { return queue_.empty() && !busy_; });
-  --drainers_;
+  drainers_.fetch_add(1);  // before reading the word: Note [Claimed without the lock]
+  const bool idle = idleCv_.wait_for(lock, timeout, [&] { return queue_.empty() && !running(); });
+  drainers_.fetch_sub(1);
   return idle;
 }
 
 bool ProgressThread::idle() const {
   std::lock_guard<std::mutex> lock(mutex_);
-  return queue_.empty() && !busy_;
+  return queue_.empty() && !running();
 }
 
 void ProgressThread::stop() {
@@ -127,7 +136,7 @@ bool ProgressThread::waitForTask(std::unique_lock<std::mutex>& lock) {
   using std::chrono::nanoseconds;
   while (!stopping_) {
     const int64_t now = monotonicNowNs();
-    if (busy_) {  // a caller runs a task: Note [Parked while waiters keep up]
+    if (running()) {  // a caller runs a task: Note [Parked while waiters keep up]
       parked_ = true;
       cv_.wait_for(lock, timing_.parkFor);
       parked_ = false;
@@ -149,10 +158,9 @@ bool ProgressThread::waitForTask(std::unique_lock<std::mutex>& lock) {
 void ProgressThread::loop() {
   std::unique_lock<std::mutex> lock(mutex_);
   while (waitForTask(lock)) {
-    Task task = std::move(queue_.front().fn);
-    queue_.pop_front();
+    Task task = takeHead();
     waitersKeepUp_ = false;  // nobody took it within its grace
-    beginRun(lock);
+    lock.unlock();
     task();
     endRun(lock);  // nobody else waits on cv_: no wake-up
   }
