@@ -58,7 +58,11 @@
 //   temporary vectors, and the WorkInfo keeps its shapes and dtypes inline
 //   (Note [Tensor metadata without allocation]);
 // - a blocking operation run inline at once changes the Work's state
-//   without its lock (Note [Unshared execution]);
+//   without its lock (Note [Unshared execution]), claims the queue without
+//   one (Note [Claimed without the lock] in progress_thread.hpp) and, on the
+//   shm backend, builds its Work -- WorkInfo made in place -- after arriving
+//   at its first step (Note [Bookkeeping while the stamps travel] in
+//   shm_op.hpp);
 // - complete() takes the Work's lock once when no observer must run before
 //   the waiters, the execution bracket takes it once at each end (begin and
 //   start, end and completion), and wait() on a finished Work takes no lock
