@@ -37,11 +37,15 @@ ProgressThread::Task ProgressThread::takeHead() {
   return fn;
 }
 
+void ProgressThread::signalDrainersIfIdle() {
+  // Only drain() waits on idleCv_: the common case (nobody drains) skips the signal.
+  if (queue_.empty() && drainers_.load() > 0) idleCv_.notify_all();
+}
+
 void ProgressThread::endRun(std::unique_lock<std::mutex>& lock) {
   lock.lock();
   claim_.fetch_and(~kBusy);
-  // Only drain() waits on idleCv_: the common case (nobody drains) skips the signal.
-  if (queue_.empty() && drainers_.load() > 0) idleCv_.notify_all();
+  signalDrainersIfIdle();
 }
 
 void ProgressThread::endInlineRun() {
@@ -50,7 +54,7 @@ void ProgressThread::endInlineRun() {
   // must hear of the end -- a backlog for the thread, or a drain().
   if ((before & kQueued) == 0 && drainers_.load() == 0) return;
   std::unique_lock<std::mutex> lock(mutex_);
-  if (queue_.empty() && drainers_.load() > 0) idleCv_.notify_all();
+  signalDrainersIfIdle();
   // A waiter that ran a task inline hands the rest of the queue back (Note
   // [Parked while waiters keep up]); outside the lock, so the woken thread
   // finds it free. With nothing queued it leaves a parked thread asleep.

@@ -191,6 +191,7 @@ class ProgressThread : public InlineRunner {
   // running (Note [Claimed without the lock]).
   Task takeHead();
   void endRun(std::unique_lock<std::mutex>& lock);  // locks, clears kBusy
+  void signalDrainersIfIdle();                      // with the lock held
   // endRun for a task a caller ran on its own thread (InlineRun, runIfNext),
   // then wakes the thread when it must take over.
   void endInlineRun();

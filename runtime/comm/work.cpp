@@ -66,14 +66,10 @@ WorkInfo makeWorkInfo(std::string groupName, int rank, OpType opType, uint64_t s
 }
 
 Work::Work(WorkInfo info, std::vector<Tensor> outputs, int64_t scheduledNs)
-    : info_(std::move(info)), outputs_(std::move(outputs)) {
-  scheduledNs_ = scheduledNs != 0 ? scheduledNs : monotonicNowNs();
-}
+    : Work(std::in_place, [&] { return std::move(info); }, std::move(outputs), scheduledNs) {}
 
 Work::Work(WorkInfo&& info, Tensor output, int64_t scheduledNs)
-    : info_(std::move(info)), output_(std::move(output)), singleOutput_(true) {
-  scheduledNs_ = scheduledNs != 0 ? scheduledNs : monotonicNowNs();
-}
+    : Work(std::in_place, [&] { return std::move(info); }, std::move(output), scheduledNs) {}
 
 Work::~Work() = default;
 

@@ -216,7 +216,7 @@ bool ShmBackend::refusedAfterFailure(Work& work) {
   return true;
 }
 
-void ShmBackend::execute(Work& work, void (*call)(void*), void* body) {
+void ShmBackend::execute(Work& work, Deferred body) {
   if (refusedAfterFailure(work)) return;
   // Note [Work failure and the caller's tensors]: a failure from outside
   // (watchdog, Work::abort) cancels the op and is published after it let go.
@@ -230,7 +230,7 @@ void ShmBackend::execute(Work& work, void (*call)(void*), void* body) {
       },
       startedNs);
   if (!started) return;  // failed while queued: never touch its tensors
-  work.endExecution(runBody(call, body, startedNs));
+  work.endExecution(runBody(body, startedNs));
 }
 
 void ShmBackend::executeUnshared(WorkPtr& work, Deferred makeWork, Deferred body) {
@@ -242,18 +242,18 @@ void ShmBackend::executeUnshared(WorkPtr& work, Deferred makeWork, Deferred body
   group_.cancelled.store(false, std::memory_order_release);
   const int64_t startedNs = monotonicNowNs();
   group_.afterArrival = makeWork;
-  const std::exception_ptr error = runBody(body.fn, body.arg, startedNs);
+  const std::exception_ptr error = runBody(body, startedNs);
   group_.afterArrival = {};
   if (!work) makeWork();  // the body never arrived (or building the Work there failed)
   work->startUnshared(startedNs);
   work->finishUnshared(error);
 }
 
-std::exception_ptr ShmBackend::runBody(void (*call)(void*), void* body, int64_t startedNs) {
+std::exception_ptr ShmBackend::runBody(Deferred body, int64_t startedNs) {
   std::exception_ptr error;
   group_.opStartedNs = startedNs;
   try {
-    call(body);
+    body();
   } catch (...) {
     error = std::current_exception();
     // Peers see the failure that cancelled the op (e.g. the watchdog's timeout).

@@ -115,22 +115,22 @@ class ShmBackend : public Backend {
   // `Outputs`: a std::vector<Tensor>, or one Tensor (Note [Per-operation cost]).
   template <typename InfoSource, typename Outputs, typename Body>
   WorkPtr submit(InfoSource info, Outputs outputs, bool asyncOp, Body body) {
+    auto makeInfo = [&] { return infoFrom(info); };
     if (!asyncOp) {
       if (ProgressThread::InlineRun run = progress_->tryRunInline()) {
         WorkPtr work;
         auto makeWork = [&] {
-          work = std::make_shared<Work>(std::in_place, [&] { return infoFrom(info); },
-                                        std::move(outputs), kScheduledAtStart);
+          work = std::make_shared<Work>(std::in_place, makeInfo, std::move(outputs),
+                                        kScheduledAtStart);
         };
-        executeUnshared(work, {&callBody<decltype(makeWork)>, &makeWork},
-                        {&callBody<Body>, &body});
+        executeUnshared(work, deferred(makeWork), deferred(body));
         return work;
       }
     }
-    auto work = std::make_shared<Work>(std::in_place, [&] { return infoFrom(info); },
-                                       std::move(outputs), asyncOp ? 0 : kScheduledAtStart);
+    auto work = std::make_shared<Work>(std::in_place, makeInfo, std::move(outputs),
+                                       asyncOp ? 0 : kScheduledAtStart);
     const uint64_t ticket = progress_->enqueue(
-        [this, work, body = std::move(body)]() mutable { execute(*work, &callBody<Body>, &body); });
+        [this, work, body = std::move(body)]() mutable { execute(*work, deferred(body)); });
     if (!asyncOp) work->setScheduledNs(monotonicNowNs());  // queued behind others after all
     work->setInlineRunner(progress_, ticket);               // Note [Waiting helps]
     return work;
@@ -143,13 +143,14 @@ class ShmBackend : public Backend {
       return std::move(info);
     }
   }
-  template <typename Body>
-  static void callBody(void* body) {
-    (*static_cast<Body*>(body))();
+  // `fn`, called through a function pointer (no std::function, no allocation).
+  template <typename Fn>
+  static Deferred deferred(Fn& fn) {
+    return {[](void* f) { (*static_cast<Fn*>(f))(); }, &fn};
   }
   // The task around a queued body: refuse after a failure, the execution
   // bracket, failure publication.
-  void execute(Work& work, void (*call)(void*), void* body);
+  void execute(Work& work, Deferred body);
   // The same for a body run at once on the issuing thread, before the Work
   // is shared (Note [Unshared execution] in work.hpp); `makeWork` sets `work`,
   // after this rank's first arrival when the body syncs (Note [Bookkeeping
@@ -159,7 +160,7 @@ class ShmBackend : public Backend {
   bool refusedAfterFailure(Work& work);
   // Runs the body with the ops' deadline counted from `startedNs`; a failure
   // is published to the peers and returned.
-  std::exception_ptr runBody(void (*call)(void*), void* body, int64_t startedNs);
+  std::exception_ptr runBody(Deferred body, int64_t startedNs);
   // The same WorkInfo as info() for an operation on one tensor that is both
   // its input and its output, without temporary vectors.
   WorkInfo infoInPlace(OpType type, uint64_t seq, const Tensor& tensor, Milliseconds timeout,
