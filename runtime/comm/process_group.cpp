@@ -6,6 +6,7 @@
 #include "runtime/comm/comm_trace.hpp"
 #include "runtime/comm/op_checks.hpp"
 #include "runtime/core/errors.hpp"
+#include "runtime/core/trace.hpp"
 
 namespace distlab::comm {
 
@@ -175,15 +176,20 @@ void ProcessGroup::checkPeer(int peer, std::string_view op) const {
 }
 
 WorkPtr ProcessGroup::observe(WorkPtr work) {
-  std::vector<WorkObserverFactory> factories;
+  // Most groups have no factories and no trace running: two atomic loads.
   if (hasObserverFactories_.load(std::memory_order_acquire)) {
-    std::lock_guard<std::mutex> lock(mutex_);
-    factories = observerFactories_;
+    std::vector<WorkObserverFactory> factories;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      factories = observerFactories_;
+    }
+    for (auto& f : factories) {
+      if (auto o = f(*work)) work->addObserver(std::move(o));
+    }
   }
-  for (auto& f : factories) {
-    if (auto o = f(*work)) work->addObserver(std::move(o));
+  if (trace::enabled()) {
+    if (auto o = traceObserver(*work)) work->addObserver(std::move(o));  // comm_trace.hpp
   }
-  if (auto o = traceObserver(*work)) work->addObserver(std::move(o));  // comm_trace.hpp
   return work;
 }
 

@@ -87,12 +87,14 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
-#include <deque>
 #include <functional>
 #include <mutex>
 #include <string>
 #include <thread>
 #include <utility>
+
+#include "runtime/core/inline_task.hpp"
+#include "runtime/core/ring_queue.hpp"
 
 namespace distlab::comm {
 
@@ -126,7 +128,10 @@ class InlineRunner {
 
 class ProgressThread : public InlineRunner {
  public:
-  using Task = std::function<void()>;
+  // Room for a backend's queued operation without an allocation (Note
+  // [Per-operation cost] in work.hpp): the shm backend's closures -- the Work,
+  // the body's tensors and options -- take up to 136 bytes.
+  using Task = InlineTask<136>;
 
   explicit ProgressThread(std::string name, ProgressTiming timing = {});
   ~ProgressThread() override;  // stop()
@@ -152,8 +157,9 @@ class ProgressThread : public InlineRunner {
     ProgressThread* owner_ = nullptr;
   };
   InlineRun tryRunInline();
-  // Queues `fn`; returns its ticket (never 0).
-  uint64_t enqueue(Task fn);
+  // Queues `fn`; returns its ticket (never 0). `queuedAtNs`: monotonicNowNs()
+  // when the caller read it already, 0 to read it here.
+  uint64_t enqueue(Task fn, int64_t queuedAtNs = 0);
   // Returns 0 when fn ran inline (it has completed), else its ticket. A
   // callable that runs inline is called as it is, never wrapped in a Task
   // (Note [Per-operation cost] in work.hpp).
@@ -201,7 +207,7 @@ class ProgressThread : public InlineRunner {
   mutable std::mutex mutex_;
   std::condition_variable cv_;      // task queued / stop
   std::condition_variable idleCv_;  // queue drained
-  std::deque<Queued> queue_;        // GUARDED_BY(mutex_)
+  RingQueue<Queued> queue_;         // GUARDED_BY(mutex_)
   std::atomic<uint32_t> claim_{0};  // kBusy | kQueued: Note [Claimed without the lock]
   bool stopping_ = false;           // GUARDED_BY(mutex_)
   uint64_t nextTicket_ = 1;         // GUARDED_BY(mutex_)

@@ -125,7 +125,8 @@ bool Work::wait(Milliseconds timeout) {
     if (ticket_ != 0 && timeout >= info_.timeout) {
       if (auto runner = runner_.lock()) runner->runIfNext(ticket_);
     }
-    waitReleased(timeout);
+    // Ran here: finished without the lock and the deadline's clock read.
+    if (!released_.load(std::memory_order_acquire)) waitReleased(timeout);
   }
   if (error_) std::rethrow_exception(error_);
   return true;
@@ -311,11 +312,6 @@ void Work::finishUnshared(std::exception_ptr error) {
   error_ = std::move(error);
   state_ = error_ ? WorkState::kFailed : WorkState::kCompleted;
   released_.store(true, std::memory_order_release);  // handed over with the Work
-}
-
-void Work::setScheduledNs(int64_t ns) {
-  std::lock_guard<std::mutex> lock(mutex_);
-  if (scheduledNs_ == kScheduledAtStart) scheduledNs_ = ns;
 }
 
 void Work::setSourceRank(int rank) {

@@ -142,8 +142,7 @@ class WorkObserver {
 
 // A Work's `scheduledNs` when it is about to start on the issuing thread (a
 // blocking operation run inline): it was scheduled when it started, and one
-// clock read gives both (Note [Per-operation cost]). A backend that queues it
-// after all gives it its own time with setScheduledNs().
+// clock read gives both (Note [Per-operation cost]).
 inline constexpr int64_t kScheduledAtStart = -1;
 
 // Shared-owned (WorkPtr). Not enable_shared_from_this: nothing needs it, and
@@ -211,9 +210,6 @@ class Work {
   // tensors]) an error is deferred to endExecution() and a success is ignored.
   void finish(std::exception_ptr error = nullptr);
   void setSourceRank(int rank);
-  // The scheduling time of a Work made with kScheduledAtStart that was queued
-  // instead; ignored once it has one (it started first).
-  void setScheduledNs(int64_t ns);
   // Opens the execution bracket and marks the Work started. Returns false (and
   // opens nothing) when the Work already completed. `cancel` is called at most
   // once, under the Work's lock, with the failure that arrived inside the

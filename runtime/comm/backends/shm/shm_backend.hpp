@@ -127,11 +127,18 @@ class ShmBackend : public Backend {
         return work;
       }
     }
-    auto work = std::make_shared<Work>(std::in_place, makeInfo, std::move(outputs),
-                                       asyncOp ? 0 : kScheduledAtStart);
-    const uint64_t ticket = progress_->enqueue(
-        [this, work, body = std::move(body)]() mutable { execute(*work, deferred(body)); });
-    if (!asyncOp) work->setScheduledNs(monotonicNowNs());  // queued behind others after all
+    // Scheduled when queued: one clock read for the Work and the queue.
+    const int64_t queuedNs = monotonicNowNs();
+    auto work = std::make_shared<Work>(std::in_place, makeInfo, std::move(outputs), queuedNs);
+    auto task = [this, work, body = std::move(body)]() mutable { execute(*work, deferred(body)); };
+    // Queued without an allocation (Note [Per-operation cost] in work.hpp), except
+    // a closure that copies when moved (a body holding a list of tensors), which
+    // InlineTask keeps on the heap.
+    using Closure = decltype(task);
+    static_assert(ProgressThread::Task::kFitsInline<Closure> ||
+                      !std::is_nothrow_move_constructible_v<Closure>,
+                  "a queued shm operation must not allocate: raise ProgressThread::Task's room");
+    const uint64_t ticket = progress_->enqueue(std::move(task), queuedNs);
     work->setInlineRunner(progress_, ticket);               // Note [Waiting helps]
     return work;
   }
