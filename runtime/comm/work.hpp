@@ -52,8 +52,12 @@
 // What the hot path avoids, without changing what anyone observes:
 // - a blocking operation run inline is never wrapped in a std::function: the
 //   backend's body is called through a function pointer and becomes a
-//   ProgressThread::Task only when it is queued (one allocation for the
-//   asynchronous path, none for the blocking one);
+//   ProgressThread::Task only when it is queued; a Task keeps the closure
+//   inline (InlineTask, runtime/core/inline_task.hpp) in a queue that reuses
+//   its slots (RingQueue), so the asynchronous path allocates only its Work;
+// - a queued operation's scheduling time is also its queueing time (one
+//   clock read), and wait() after running the operation itself (Note
+//   [Waiting helps]) returns without the lock or a deadline;
 // - an operation on one tensor builds its WorkInfo from a span, not from two
 //   temporary vectors, and the WorkInfo keeps its shapes and dtypes inline
 //   (Note [Tensor metadata without allocation]);
