@@ -73,6 +73,16 @@ Work::Work(WorkInfo&& info, Tensor output, int64_t scheduledNs)
 
 Work::~Work() = default;
 
+void Work::fillMetaFromOutput() const {
+  std::call_once(metaOnce_, [this] {
+    if (!output_.defined()) return;  // as makeWorkInfo: no entry for an undefined tensor
+    info_.inputs.push(output_);
+    info_.outputs = info_.inputs;
+    info_.numelIn = info_.numelOut = output_.numel();
+    metaPending_.store(false, std::memory_order_release);
+  });
+}
+
 std::vector<Tensor> Work::outputList() const {
   return singleOutput_ ? std::vector<Tensor>{output_} : outputs_;
 }
@@ -137,7 +147,7 @@ void Work::waitReleased(Milliseconds timeout) {
   const bool done = cv_.wait_for(lock, timeout, [&] { return released_.load(); });
   if (!done) {
     throw DistTimeoutError(fmt::format("Work::wait timed out after {} ms: {} is still {}",
-                                       timeout.count(), info_.describe(),
+                                       timeout.count(), info().describe(),
                                        workStateName(state_)));
   }
 }
@@ -164,7 +174,7 @@ std::shared_ptr<Future> Work::getFuture() {
 
 void Work::abort(const std::string& reason) {
   finish(std::make_exception_ptr(
-      DistBackendError(fmt::format("{} aborted: {}", info_.describe(), reason))));
+      DistBackendError(fmt::format("{} aborted: {}", info().describe(), reason))));
 }
 
 WorkState Work::state() const {
@@ -300,7 +310,7 @@ void Work::startUnshared(int64_t startedNs) {
   // What sharing leaves behind, read without an atomic read-modify-write
   // (use_count() through weak_from_this() would cost two).
   DL_CHECK(observers_.empty() && !future_ && ticket_ == 0,
-           "Work::startUnshared: ", info_.describe(),
+           "Work::startUnshared: ", info().describe(),
            " is already observed, awaited through a Future or queued");
   state_ = WorkState::kStarted;
   startedNs_ = startedNs;

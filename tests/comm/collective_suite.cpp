@@ -274,49 +274,60 @@ TEST_P(CollectiveSuite, AsyncWorkAndFutures) {
   });
 }
 
-// A blocking operation's Work says what ran and when, whether the backend ran
-// it inline (the shm backend then builds the Work after arriving at the
-// operation's first step: Note [Bookkeeping while the stamps travel]) or
-// queued it.
-TEST_P(CollectiveSuite, BlockingWorkDescribesItsOperation) {
+// The checks of WorkDescribesItsOperation for its three Works, numbered from
+// `firstSeq`.
+static void expectWorksDescribe(ProcessGroup& g, const comm::WorkPtr (&works)[3], int firstSeq) {
+  const comm::OpType types[] = {comm::OpType::kAllreduce, comm::OpType::kBroadcast,
+                                comm::OpType::kReduce};
+  const int peers[] = {-1, 1, 0};
+  const std::string redops[] = {"MAX", "", "SUM"};
+  for (int i = 0; i < 3; ++i) {
+    const comm::Work& w = *works[i];
+    const comm::WorkInfo& info = w.info();
+    SCOPED_TRACE(info.describe());
+    EXPECT_TRUE(w.isCompleted() && w.isSuccess());
+    EXPECT_EQ(w.state(), comm::WorkState::kCompleted);
+    EXPECT_EQ(info.groupName, g.name());
+    EXPECT_EQ(info.rank, g.rank());
+    EXPECT_EQ(info.opType, types[i]);
+    EXPECT_EQ(info.seq, static_cast<uint64_t>(firstSeq + i));
+    EXPECT_EQ(info.peer, peers[i]);
+    EXPECT_EQ(info.reduceOp, redops[i]);
+    EXPECT_EQ(info.numelIn, 12);
+    EXPECT_EQ(info.numelOut, 12);
+    ASSERT_EQ(info.inputs.size(), 1u);
+    ASSERT_EQ(info.outputs.size(), 1u);
+    EXPECT_EQ(info.inputs.shapes(), std::vector<Shape>{Shape({3, 4})});
+    EXPECT_EQ(info.outputs.dtype(0), DType::kFloat32);
+    EXPECT_GT(w.scheduledNs(), 0);
+    EXPECT_LE(w.scheduledNs(), w.startedNs());
+    EXPECT_LE(w.startedNs(), w.completedNs());
+  }
+}
+
+// A Work says what ran and when, whether the backend ran it inline (the shm
+// backend then builds the Work after arriving at the operation's first step:
+// Note [Bookkeeping while the stamps travel]) or queued it, and whether its
+// tensor metadata was built with it or on demand (Note [Tensor metadata on
+// demand]).
+TEST_P(CollectiveSuite, WorkDescribesItsOperation) {
   runRanks(2, [](ProcessGroup& g, RankContext&) {
-    Tensor t = full({3, 4}, 1.0);
-    comm::AllreduceOptions allreduce;
-    allreduce.asyncOp = false;
-    allreduce.reduceOp = ReduceOp::kMax;
-    comm::BroadcastOptions broadcast;
-    broadcast.asyncOp = false;
-    broadcast.rootRank = 1;
-    comm::ReduceOptions reduce;
-    reduce.asyncOp = false;
-    reduce.rootRank = 0;
-    const comm::WorkPtr works[] = {g.allreduce(t, allreduce), g.broadcast(t, broadcast),
-                                   g.reduce(t, reduce)};
-    const comm::OpType types[] = {comm::OpType::kAllreduce, comm::OpType::kBroadcast,
-                                  comm::OpType::kReduce};
-    const int peers[] = {-1, 1, 0};
-    const std::string redops[] = {"MAX", "", "SUM"};
-    for (int i = 0; i < 3; ++i) {
-      const comm::Work& w = *works[i];
-      const comm::WorkInfo& info = w.info();
-      SCOPED_TRACE(info.describe());
-      EXPECT_TRUE(w.isCompleted() && w.isSuccess());
-      EXPECT_EQ(w.state(), comm::WorkState::kCompleted);
-      EXPECT_EQ(info.groupName, g.name());
-      EXPECT_EQ(info.rank, g.rank());
-      EXPECT_EQ(info.opType, types[i]);
-      EXPECT_EQ(info.seq, static_cast<uint64_t>(i + 1));
-      EXPECT_EQ(info.peer, peers[i]);
-      EXPECT_EQ(info.reduceOp, redops[i]);
-      EXPECT_EQ(info.numelIn, 12);
-      EXPECT_EQ(info.numelOut, 12);
-      ASSERT_EQ(info.inputs.size(), 1u);
-      ASSERT_EQ(info.outputs.size(), 1u);
-      EXPECT_EQ(info.inputs.shapes(), std::vector<Shape>{Shape({3, 4})});
-      EXPECT_EQ(info.outputs.dtype(0), t.dtype());
-      EXPECT_GT(w.scheduledNs(), 0);
-      EXPECT_LE(w.scheduledNs(), w.startedNs());
-      EXPECT_LE(w.startedNs(), w.completedNs());
+    Tensor t = full({3, 4}, 1.0);  // float32, as expectWorksDescribe checks
+    for (const bool asyncOp : {false, true}) {
+      SCOPED_TRACE(asyncOp ? "asynchronous" : "blocking");
+      comm::AllreduceOptions allreduce;
+      allreduce.asyncOp = asyncOp;
+      allreduce.reduceOp = ReduceOp::kMax;
+      comm::BroadcastOptions broadcast;
+      broadcast.asyncOp = asyncOp;
+      broadcast.rootRank = 1;
+      comm::ReduceOptions reduce;
+      reduce.asyncOp = asyncOp;
+      reduce.rootRank = 0;
+      const comm::WorkPtr works[] = {g.allreduce(t, allreduce), g.broadcast(t, broadcast),
+                                     g.reduce(t, reduce)};
+      for (const auto& w : works) w->wait();
+      expectWorksDescribe(g, works, asyncOp ? 4 : 1);
     }
   });
 }

@@ -131,6 +131,36 @@ TEST(WorkTest, OneOutputWorkGivesItAsItsResult) {
   EXPECT_GE(work->completedNs(), startedNs);
 }
 
+// Note [Tensor metadata on demand]: a Work made with kMetaFromOutput describes
+// its one tensor as input and output, the same to every thread that asks
+// first at once; an undefined tensor leaves the lists empty, as makeWorkInfo.
+TEST(WorkTest, TensorMetadataOnDemandIsTheSameOnEveryThread) {
+  const Tensor output = ones({2, 3});
+  auto work = std::make_shared<Work>(kMetaFromOutput, allreduceInfo, output);
+  std::atomic<int> described{0};
+  std::vector<std::thread> readers;
+  for (int i = 0; i < 4; ++i) {
+    readers.emplace_back([&] {
+      const WorkInfo& info = work->info();
+      const bool same = info.numelIn == 6 && info.numelOut == 6 && info.inputs.size() == 1 &&
+                        info.outputs.size() == 1 &&
+                        info.inputs.shapes() == std::vector<Shape>{Shape({2, 3})} &&
+                        info.outputs.shapes() == info.inputs.shapes() &&
+                        info.outputs.dtype(0) == output.dtype() && info.groupName == "work_test";
+      if (same) described.fetch_add(1);
+    });
+  }
+  for (auto& t : readers) t.join();
+  EXPECT_EQ(described.load(), 4);
+  EXPECT_NE(work->info().describe().find("6 elements in"), std::string::npos)
+      << work->info().describe();
+
+  auto none = std::make_shared<Work>(kMetaFromOutput, allreduceInfo, Tensor());
+  EXPECT_TRUE(none->info().inputs.empty());
+  EXPECT_TRUE(none->info().outputs.empty());
+  EXPECT_EQ(none->info().numelIn, 0);
+}
+
 // Records the transitions it is told of, in order.
 class RecordingObserver : public WorkObserver {
  public:

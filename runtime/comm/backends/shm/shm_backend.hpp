@@ -53,6 +53,19 @@ void registerShmBackend();
 
 namespace shm {
 
+// ShmBackend::submit's info source for an operation on one tensor that is
+// both its input and its output: `make()` returns its WorkInfo without tensor
+// metadata, which the Work takes from the tensor when asked (Note [Tensor
+// metadata on demand] in work.hpp).
+template <typename MakeInfo>
+struct InPlace {
+  MakeInfo make;
+};
+template <typename T>
+inline constexpr bool kIsInPlace = false;
+template <typename MakeInfo>
+inline constexpr bool kIsInPlace<InPlace<MakeInfo>> = true;
+
 class ShmBackend : public Backend {
  public:
   // Collective over the group: creates/attaches the segment (bounded by
@@ -109,27 +122,23 @@ class ShmBackend : public Backend {
   // in work.hpp), else on the progress thread. The body is called through a
   // function pointer and becomes a Task only when it is queued (Note
   // [Per-operation cost] in work.hpp).
-  // `info`: the WorkInfo, or a callable that makes it: a blocking operation
-  // run inline then builds its Work while its peers' arrivals travel (Note
-  // [Bookkeeping while the stamps travel] in shm_op.hpp).
+  // `info`: the WorkInfo, a callable that makes it, or an InPlace: a blocking
+  // operation run inline then builds its Work while its peers' arrivals
+  // travel (Note [Bookkeeping while the stamps travel] in shm_op.hpp).
   // `Outputs`: a std::vector<Tensor>, or one Tensor (Note [Per-operation cost]).
   template <typename InfoSource, typename Outputs, typename Body>
   WorkPtr submit(InfoSource info, Outputs outputs, bool asyncOp, Body body) {
-    auto makeInfo = [&] { return infoFrom(info); };
     if (!asyncOp) {
       if (ProgressThread::InlineRun run = progress_->tryRunInline()) {
         WorkPtr work;
-        auto makeWork = [&] {
-          work = std::make_shared<Work>(std::in_place, makeInfo, std::move(outputs),
-                                        kScheduledAtStart);
-        };
+        auto makeWork = [&] { work = newWork(info, std::move(outputs), kScheduledAtStart); };
         executeUnshared(work, deferred(makeWork), deferred(body));
         return work;
       }
     }
     // Scheduled when queued: one clock read for the Work and the queue.
     const int64_t queuedNs = monotonicNowNs();
-    auto work = std::make_shared<Work>(std::in_place, makeInfo, std::move(outputs), queuedNs);
+    WorkPtr work = newWork(info, std::move(outputs), queuedNs);
     auto task = [this, work, body = std::move(body)]() mutable { execute(*work, deferred(body)); };
     // Queued without an allocation (Note [Per-operation cost] in work.hpp), except
     // a closure that copies when moved (a body holding a list of tensors), which
@@ -142,12 +151,16 @@ class ShmBackend : public Backend {
     work->setInlineRunner(progress_, ticket);               // Note [Waiting helps]
     return work;
   }
-  template <typename InfoSource>
-  static WorkInfo infoFrom(InfoSource& info) {
-    if constexpr (std::is_invocable_r_v<WorkInfo, InfoSource&>) {
-      return info();
+  // The Work of `submit`, its WorkInfo built in place.
+  template <typename InfoSource, typename Outputs>
+  static WorkPtr newWork(InfoSource& info, Outputs&& outputs, int64_t scheduledNs) {
+    if constexpr (kIsInPlace<InfoSource>) {
+      return std::make_shared<Work>(kMetaFromOutput, info.make, std::move(outputs), scheduledNs);
+    } else if constexpr (std::is_invocable_r_v<WorkInfo, InfoSource&>) {
+      return std::make_shared<Work>(std::in_place, info, std::move(outputs), scheduledNs);
     } else {
-      return std::move(info);
+      return std::make_shared<Work>(std::in_place, [&] { return std::move(info); },
+                                    std::move(outputs), scheduledNs);
     }
   }
   // `fn`, called through a function pointer (no std::function, no allocation).
@@ -168,10 +181,9 @@ class ShmBackend : public Backend {
   // Runs the body with the ops' deadline counted from `startedNs`; a failure
   // is published to the peers and returned.
   std::exception_ptr runBody(Deferred body, int64_t startedNs);
-  // The same WorkInfo as info() for an operation on one tensor that is both
-  // its input and its output, without temporary vectors.
-  WorkInfo infoInPlace(OpType type, uint64_t seq, const Tensor& tensor, Milliseconds timeout,
-                       int peer = -1, std::string redop = "") const;
+  // info() without tensor metadata, for an InPlace operation.
+  WorkInfo infoInPlace(OpType type, uint64_t seq, Milliseconds timeout, int peer = -1,
+                       std::string_view redop = {}) const;
   // `addr`: the buffer peers read on the single-copy path.
   OpDesc makeDesc(uint64_t seq, OpType type, DType dtype, ReduceOp op, int root, uint64_t bytes,
                   const void* addr = nullptr) const;

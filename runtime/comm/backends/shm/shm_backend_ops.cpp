@@ -24,10 +24,9 @@ void checkCpu(const Tensor& t, std::string_view op) {
 
 WorkPtr ShmBackend::broadcast(const Tensor& tensor, const BroadcastOptions& opts) {
   checkCpu(tensor, "broadcast");
-  return submit([&] {
-                  return infoInPlace(OpType::kBroadcast, opts.seq, tensor, opts.timeout,
-                                     opts.rootRank);
-                },
+  return submit(InPlace{[&] {
+                  return infoInPlace(OpType::kBroadcast, opts.seq, opts.timeout, opts.rootRank);
+                }},
                 tensor, opts.asyncOp, [=, this] {
                   ShmOp op(group_, makeDesc(opts.seq, OpType::kBroadcast, tensor.dtype(), {},
                                             opts.rootRank, tensor.nbytes(), tensor.rawData()),
@@ -47,10 +46,10 @@ WorkPtr ShmBackend::broadcast(const Tensor& tensor, const BroadcastOptions& opts
 
 WorkPtr ShmBackend::allreduce(const Tensor& tensor, const AllreduceOptions& opts) {
   checkCpu(tensor, "allreduce");
-  return submit([&] {
-                  return infoInPlace(OpType::kAllreduce, opts.seq, tensor, opts.timeout, -1,
-                                     std::string(reduceOpName(opts.reduceOp)));
-                },
+  return submit(InPlace{[&] {
+                  return infoInPlace(OpType::kAllreduce, opts.seq, opts.timeout, -1,
+                                     reduceOpName(opts.reduceOp));
+                }},
                 tensor, opts.asyncOp, [=, this] {
                   // Each read once: a Tensor accessor checks and recomputes.
                   const DType dtype = tensor.dtype();
@@ -96,10 +95,10 @@ WorkPtr ShmBackend::allreduceCoalesced(const std::vector<Tensor>& tensors,
 
 WorkPtr ShmBackend::reduce(const Tensor& tensor, const ReduceOptions& opts) {
   checkCpu(tensor, "reduce");
-  return submit([&] {
-                  return infoInPlace(OpType::kReduce, opts.seq, tensor, opts.timeout,
-                                     opts.rootRank, std::string(reduceOpName(opts.reduceOp)));
-                },
+  return submit(InPlace{[&] {
+                  return infoInPlace(OpType::kReduce, opts.seq, opts.timeout, opts.rootRank,
+                                     reduceOpName(opts.reduceOp));
+                }},
                 tensor, opts.asyncOp, [=, this] {
                   ShmOp op(group_, makeDesc(opts.seq, OpType::kReduce, tensor.dtype(),
                                             opts.reduceOp, opts.rootRank, tensor.nbytes()),
