@@ -279,10 +279,10 @@ class Work {
   // Note [Tensor metadata on demand]: fills info_'s tensor metadata, once.
   void fillMetaFromOutput() const;
 
-  // Changed after construction only by fillMetaFromOutput(), under metaOnce_.
+  // Changed after construction only by fillMetaFromOutput(), under metaMutex_.
   mutable WorkInfo info_;
   mutable std::atomic<bool> metaPending_{false};
-  mutable std::once_flag metaOnce_;
+  mutable std::mutex metaMutex_;
   mutable std::mutex mutex_;
   std::condition_variable cv_;
   WorkState state_ = WorkState::kScheduled;                  // GUARDED_BY(mutex_)
