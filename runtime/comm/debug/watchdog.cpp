@@ -80,7 +80,7 @@ class WatchdogThread {
   };
 
   void ensureThread();                                   // REQUIRES(mutex_)
-  void registerStore(const std::shared_ptr<Store>& store);  // REQUIRES(mutex_)
+  void registerStore(const std::weak_ptr<Store>& store);  // REQUIRES(mutex_)
   void loop();
   void handleTimeout(const Entry& e);
   void pollRequests();
@@ -134,10 +134,15 @@ void WatchdogThread::attach(const std::shared_ptr<Store>& s) {
   if (s) registerStore(s);
 }
 
-void WatchdogThread::registerStore(const std::shared_ptr<Store>& s) {
-  const bool known =
-      std::any_of(stores_.begin(), stores_.end(), [&](const auto& w) { return w.lock() == s; });
-  if (known) return;
+void WatchdogThread::registerStore(const std::weak_ptr<Store>& store) {
+  // Called for every monitored operation: a known store is found by owner,
+  // without locking a weak_ptr (two atomic updates each).
+  const auto sameOwner = [&](const std::weak_ptr<Store>& w) {
+    return !w.owner_before(store) && !store.owner_before(w);
+  };
+  if (std::any_of(stores_.begin(), stores_.end(), sameOwner)) return;
+  const std::shared_ptr<Store> s = store.lock();
+  if (!s) return;
   stores_.push_back(s);
   try {
     lastRequest_[s.get()] = s->check({kDumpRequestKey}) ? s->getString(kDumpRequestKey) : "";
@@ -159,7 +164,7 @@ void WatchdogThread::add(WatchedWork watched) {
     {
       std::lock_guard<std::mutex> lock(mutex_);
       ensureThread();
-      if (auto s = watched.store.lock()) registerStore(s);
+      registerStore(watched.store);
     }
     const bool ok = state == WorkState::kCompleted;
     if (watched.recorder) {
@@ -173,7 +178,7 @@ void WatchdogThread::add(WatchedWork watched) {
   {
     std::lock_guard<std::mutex> lock(mutex_);
     ensureThread();
-    if (auto s = watched.store.lock()) registerStore(s);
+    registerStore(watched.store);
     Entry e{std::move(watched), {}, false};
     e.deadline = Clock::now() + e.w.timeout;
     notify = e.deadline < nextWake_;
