@@ -33,24 +33,24 @@ std::string WorkInfo::describe() const {
   return out + ")";
 }
 
-WorkInfo makeWorkInfo(std::string groupName, int rank, OpType opType, uint64_t seq,
+WorkInfo makeWorkInfo(const std::string& groupName, int rank, OpType opType, uint64_t seq,
                       const std::vector<Tensor>& inputs, const std::vector<Tensor>& outputs,
-                      Milliseconds timeout, int peer, int tag, std::string reduceOp) {
-  return makeWorkInfo(std::move(groupName), rank, opType, seq, std::span<const Tensor>(inputs),
-                      std::span<const Tensor>(outputs), timeout, peer, tag, std::move(reduceOp));
+                      Milliseconds timeout, int peer, int tag, std::string_view reduceOp) {
+  return makeWorkInfo(groupName, rank, opType, seq, std::span<const Tensor>(inputs),
+                      std::span<const Tensor>(outputs), timeout, peer, tag, reduceOp);
 }
 
-WorkInfo makeWorkInfo(std::string groupName, int rank, OpType opType, uint64_t seq,
+WorkInfo makeWorkInfo(const std::string& groupName, int rank, OpType opType, uint64_t seq,
                       std::span<const Tensor> inputs, std::span<const Tensor> outputs,
-                      Milliseconds timeout, int peer, int tag, std::string reduceOp) {
+                      Milliseconds timeout, int peer, int tag, std::string_view reduceOp) {
   WorkInfo info;
-  info.groupName = std::move(groupName);
+  info.groupName = groupName;
   info.rank = rank;
   info.opType = opType;
   info.seq = seq;
   info.peer = peer;
   info.tag = tag;
-  info.reduceOp = std::move(reduceOp);
+  info.reduceOp = reduceOp;
   info.timeout = timeout;
   for (const auto& t : inputs) {
     if (!t.defined()) continue;

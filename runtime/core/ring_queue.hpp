@@ -31,11 +31,9 @@ class RingQueue {
   bool empty() const { return size_ == 0; }
   size_t size() const { return size_; }
   T& front() { return slots_[head_]; }
-  const T& front() const { return slots_[head_]; }
   // The i-th oldest element; i < size().
   T& operator[](size_t i) { return slots_[(head_ + i) & (slots_.size() - 1)]; }
 
-  void push_back(T value) { emplace_back() = std::move(value); }
   // The new back element, default constructed, for the caller to fill in
   // place (no temporary to move from).
   T& emplace_back() {

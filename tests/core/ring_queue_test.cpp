@@ -18,7 +18,7 @@ RC_GTEST_PROP(RingQueueProperty, BehavesAsAFifo, (const std::vector<int>& ops)) 
   std::deque<int> model;
   for (int op : ops) {
     if (op >= 0) {
-      ring.push_back(op);
+      ring.emplace_back() = op;
       model.push_back(op);
     } else if (!model.empty()) {
       RC_ASSERT(ring.front() == model.front());
@@ -34,7 +34,7 @@ RC_GTEST_PROP(RingQueueProperty, BehavesAsAFifo, (const std::vector<int>& ops)) 
 TEST(RingQueueTest, PoppingReleasesTheElement) {
   auto value = std::make_shared<int>(1);
   RingQueue<std::shared_ptr<int>> ring;
-  ring.push_back(value);
+  ring.emplace_back() = value;
   EXPECT_EQ(value.use_count(), 2);
   ring.pop_front();
   EXPECT_EQ(value.use_count(), 1);  // the freed slot keeps nothing
@@ -42,20 +42,20 @@ TEST(RingQueueTest, PoppingReleasesTheElement) {
 
 TEST(RingQueueTest, KeepsOrderAcrossGrowthAfterWrapping) {
   RingQueue<int> ring;
-  for (int i = 0; i < 6; ++i) ring.push_back(i);
+  for (int i = 0; i < 6; ++i) ring.emplace_back() = i;
   for (int i = 0; i < 5; ++i, ring.pop_front()) EXPECT_EQ(ring.front(), i);  // head near the end
-  for (int i = 6; i < 30; ++i) ring.push_back(i);  // wraps, then grows twice
+  for (int i = 6; i < 30; ++i) ring.emplace_back() = i;  // wraps, then grows twice
   for (int i = 5; i < 30; ++i, ring.pop_front()) EXPECT_EQ(ring.front(), i);
   EXPECT_TRUE(ring.empty());
 }
 
 TEST(RingQueueTest, MovingLeavesTheSourceEmpty) {
   RingQueue<int> ring;
-  ring.push_back(7);
+  ring.emplace_back() = 7;
   RingQueue<int> moved(std::move(ring));
   EXPECT_TRUE(ring.empty());  // NOLINT(bugprone-use-after-move): documented state
   EXPECT_EQ(moved.front(), 7);
-  ring.push_back(8);  // usable again
+  ring.emplace_back() = 8;  // usable again
   EXPECT_EQ(ring.front(), 8);
 }
 

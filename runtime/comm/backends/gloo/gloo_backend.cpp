@@ -169,9 +169,9 @@ void GlooBackend::markFailed(const std::string& reason) {
 
 WorkInfo GlooBackend::info(OpType type, uint64_t seq, const std::vector<Tensor>& in,
                            const std::vector<Tensor>& out, Milliseconds timeout, int peer,
-                           int tag, std::string redop) const {
+                           int tag, std::string_view redop) const {
   return makeWorkInfo(ctx_.groupName, ctx_.rank, type, seq, in, out, timeout, peer, tag,
-                      std::move(redop));
+                      redop);
 }
 
 WorkPtr GlooBackend::submit(WorkInfo workInfo, std::vector<Tensor> outputs, bool asyncOp,

@@ -140,7 +140,7 @@ class GlooBackend : public Backend {
   WorkPtr submit(WorkInfo info, std::vector<Tensor> outputs, bool asyncOp, Body body);
   WorkInfo info(OpType type, uint64_t seq, const std::vector<Tensor>& in,
                 const std::vector<Tensor>& out, Milliseconds timeout, int peer = -1, int tag = 0,
-                std::string redop = "") const;
+                std::string_view redop = {}) const;
   // Runs `post` (which hands `work` to GlooP2P); a failure to post fails `work`.
   void postP2P(const WorkPtr& work, const std::function<void()>& post);
   void connect();

@@ -195,9 +195,9 @@ int NcclBackend::deviceOf(const std::vector<Tensor>& tensors, const WorkInfo& wi
 
 WorkInfo NcclBackend::info(OpType type, uint64_t seq, const std::vector<Tensor>& in,
                            const std::vector<Tensor>& out, Milliseconds timeout, int peer,
-                           int tag, std::string redop) const {
+                           int tag, std::string_view redop) const {
   return makeWorkInfo(ctx_.groupName, ctx_.rank, type, seq, in, out, timeout, peer, tag,
-                      std::move(redop));
+                      redop);
 }
 
 WorkPtr NcclBackend::failedWork(WorkInfo wi, const std::string& why) const {

@@ -146,7 +146,7 @@ class NcclBackend : public Backend {
   int deviceOf(const std::vector<Tensor>& tensors, const WorkInfo& info) const;
   WorkInfo info(OpType type, uint64_t seq, const std::vector<Tensor>& in,
                 const std::vector<Tensor>& out, Milliseconds timeout, int peer = -1, int tag = 0,
-                std::string redop = "") const;
+                std::string_view redop = {}) const;
   WorkPtr failedWork(WorkInfo info, const std::string& why) const;
   void markFailed(const std::string& reason);
   void abortWith(const std::string& reason);

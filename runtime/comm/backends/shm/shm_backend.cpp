@@ -174,9 +174,9 @@ void ShmBackend::markFailed(std::exception_ptr error, FailureKind kind) {
 
 WorkInfo ShmBackend::info(OpType type, uint64_t seq, const std::vector<Tensor>& in,
                           const std::vector<Tensor>& out, Milliseconds timeout, int peer, int tag,
-                          std::string redop) const {
+                          std::string_view redop) const {
   return makeWorkInfo(ctx_.groupName, ctx_.rank, type, seq, in, out, timeout, peer, tag,
-                      std::move(redop));
+                      redop);
 }
 
 OpDesc ShmBackend::makeDesc(uint64_t seq, OpType type, DType dtype, ReduceOp op, int root,
@@ -200,16 +200,8 @@ OpDesc ShmBackend::makeDesc(uint64_t seq, OpType type, DType dtype, ReduceOp op,
 
 WorkInfo ShmBackend::infoInPlace(OpType type, uint64_t seq, Milliseconds timeout, int peer,
                                  std::string_view redop) const {
-  // Filled here, not through makeWorkInfo: its by-value strings cost four moves.
-  WorkInfo info;
-  info.groupName = ctx_.groupName;
-  info.rank = ctx_.rank;
-  info.opType = type;
-  info.seq = seq;
-  info.peer = peer;
-  info.reduceOp = redop;
-  info.timeout = timeout;
-  return info;
+  return makeWorkInfo(ctx_.groupName, ctx_.rank, type, seq, std::span<const Tensor>(),
+                      std::span<const Tensor>(), timeout, peer, 0, redop);
 }
 
 bool ShmBackend::refusedAfterFailure(Work& work) {

@@ -209,7 +209,7 @@ class ShmBackend : public Backend {
   void abortWith(std::exception_ptr error, FailureKind kind);
   WorkInfo info(OpType type, uint64_t seq, const std::vector<Tensor>& in,
                 const std::vector<Tensor>& out, Milliseconds timeout, int peer = -1, int tag = 0,
-                std::string redop = "") const;
+                std::string_view redop = {}) const;
 
   BackendContext ctx_;
   std::optional<AllreduceAlgo> forcedAllreduce_;  // shm.allreduce_algo other than auto
