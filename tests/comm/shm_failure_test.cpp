@@ -99,12 +99,14 @@ TEST(ShmFailure, PeerThatNeverArrivesIsNamedInTheTimeout) {
   });
 }
 
+// Rank 1 allreduces `rank1Count` floats, the others `othersCount`.
 void expectMismatchedSizesFailWithoutTouchingMemory(
-    const std::map<std::string, std::string>& options) {
+    const std::map<std::string, std::string>& options, int64_t rank1Count = 20,
+    int64_t othersCount = 10) {
   spawn(SpawnMode::kProcesses, 3, [&](RankContext& ctx) {
     auto g = makeGroup(ctx, std::chrono::seconds(10), options);
     // Each rank's tensor is a view into a larger buffer full of canaries.
-    const int64_t n = ctx.rank == 1 ? 20 : 10;
+    const int64_t n = ctx.rank == 1 ? rank1Count : othersCount;
     Tensor buffer = full({64}, -7.0);
     Tensor view = buffer.narrow(0, 0, n);
     view.fill_(1.0);
@@ -119,6 +121,16 @@ void expectMismatchedSizesFailWithoutTouchingMemory(
 
 TEST(ShmFailure, MismatchedSizesFailOnEveryRankWithoutTouchingMemory) {
   expectMismatchedSizesFailWithoutTouchingMemory({});
+}
+
+// Note [Small data in the descriptor line]: a rank whose data travels in its
+// descriptor against one whose data is in its slot, and two sizes that both
+// travel in the descriptor: the sizes are compared before anyone reads.
+TEST(ShmFailure, MismatchedSizesAroundTheDescriptorDataFailWithoutTouchingMemory) {
+  static_assert(4 * sizeof(float) <= comm::shm::kDescSmallDataBytes &&
+                20 * sizeof(float) > comm::shm::kDescSmallDataBytes);
+  expectMismatchedSizesFailWithoutTouchingMemory({}, 20, 4);
+  expectMismatchedSizesFailWithoutTouchingMemory({}, 2, 4);
 }
 
 // The descriptors are checked before any rank reads a peer's buffer.

@@ -3,6 +3,8 @@
 //     1. stage my chunk (PREMUL_SUM pre-scales) into my slot;
 //     2. sync;
 //     3. reduce all ranks' slots, in rank order, into my output.
+// Up to kDescSmallDataBytes, the one chunk travels in the descriptor heads
+// instead (Note [Small data in the descriptor line]).
 // Every rank computes the same reduction in the same order: results are
 // bitwise identical everywhere.
 #include <algorithm>
@@ -19,6 +21,7 @@ void allreduceDirect(ShmOp& op, uint8_t* data, uint64_t count, DType dtype, Redu
   // No allocation per op, and not zeroed (512 bytes, ~100 instructions a step):
   // the entries below size() are set before each use.
   std::array<const void*, kMaxWorldSize> srcs;
+  if (count * es <= kDescSmallDataBytes) op.carrySmallData();
   uint64_t off = 0;
   do {
     const uint64_t n = std::min(chunk, count - off);

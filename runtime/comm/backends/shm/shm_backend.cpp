@@ -185,15 +185,14 @@ OpDesc ShmBackend::makeDesc(uint64_t seq, OpType type, DType dtype, ReduceOp op,
   // only by operations that set hasCounts (see OpDesc).
   OpDesc d;
   d.seq = seq;
-  d.opType = static_cast<uint32_t>(type);
-  d.dtype = static_cast<uint32_t>(dtype);
-  d.reduceOp = static_cast<uint32_t>(op.kind);
-  d.scalar = op.scalar;
+  d.opType = static_cast<uint8_t>(type);
+  d.dtype = static_cast<uint8_t>(dtype);
+  d.reduceOp = static_cast<uint8_t>(op.kind);
   d.root = root;
   d.bytes = bytes;
   d.hasCounts = 0;
-  d.pad = 0;
-  d.addr = reinterpret_cast<uintptr_t>(addr);
+  d.singleCopy.scalar = op.scalar;
+  d.singleCopy.addr = reinterpret_cast<uintptr_t>(addr);
   d.stamp = 0;  // never published from here (Note [Arrival in the descriptor line])
   return d;
 }

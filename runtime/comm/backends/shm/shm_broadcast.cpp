@@ -1,5 +1,7 @@
 // Broadcast: per chunk of up to slotBytes, the root copies the chunk into its
-// slot; sync; every other rank copies it out.
+// slot; sync; every other rank copies it out. Up to kDescSmallDataBytes, the
+// one chunk travels in the root's descriptor head instead (Note [Small data in
+// the descriptor line]).
 #include <algorithm>
 #include <cstring>
 
@@ -9,6 +11,7 @@ namespace distlab::comm::shm {
 
 void broadcastChunked(ShmOp& op, uint8_t* data, uint64_t bytes, int root) {
   const uint64_t chunk = op.slotBytes();
+  if (bytes <= kDescSmallDataBytes) op.carrySmallData();
   uint64_t off = 0;
   do {
     const uint64_t n = std::min(chunk, bytes - off);

@@ -11,6 +11,7 @@
 #include "runtime/comm/backends/shm/shm_single_copy.hpp"
 #include "runtime/comm/backends/shm/shm_wait.hpp"
 #include "runtime/comm/rank_errors.hpp"
+#include "runtime/core/check.hpp"
 #include "runtime/core/errors.hpp"
 #include "runtime/tensor/dtype.hpp"
 
@@ -68,9 +69,23 @@ ShmOp::ShmOp(ShmGroup& group, const OpDesc& mine, bool equalBytes, Milliseconds 
 
 uint64_t ShmOp::partBytes() const { return (slotBytes() / size()) & ~uint64_t{63}; }
 
-uint8_t* ShmOp::writeSlot() { return g_.segment->slot(g_.rank, (g_.step + 1) & 1); }
+uint8_t* ShmOp::writeSlot() {
+  if (smallDataNext_) return mine_.smallData;
+  return g_.segment->slot(g_.rank, (g_.step + 1) & 1);
+}
 
-const uint8_t* ShmOp::readSlot(int r) { return g_.segment->slot(r, g_.step & 1); }
+const uint8_t* ShmOp::readSlot(int r) {
+  if (smallDataRead_) return g_.descs[r].smallData;
+  return g_.segment->slot(r, g_.step & 1);
+}
+
+void ShmOp::carrySmallData() {
+  // Each rank decides from its own size, so only operations whose sizes
+  // are compared (equalBytes) may: the ranks then decide alike or fail.
+  DL_CHECK(first_ && equalBytes_, "ShmOp::carrySmallData: only before the first step of an "
+                                  "operation whose ranks contribute equal bytes");
+  smallDataNext_ = true;
+}
 
 std::string ShmOp::what() const {
   return fmt::format("[shm] group '{}' rank {}: {} (seq {})", g_.groupName, g_.rank,
@@ -87,6 +102,7 @@ void ShmOp::sync() {
   ShmSegment& seg = *g_.segment;
   const uint64_t target = g_.step + 1;
   const int parity = static_cast<int>(target & 1);
+  const bool smallData = std::exchange(smallDataNext_, false);
   OpDesc& published = seg.desc(g_.rank, parity);
   if (first_) copyDesc(published, mine_, g_.size);
   // Note [Arrival in the descriptor line]: the step first, so whoever sees the
@@ -106,13 +122,15 @@ void ShmOp::sync() {
                                    .load(std::memory_order_acquire) >= target) {
           ++next;
         }
-        // Note [Fetching the slot while waiting]
-        if (next < n) __builtin_prefetch(seg.slot(next, parity));
+        // Note [Fetching the slot while waiting]: not when the data is in
+        // the head (Note [Small data in the descriptor line]).
+        if (next < n && !smallData) __builtin_prefetch(seg.slot(next, parity));
         return next == n || cancelled();
       },
       [&] { poll(); }, g_.wait);
   // Even when every peer arrived: a cancelled op must not read or write more.
   if (cancelled()) throwCancelled();
+  smallDataRead_ = smallData;
   if (first_) {
     first_ = false;
     for (int r = 0; r < n; ++r) copyDesc(g_.descs[r], seg.desc(r, parity), n);
@@ -158,7 +176,7 @@ void ShmOp::throwTimeout() {
 
 void ShmOp::readPeer(int r, uint64_t offset, void* dst, uint64_t bytes) {
   if (bytes == 0) return;
-  const int err = readProcessMemory(g_.peers->pid(r), g_.descs[r].addr + offset, dst, bytes);
+  const int err = readProcessMemory(g_.peers->pid(r), g_.descs[r].singleCopy.addr + offset, dst, bytes);
   if (err != 0) throwFailedRead(r, err);
 }
 

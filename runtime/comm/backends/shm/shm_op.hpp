@@ -45,6 +45,22 @@
 // much sooner, while the peers' stamps travel towards it. A body that throws
 // before its first sync, or never syncs, has its Work built afterwards.
 //
+// Note [Small data in the descriptor line]
+// Even with the slot fetched while waiting, a small operation's arrival
+// moves two lines to each peer: the descriptor line with the stamp, and the
+// slot line, which the waiting peer keeps prefetching and the arriving rank
+// must take back before it writes. An operation whose first step publishes
+// at most kDescSmallDataBytes of this rank's data and reads only that step's
+// data can carry it in the descriptor head instead (carrySmallData()): the
+// head has room because the fields only the single-copy path reads (a
+// buffer address, PREMUL_SUM's scalar) are not needed by an operation that
+// reads no peer's memory. The data is staged into this rank's own copy of
+// the head, published with it in one line before the stamp, and read from
+// the copies of the peers' heads this rank makes after the wait anyway
+// (validate() has compared sizes by then, so a mismatch still raises before
+// any data is read). Every rank decides from its own size alone; ranks whose
+// sizes differ fail that comparison.
+//
 // The first step also publishes this rank's OpDesc (op, seq, dtype, sizes); after
 // it every rank compares all descriptors, so a mismatch raises on every rank
 // before any rank reads a byte of another's data.
@@ -126,6 +142,11 @@ class ShmOp {
   uint8_t* writeSlot();
   // Rank r's slot of the step last synced.
   const uint8_t* readSlot(int r);
+  // Note [Small data in the descriptor line]: before the first sync, for an
+  // operation of one step whose ranks each write at most kDescSmallDataBytes
+  // at the start of writeSlot() and were constructed with equalBytes; that
+  // step's writeSlot() and readSlot() then address the descriptor heads.
+  void carrySmallData();
   // Arrive and wait for every rank (see the Note).
   void sync();
   // Descriptors of the first step (valid after the first sync; the counts only
@@ -133,7 +154,7 @@ class ShmOp {
   const OpDesc& desc(int r) const { return g_.descs[r]; }
 
   // The single-copy path (Note [shm single copy]); valid after the first sync.
-  // Copies `bytes` at `offset` into peer r's published buffer (desc(r).addr)
+  // Copies `bytes` at `offset` into peer r's published buffer (desc(r).singleCopy.addr)
   // into `dst`. A failure raises the error of its cause: the peer died, the
   // peer published a failure, the op was cancelled, else DistBackendError.
   void readPeer(int r, uint64_t offset, void* dst, uint64_t bytes);
@@ -164,6 +185,8 @@ class ShmOp {
   OpDesc mine_;
   bool equalBytes_;
   bool first_ = true;
+  bool smallDataNext_ = false;  // the step about to be taken carries its data in the head
+  bool smallDataRead_ = false;  // the step last synced did
   Milliseconds timeout_;
   Deadline deadline_;
 };

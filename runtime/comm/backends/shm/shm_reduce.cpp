@@ -1,5 +1,7 @@
 // Direct reduce: as the direct allreduce, but only the root reduces:
 //   per chunk: stage into my slot; sync; root reduces all slots into its tensor.
+// Up to kDescSmallDataBytes, the one chunk travels in the descriptor heads
+// instead (Note [Small data in the descriptor line]).
 #include <algorithm>
 #include <array>
 
@@ -15,6 +17,7 @@ void reduceDirect(ShmOp& op, uint8_t* data, uint64_t count, DType dtype, ReduceO
   // No allocation per op, and not zeroed (512 bytes, ~100 instructions a step):
   // the entries below size() are set before each use.
   std::array<const void*, kMaxWorldSize> srcs;
+  if (count * es <= kDescSmallDataBytes) op.carrySmallData();
   uint64_t off = 0;
   do {
     const uint64_t n = std::min(chunk, count - off);

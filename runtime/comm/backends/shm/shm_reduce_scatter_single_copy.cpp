@@ -48,7 +48,7 @@ void reduceFromPeers(ShmOp& op, const uint8_t* mine, uint64_t offset, uint8_t* o
       } else {
         op.readPeer(r, offset + off * es, s, n * es);
       }
-      if (premul) premulCopy(s, from, n, dtype, op.desc(r).scalar);
+      if (premul) premulCopy(s, from, n, dtype, op.desc(r).singleCopy.scalar);
       srcs[r] = s;
     }
     reduceN(out + off * es, srcs.data(), size, n, dtype, redop);

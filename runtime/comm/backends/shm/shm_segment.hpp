@@ -78,17 +78,28 @@ struct alignas(64) RankControl {
 // Only the head (one cache line) and, when hasCounts, the first worldSize
 // entries of each count array are published and read: copying the whole
 // descriptor (18 cache lines) cost more than a small allreduce's data.
+inline constexpr uint64_t kDescSmallDataBytes = 32;  // OpDesc::smallData
 struct alignas(64) OpDesc {
+  // What every rank compares (ShmOp::validate).
   uint64_t seq;
-  uint32_t opType;
-  uint32_t dtype;
-  uint32_t reduceOp;
-  int32_t root;
   uint64_t bytes;         // this rank's contribution (input bytes)
-  double scalar;          // PREMUL_SUM
-  uint32_t hasCounts;     // sendCounts/recvCounts valid
-  uint32_t pad;
-  uint64_t addr;          // the buffer peers read on the single-copy path (0: none)
+  int32_t root;
+  uint8_t opType;         // OpType
+  uint8_t dtype;          // DType
+  uint8_t reduceOp;       // ReduceOp::Kind
+  uint8_t hasCounts;      // sendCounts/recvCounts valid
+  // What peers read of this rank on the single-copy path, or, for an
+  // operation whose first step carries its data here (Note [Small data in
+  // the descriptor line] in shm_op.hpp), that data: never both, since such
+  // an operation reads no peer's memory.
+  struct SingleCopyFields {
+    double scalar;        // PREMUL_SUM
+    uint64_t addr;        // the buffer peers read in place (0: none)
+  };
+  union {
+    SingleCopyFields singleCopy;
+    uint8_t smallData[kDescSmallDataBytes];
+  };
   // The last step this rank arrived at through this descriptor's parity, in
   // the descriptor's own cache line (Note [Arrival in the descriptor line]):
   // written (release, through std::atomic_ref) at every step, after the head
@@ -98,7 +109,8 @@ struct alignas(64) OpDesc {
   uint64_t recvCounts[kMaxWorldSize];  // bytes it expects from each rank
 };
 // The head, stamp included, is one cache line: a peer's arrival and its
-// descriptor arrive together.
+// descriptor (and a small operation's data) arrive together.
+static_assert(offsetof(OpDesc, smallData) + kDescSmallDataBytes == offsetof(OpDesc, stamp));
 static_assert(offsetof(OpDesc, stamp) == 56 && offsetof(OpDesc, sendCounts) == 64);
 
 struct alignas(64) ChannelHeader {
