@@ -23,10 +23,16 @@ namespace {
 // the machine's phase (medians of 6-8 alternating runs, direct vs RS+AG):
 // at 1 KiB 1.15 vs 1.45 us in a fast phase and 1.53 vs 1.52 in a slow one;
 // at 2 KiB 1.54 vs 1.77 and 2.04 vs 1.98; at 4 KiB 2.30 vs 2.42 and 3.0 vs
-// 2.65. So direct below 2 KiB, where it never lost.
+// 2.65. So direct below 2 KiB, where it never lost. After the Work moved
+// into the arrival window and small data into the descriptor line
+// ("fourteenth round"), direct against RS+AG again, same binary, medians of
+// alternating runs: 1 KiB 1.28 vs 1.67 us (6 each), 2 KiB 1.79 vs 1.96 (6)
+// and 1.88 vs 2.32 (8; asynchronous 2.42 vs 2.42), 4 KiB 2.64 vs 2.80 (6).
+// So direct below 4 KiB: at 2 KiB it won in three of the four phases seen
+// and tied in the fourth; at 4 KiB the phases split.
 constexpr AllreduceRule kAllreduceRules[] = {
     {3, 256, AllreduceAlgo::kRsAg},
-    {2, 2048, AllreduceAlgo::kRsAg},
+    {2, 4096, AllreduceAlgo::kRsAg},
     {1, 0, AllreduceAlgo::kDirect},
 };
 
