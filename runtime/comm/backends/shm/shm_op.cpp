@@ -176,7 +176,8 @@ void ShmOp::throwTimeout() {
 
 void ShmOp::readPeer(int r, uint64_t offset, void* dst, uint64_t bytes) {
   if (bytes == 0) return;
-  const int err = readProcessMemory(g_.peers->pid(r), g_.descs[r].singleCopy.addr + offset, dst, bytes);
+  const int err =
+      readProcessMemory(g_.peers->pid(r), g_.descs[r].singleCopy.addr + offset, dst, bytes);
   if (err != 0) throwFailedRead(r, err);
 }
 
