@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "runtime/core/clock.hpp"
+#include "runtime/core/current_pid.hpp"
 #include "runtime/core/env.hpp"
 #include "runtime/core/errors.hpp"
 #include "runtime/core/logging.hpp"
@@ -116,8 +117,9 @@ class WatchObserver : public WorkObserver {
 };
 
 void WatchdogThread::ensureThread() {
-  if (threadPid_ == getpid()) return;
-  threadPid_ = getpid();  // after fork() the child restarts the thread
+  // Every monitored operation asks: currentPid() is no system call.
+  if (threadPid_ == currentPid()) return;
+  threadPid_ = currentPid();  // after fork() the child restarts the thread
   std::string sig = "USR2";
   try {
     sig = env::getChoice("DISTLAB_FR_DUMP_SIGNAL", {"USR1", "USR2", "OFF"}).value_or("USR2");
@@ -299,7 +301,7 @@ void WatchdogThread::pollRequests() {
 }
 
 void WatchdogThread::loop() {
-  const pid_t me = getpid();
+  const pid_t me = currentPid();
   std::unique_lock<std::mutex> lock(mutex_);
   while (threadPid_ == me) {
     auto wake = Clock::now() + kPollInterval;
