@@ -282,7 +282,11 @@ void Work::completeLocked(std::unique_lock<std::mutex>& lock, std::exception_ptr
   if (scheduledNs_ == kScheduledAtStart) scheduledNs_ = startedNs_;
   error_ = error;
   state_ = error ? WorkState::kFailed : WorkState::kCompleted;
-  std::vector<std::shared_ptr<WorkObserver>> observers = observers_;
+  // Moved, not copied: no transition follows completion, and an observer
+  // added from now on replays it itself (one allocation and two atomic
+  // updates per observer less on the monitored path).
+  std::vector<std::shared_ptr<WorkObserver>> observers = std::move(observers_);
+  observers_.clear();
   std::shared_ptr<Future> future;
   // No observer to run first: waiters may go at once (one lock, not two).
   // An observer added from now on replays the completion itself.

@@ -107,7 +107,10 @@ class WatchObserver : public WorkObserver {
     if (fr_) fr_->markStarted(id_);
   }
   void onCompleted(const Work& work) override {
-    if (fr_) fr_->markCompleted(id_, work.isSuccess(), errorText(work));
+    if (fr_) {
+      const bool ok = work.isSuccess();
+      fr_->markCompleted(id_, ok, ok ? std::string() : errorText(work));
+    }
     WatchdogThread::instance().completed(work);
   }
 
@@ -188,7 +191,7 @@ void WatchdogThread::add(WatchedWork watched) {
     if (watchdogEnabled()) inflight_[work.get()] = std::move(e);
   }
   if (notify) cv_.notify_all();
-  work->addObserver(observer);  // may complete the entry at once
+  work->addObserver(std::move(observer));  // may complete the entry at once
 }
 
 void WatchdogThread::completed(const Work& work) {
