@@ -9,7 +9,7 @@
 namespace distlab {
 namespace {
 
-TEST(CurrentPidTest, IsThisProcesssPid) {
+TEST(CurrentPidTest, IsThisProcessPid) {
   EXPECT_EQ(currentPid(), ::getpid());
   EXPECT_EQ(currentPid(), ::getpid());  // the cached read
 }
