@@ -282,9 +282,8 @@ void Work::completeLocked(std::unique_lock<std::mutex>& lock, std::exception_ptr
   if (scheduledNs_ == kScheduledAtStart) scheduledNs_ = startedNs_;
   error_ = error;
   state_ = error ? WorkState::kFailed : WorkState::kCompleted;
-  // Moved, not copied: no transition follows completion, and an observer
-  // added from now on replays it itself (one allocation and two atomic
-  // updates per observer less on the monitored path).
+  // Moved, not copied (no transition follows completion): one allocation and
+  // two atomic updates per observer less on the monitored path.
   std::vector<std::shared_ptr<WorkObserver>> observers = std::move(observers_);
   observers_.clear();
   std::shared_ptr<Future> future;

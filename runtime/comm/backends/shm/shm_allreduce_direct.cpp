@@ -21,7 +21,7 @@ void allreduceDirect(ShmOp& op, uint8_t* data, uint64_t count, DType dtype, Redu
   // No allocation per op, and not zeroed (512 bytes, ~100 instructions a step):
   // the entries below size() are set before each use.
   std::array<const void*, kMaxWorldSize> srcs;
-  if (count * es <= kDescSmallDataBytes) op.carrySmallData();
+  op.carrySmallData(count * es);
   uint64_t off = 0;
   do {
     const uint64_t n = std::min(chunk, count - off);

@@ -11,7 +11,7 @@ namespace distlab::comm::shm {
 
 void broadcastChunked(ShmOp& op, uint8_t* data, uint64_t bytes, int root) {
   const uint64_t chunk = op.slotBytes();
-  if (bytes <= kDescSmallDataBytes) op.carrySmallData();
+  op.carrySmallData(bytes);
   uint64_t off = 0;
   do {
     const uint64_t n = std::min(chunk, bytes - off);

@@ -79,12 +79,12 @@ const uint8_t* ShmOp::readSlot(int r) {
   return g_.segment->slot(r, g_.step & 1);
 }
 
-void ShmOp::carrySmallData() {
+void ShmOp::carrySmallData(uint64_t bytes) {
   // Each rank decides from its own size, so only operations whose sizes
   // are compared (equalBytes) may: the ranks then decide alike or fail.
   DL_CHECK(first_ && equalBytes_, "ShmOp::carrySmallData: only before the first step of an "
                                   "operation whose ranks contribute equal bytes");
-  smallDataNext_ = true;
+  smallDataNext_ = bytes <= kDescSmallDataBytes;
 }
 
 std::string ShmOp::what() const {

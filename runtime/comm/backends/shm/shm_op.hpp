@@ -142,11 +142,12 @@ class ShmOp {
   uint8_t* writeSlot();
   // Rank r's slot of the step last synced.
   const uint8_t* readSlot(int r);
-  // Note [Small data in the descriptor line]: before the first sync, for an
-  // operation of one step whose ranks each write at most kDescSmallDataBytes
-  // at the start of writeSlot() and were constructed with equalBytes; that
-  // step's writeSlot() and readSlot() then address the descriptor heads.
-  void carrySmallData();
+  // Note [Small data in the descriptor line]: before the first sync of an
+  // operation of one step, constructed with equalBytes, whose ranks each
+  // write `bytes` at the start of writeSlot(): when `bytes` is at most
+  // kDescSmallDataBytes, that step's writeSlot() and readSlot() address the
+  // descriptor heads instead of the slots.
+  void carrySmallData(uint64_t bytes);
   // Arrive and wait for every rank (see the Note).
   void sync();
   // Descriptors of the first step (valid after the first sync; the counts only
