@@ -20,6 +20,7 @@
 #include "emulator/bench/bench_rounds.hpp"
 #include "emulator/bench/peer_bench.hpp"
 #include "emulator/launcher/exit_guard.hpp"
+#include "runtime/comm/backend_options.hpp"
 #include "runtime/comm/backend_registry.hpp"
 #include "runtime/comm/debug/debug_install.hpp"
 #include "runtime/comm/group_management.hpp"
@@ -303,12 +304,10 @@ void validate(const CollectivesBenchOptions& o) {
       throw ValueError(fmt::format("--debug '{}': use off, monitor or detail", d));
     }
   }
-  for (const auto& [key, value] : o.backendOptions) {
-    if (std::find(kBenchBackendOptionKeys.begin(), kBenchBackendOptionKeys.end(), key) ==
-        kBenchBackendOptionKeys.end()) {
-      throw ValueError(fmt::format("--option: unknown key '{}'; known keys: {}", key,
-                                   fmt::join(kBenchBackendOptionKeys, ", ")));
-    }
+  try {
+    comm::validateBackendOptions(o.backendOptions);  // before any rank is forked
+  } catch (const ValueError& e) {
+    throw ValueError(std::string("--option: ") + e.what());
   }
 }
 
@@ -316,9 +315,6 @@ void validate(const CollectivesBenchOptions& o) {
 
 const std::vector<std::string> kBenchOps = {"allreduce", "allgather", "reduce_scatter",
                                             "broadcast", "alltoall"};
-const std::vector<std::string> kBenchBackendOptionKeys = {
-    "shm.slot_bytes", "shm.channel_bytes", "shm.allreduce_algo", "shm.single_copy",
-    "shm.single_copy_min_bytes", "gloo.socket_ifname", "gloo.hostname"};
 
 double measureMemcpyGBps() {
   const size_t bytes = 64ull << 20;

@@ -28,10 +28,9 @@
 
 namespace distlab::emulator {
 
-// Operations the benchmark runs, and the backend options (--option keys) it
-// accepts: those the shm and gloo backends read (shm_backend.hpp, gloo_backend.hpp).
+// Operations the benchmark runs. Its --option keys are the backends' own,
+// checked by comm::validateBackendOptions before any rank starts.
 extern const std::vector<std::string> kBenchOps;
-extern const std::vector<std::string> kBenchBackendOptionKeys;
 inline constexpr uint64_t kMaxBenchBytes = uint64_t{1} << 30;  // per-rank buffer
 
 struct CollectivesBenchOptions {

@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "runtime/comm/backend.hpp"
+#include "runtime/comm/backend_options.hpp"
 
 namespace distlab::comm {
 
@@ -34,6 +35,9 @@ struct BackendInfo {
   // A host backend that also serves CUDA tensors through pinned staging
   // (cuda_staging_backend.hpp); lists "cuda" in `devices` when CUDA is built.
   bool stagesCuda = false;
+  // The "<name>.*" keys of BackendContext::options this backend reads, each
+  // with its check (Note [Backend options] in backend_options.hpp).
+  std::vector<BackendOptionSpec> options;
 };
 
 // A host backend's registration: "cpu", plus "cuda" through pinned staging

@@ -6,6 +6,7 @@
 #include <map>
 #include <set>
 
+#include "runtime/comm/backend_options.hpp"
 #include "runtime/comm/backend_registry.hpp"
 #include "runtime/comm/debug/debug_install.hpp"
 #include "runtime/comm/world.hpp"
@@ -21,6 +22,12 @@ std::string defaultBackendSpec() {
   return isBackendRegistered("gloo") ? "gloo" : "shm";
 }
 
+// kUnsetTimeout (or any non-positive value) means the backend's default.
+Milliseconds resolveInitTimeout(Milliseconds given, const std::string& spec) {
+  if (given.count() > 0) return given;
+  return spec == "nccl" ? kDefaultNcclTimeout : kDefaultProcessGroupTimeout;
+}
+
 }  // namespace
 
 ProcessGroupPtr initProcessGroup(const InitOptions& options) {
@@ -31,6 +38,11 @@ ProcessGroupPtr initProcessGroup(const InitOptions& options) {
   if (options.store && !options.initMethod.empty()) {
     throw ValueError("initProcessGroup: store and initMethod are mutually exclusive");
   }
+  validateBackendOptions(options.backendOptions);  // before the rendezvous can block
+  // The unset timeout resolves to its documented default before anything uses
+  // it, the rendezvous included (it would refuse kUnsetTimeout as negative).
+  const std::string spec = options.backend.empty() ? defaultBackendSpec() : options.backend;
+  const Milliseconds timeout = resolveInitTimeout(options.timeout, spec);
   detail::Rendezvous rv;
   if (options.store) {
     if (options.worldSize < 1 || options.rank < 0) {
@@ -40,17 +52,12 @@ ProcessGroupPtr initProcessGroup(const InitOptions& options) {
     rv = {options.store, options.rank, options.worldSize};
   } else {
     rv = detail::rendezvous(options.initMethod.empty() ? "env://" : options.initMethod,
-                            options.rank, options.worldSize, options.timeout);
+                            options.rank, options.worldSize, timeout);
   }
   if (rv.rank < 0 || rv.rank >= rv.worldSize) {
     throw ValueError(fmt::format("initProcessGroup: rank {} should be a number between 0 and "
                                  "world_size-1 ({})",
                                  rv.rank, rv.worldSize - 1));
-  }
-  const std::string spec = options.backend.empty() ? defaultBackendSpec() : options.backend;
-  Milliseconds timeout = options.timeout;
-  if (timeout.count() <= 0) {
-    timeout = spec == "nccl" ? kDefaultNcclTimeout : kDefaultProcessGroupTimeout;
   }
   ++world.generation;
   world.store = rv.store;

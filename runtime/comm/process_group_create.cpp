@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "distlab/config.hpp"
+#include "runtime/comm/backend_options.hpp"
 #include "runtime/comm/backend_registry.hpp"
 #if DISTLAB_HAVE_CUDA
 #include "runtime/comm/cuda_staging_backend.hpp"
@@ -37,6 +38,7 @@ ProcessGroupPtr createProcessGroup(ProcessGroupConfig config,
                                    const std::map<std::string, std::string>& backendOptions) {
   if (!config.store) throw ValueError("createProcessGroup: a store is required");
   if (config.backendSpec.empty()) throw ValueError("createProcessGroup: no backend given");
+  validateBackendOptions(backendOptions);  // before any backend touches the store
   if (config.globalRanks.empty()) {
     for (int r = 0; r < config.size; ++r) config.globalRanks.push_back(r);
   }

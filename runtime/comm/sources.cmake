@@ -11,6 +11,7 @@ if(TARGET distlab_tensor)
     backend.cpp
     forwarding_backend.cpp
     backend_registry.cpp
+    backend_options.cpp
     progress_thread.cpp
     op_checks.cpp
     process_group.cpp

@@ -196,7 +196,7 @@ TEST(ShmFailure, SingleCopyOptionsAreValidated) {
         [&] {
           makeGroup(ctx, std::chrono::seconds(10), {{"shm.single_copy_min_bytes", "-1"}});
         },
-        {"shm.single_copy_min_bytes", "byte count"});
+        {"shm.single_copy_min_bytes='-1'", "whole number"});
   });
 }
 

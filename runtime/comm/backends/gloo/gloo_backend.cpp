@@ -18,9 +18,22 @@
 namespace distlab::comm {
 
 void registerGlooBackend() {
-  registerBackend(hostBackendInfo("gloo", [](const BackendContext& ctx) -> BackendPtr {
+  BackendInfo info = hostBackendInfo("gloo", [](const BackendContext& ctx) -> BackendPtr {
     return std::make_shared<gloo_backend::GlooBackend>(ctx);
-  }));
+  });
+  info.options = {
+      {"gloo.socket_ifname", "network interfaces, comma list (GLOO_SOCKET_IFNAME)",
+       [](const std::string& value) {
+         gloo_backend::parseIfnameList(value, "backend option gloo.socket_ifname");
+       }},
+      {"gloo.hostname", "the address to bind when no interface is named",
+       [](const std::string& value) {
+         if (value.empty() || value.find_first_of(" \t\n") != std::string::npos) {
+           throw ValueError("backend option gloo.hostname='" + value +
+                            "': give a host name or address");
+         }
+       }}};
+  registerBackend(std::move(info));
 }
 
 namespace gloo_backend {

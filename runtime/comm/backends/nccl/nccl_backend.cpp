@@ -16,29 +16,14 @@
 
 namespace distlab::comm {
 
-void registerNcclBackend() {
-  registerBackend(BackendInfo{
-      "nccl",
-      [](const BackendContext& ctx) -> BackendPtr {
-        return std::make_shared<nccl_backend::NcclBackend>(ctx);
-      },
-      {"cuda"}});
-}
-
 namespace nccl_backend {
 namespace {
-
-bool parseFlag(const std::string& key, const std::string& value) {
-  if (value == "1" || value == "true") return true;
-  if (value == "0" || value == "false") return false;
-  throw ValueError(fmt::format("nccl: option {}='{}' must be 1/0 or true/false", key, value));
-}
 
 // TORCH_NCCL_BLOCKING_WAIT (also DISTLAB_NCCL_BLOCKING_WAIT); the backend
 // option "nccl.blocking_wait" wins.
 bool resolveBlockingWait(const std::map<std::string, std::string>& options) {
   if (auto it = options.find("nccl.blocking_wait"); it != options.end()) {
-    return parseFlag(it->first, it->second);
+    return parseOptionFlag(it->first, it->second);
   }
   if (auto v = env::getBool("TORCH_NCCL_BLOCKING_WAIT")) return *v;
   return env::getBool("DISTLAB_NCCL_BLOCKING_WAIT").value_or(false);
@@ -287,4 +272,20 @@ void NcclBackend::shutdown(Milliseconds timeout) {
 }
 
 }  // namespace nccl_backend
+
+void registerNcclBackend() {
+  BackendInfo info{"nccl",
+                   [](const BackendContext& ctx) -> BackendPtr {
+                     return std::make_shared<nccl_backend::NcclBackend>(ctx);
+                   },
+                   {"cuda"}};
+  info.options = {{"nccl.blocking_wait", "1/0: wait() blocks the host (TORCH_NCCL_BLOCKING_WAIT)",
+                   [](const std::string& v) { parseOptionFlag("nccl.blocking_wait", v); }},
+                  {"nccl.device_id", "the rank's CUDA device (\"cuda:N\" or N)",
+                   [](const std::string& v) {
+                     nccl_backend::resolveDeviceId({{"nccl.device_id", v}});
+                   }}};
+  registerBackend(std::move(info));
+}
+
 }  // namespace distlab::comm

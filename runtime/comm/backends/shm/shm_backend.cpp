@@ -4,10 +4,10 @@
 
 #include <fmt/format.h>
 
-#include <charconv>
 #include <cstring>
 
 #include "runtime/comm/backend_registry.hpp"
+#include "runtime/comm/backends/shm/shm_options.hpp"
 #include "runtime/comm/backends/shm/shm_wait.hpp"
 #include "runtime/core/errors.hpp"
 #include "runtime/core/logging.hpp"
@@ -15,35 +15,15 @@
 namespace distlab::comm {
 
 void registerShmBackend() {
-  registerBackend(hostBackendInfo("shm", [](const BackendContext& ctx) -> BackendPtr {
+  BackendInfo info = hostBackendInfo("shm", [](const BackendContext& ctx) -> BackendPtr {
     return std::make_shared<shm::ShmBackend>(ctx);
-  }));
+  });
+  info.options = shm::shmOptionSpecs();
+  registerBackend(std::move(info));
 }
 
 namespace shm {
 namespace {
-
-uint64_t optionBytes(const BackendContext& ctx, const std::string& key, uint64_t fallback) {
-  auto it = ctx.options.find(key);
-  if (it == ctx.options.end()) return fallback;
-  // from_chars, not stoull: stoull takes "-1" (as 2^64-1) and "12abc" (as 12).
-  const std::string& text = it->second;
-  uint64_t value = 0;
-  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
-  if (text.empty() || ec != std::errc() || end != text.data() + text.size()) {
-    throw ValueError(fmt::format(
-        "shm: option {}='{}' is not a byte count; give a whole number of bytes (0 .. 2^64-1)",
-        key, text));
-  }
-  return value;
-}
-
-std::optional<AllreduceAlgo> parseAllreduceAlgo(const std::string& value) {
-  if (value == "auto") return std::nullopt;
-  if (value == "direct") return AllreduceAlgo::kDirect;
-  if (value == "rsag") return AllreduceAlgo::kRsAg;
-  throw ValueError("shm: option shm.allreduce_algo='" + value + "' (valid: auto, direct, rsag)");
-}
 
 FailureKind classify(std::exception_ptr e) {
   try {
@@ -73,19 +53,11 @@ std::string messageOf(std::exception_ptr e) {
 
 ShmBackend::ShmBackend(const BackendContext& context)
     : Backend(context.rank, context.size), ctx_(context) {
-  SegmentOptions so;
-  so.slotBytes = optionBytes(ctx_, "shm.slot_bytes", so.slotBytes);
-  so.channelBytes = optionBytes(ctx_, "shm.channel_bytes", so.channelBytes);
-  if (auto it = ctx_.options.find("shm.allreduce_algo"); it != ctx_.options.end()) {
-    forcedAllreduce_ = parseAllreduceAlgo(it->second);
-  }
-  SingleCopyMode singleCopy = SingleCopyMode::kAuto;
-  if (auto it = ctx_.options.find("shm.single_copy"); it != ctx_.options.end()) {
-    singleCopy = parseSingleCopyMode(it->second);
-  }
-  group_.singleCopyMinBytes =
-      optionBytes(ctx_, "shm.single_copy_min_bytes", defaultSingleCopyMinBytes());
-  segment_ = ShmSegment::open(*ctx_.store, ctx_.storePrefix, ctx_.rank, ctx_.size, so, ctx_.timeout);
+  const ShmOptions options = parseShmOptions(ctx_.options);
+  forcedAllreduce_ = options.forcedAllreduce;
+  group_.singleCopyMinBytes = options.singleCopyMinBytes;
+  segment_ = ShmSegment::open(*ctx_.store, ctx_.storePrefix, ctx_.rank, ctx_.size,
+                             options.segment, ctx_.timeout);
   peers_ = std::make_unique<ShmPeers>(*segment_);
   group_.segment = segment_.get();
   group_.peers = peers_.get();
@@ -94,7 +66,7 @@ ShmBackend::ShmBackend(const BackendContext& context)
   group_.groupName = ctx_.groupName;
   group_.aborted = &aborted_;
   group_.wait = waitPolicyFor(ctx_.size);
-  agreeOnSingleCopy(singleCopy);
+  agreeOnSingleCopy(options.singleCopy);
   progress_ = std::make_shared<ProgressThread>("shm:" + ctx_.groupName);
   p2p_ = std::make_unique<ShmP2P>(*segment_, *peers_, ctx_.groupName,
                                   [this](std::exception_ptr e, FailureKind kind) {

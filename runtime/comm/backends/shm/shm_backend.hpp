@@ -18,14 +18,7 @@
 // fails only that operation (monitoredBarrier keeps collecting after one rank
 // timed out); a dead p2p peer breaks the group.
 //
-// Options (BackendContext::options): "shm.slot_bytes" (default 262144: data
-// slot per rank per parity, a multiple of 4096; also the piece the
-// single-copy reductions read per source) and "shm.channel_bytes"
-// (default 65536: ring per rank pair, a power of two), "shm.allreduce_algo"
-// (auto | direct | rsag: overrides the selector table, for tests and
-// benchmarks; direct and rsag never take the single-copy path),
-// "shm.single_copy" (auto | on | off, Note [shm single copy]) and
-// "shm.single_copy_min_bytes" (default defaultSingleCopyMinBytes()). Segment
+// Options (BackendContext::options): the "shm.*" keys of shm_options.hpp. Segment
 // size is about n x (2 x slot + n x channel).
 // Creating the group takes one step (seq 0) before any operation: every rank
 // publishes whether it may read its peers' memory.

@@ -14,13 +14,6 @@
 
 namespace distlab::comm::shm {
 
-SingleCopyMode parseSingleCopyMode(const std::string& value) {
-  if (value == "auto") return SingleCopyMode::kAuto;
-  if (value == "on") return SingleCopyMode::kOn;
-  if (value == "off") return SingleCopyMode::kOff;
-  throw ValueError("shm: option shm.single_copy='" + value + "' (valid: auto, on, off)");
-}
-
 int readProcessMemory(pid_t pid, uint64_t remote, void* local, uint64_t bytes) {
   auto* out = static_cast<uint8_t*>(local);
   uint64_t done = 0;

@@ -83,9 +83,8 @@ namespace distlab::comm::shm {
 // The option shm.single_copy: kAuto uses the path when every rank may read
 // every peer and found that it pays, kOn whenever every rank may (group
 // creation fails naming a rank that may not, and why), kOff never.
+// Parsed in shm_options.cpp.
 enum class SingleCopyMode : uint8_t { kAuto, kOn, kOff };
-// Throws ValueError naming the option and the valid values.
-SingleCopyMode parseSingleCopyMode(const std::string& value);
 
 // Copies `bytes` at `remote` in process `pid` into `local`; 0 on success,
 // else the errno (EFAULT for a read that made no progress).

@@ -19,6 +19,7 @@ if(TARGET distlab_tensor)
     backends/shm/shm_reduce_scatter_single_copy.cpp
     backends/shm/shm_algorithm_selector.cpp
     backends/shm/shm_p2p.cpp
+    backends/shm/shm_options.cpp
     backends/shm/shm_backend.cpp
     backends/shm/shm_backend_ops.cpp)
   list(APPEND DISTLAB_COMM_BACKEND_REGISTRARS registerShmBackend)
