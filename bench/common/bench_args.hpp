@@ -9,11 +9,15 @@
 // `--help` prints the usage and exits 0 without running anything; an unknown
 // flag, a malformed value or an unusable path prints a message naming the
 // flag and exits 2, before any work starts. "--flag=" gives the flag an empty
-// value (CLI11 alone would take the next argument as its value).
+// value (CLI11 alone would take the next argument as its value), which is an
+// error unless the flag was marked with cli::allowEmptyValue (Note [One reader
+// for command lines] in emulator/cli/usage_checks.hpp).
 #include <CLI/CLI.hpp>
 
 #include <string>
 #include <vector>
+
+#include "emulator/cli/usage_checks.hpp"  // cli::allowEmptyValue
 
 namespace distlab::bench {
 
@@ -35,6 +39,8 @@ std::vector<int> intList(const CLI::App& app, const std::string& flag, const std
 std::vector<double> positiveList(const CLI::App& app, const std::string& flag,
                                  const std::string& text, double hi, bool allowEmpty = false);
 
+// usageError unless a file can be read at `path`.
+void requireReadable(const CLI::App& app, const std::string& flag, const std::string& path);
 // usageError unless a file can be written at `path` (emulator/cli/usage_checks.hpp).
 void requireWritable(const CLI::App& app, const std::string& flag, const std::string& path);
 

@@ -224,13 +224,21 @@ int main(int argc, char** argv) {
                "ddp_step_bench"};
   app.add_option("--worlds", worldsText, "comma list of world sizes (2..64)")
       ->capture_default_str();
-  app.add_option("--caps", capsText, "comma list of bucket_cap_mb values (empty: no sweep)")
-      ->capture_default_str();
+  cli::allowEmptyValue(
+      app.add_option("--caps", capsText, "comma list of bucket_cap_mb values (empty: no sweep)")
+          ->capture_default_str());
   app.add_option("--rounds", rounds, "rounds per configuration (median reported)")
       ->check(CLI::Range(1, 1000))->capture_default_str();
   app.add_option("--report", report, "write <report>.json and <report>.md");
-  app.add_option("--torch_script", script, "PyTorch DDP anchor script")->capture_default_str();
+  CLI::Option* scriptFlag = cli::allowEmptyValue(
+      app.add_option("--torch_script", script, "PyTorch DDP anchor script ('' skips its rows)")
+          ->capture_default_str());
   bench::parseBenchArgs(app, argc, argv);
+  // A script named on the command line must exist; the default one is optional
+  // (its rows are left out when PyTorch or the script is missing).
+  if (scriptFlag->count() > 0 && !script.empty()) {
+    bench::requireReadable(app, "--torch_script", script);
+  }
   const std::vector<int> worldSizes = bench::intList(app, "--worlds", worldsText, 2, 64);
   const std::vector<double> worlds(worldSizes.begin(), worldSizes.end());
   const std::vector<double> caps = bench::positiveList(app, "--caps", capsText, 1 << 20, true);

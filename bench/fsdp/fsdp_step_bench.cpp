@@ -134,7 +134,7 @@ Result runConfig(Engine e, int world, const Settings& s, const std::string& dir)
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"FSDP step time: prefetch, wrapping, FSDP vs DDP"};
+  CLI::App app{"FSDP step time: prefetch, wrapping, FSDP vs DDP", "fsdp_step_bench"};
   std::string worldsText = "2,4";
   std::string link = "ethernet-10g";
   std::string report;

@@ -166,10 +166,20 @@ int main(int argc, char** argv) {
   app.add_option("--rounds", rounds, "rounds of the side-by-side timing")
       ->check(CLI::Range(1, 1000))->capture_default_str();
   app.add_option("--report", report, "write <report>.json and <report>.md");
-  app.add_option("--torch_script", anchor, "PyTorch anchor script")->capture_default_str();
-  app.add_option("--torch_cpu_script", cpuScript, "PyTorch CPU-time script")
-      ->capture_default_str();
+  CLI::Option* anchorFlag = distlab::cli::allowEmptyValue(
+      app.add_option("--torch_script", anchor, "PyTorch anchor script ('' skips its rows)")
+          ->capture_default_str());
+  CLI::Option* cpuFlag = distlab::cli::allowEmptyValue(
+      app.add_option("--torch_cpu_script", cpuScript, "PyTorch CPU-time script ('' skips it)")
+          ->capture_default_str());
   distlab::bench::parseBenchArgs(app, argc, argv, {.googleBenchmark = true});
+  // Scripts named on the command line must exist; the defaults are optional.
+  if (anchorFlag->count() > 0 && !anchor.empty()) {
+    distlab::bench::requireReadable(app, "--torch_script", anchor);
+  }
+  if (cpuFlag->count() > 0 && !cpuScript.empty()) {
+    distlab::bench::requireReadable(app, "--torch_cpu_script", cpuScript);
+  }
   if (!report.empty()) {
     distlab::bench::requireWritable(app, "--report", report + ".json");
     distlab::bench::requireWritable(app, "--report", report + ".md");
@@ -183,10 +193,11 @@ int main(int argc, char** argv) {
     StepTime t = distlabStep();
     oursWall.values.push_back(t.wallMs);
     oursCpu.values.push_back(t.cpuMs);
-    if (auto v = scrape("/usr/bin/python3 " + anchor + " 1", "local step_ms=")) {
-      anchorWall.values.push_back(*v);
-    }
-    if (auto v = scrape("/usr/bin/python3 " + cpuScript, "cpu_ms=")) torchCpu.values.push_back(*v);
+    auto v = anchor.empty() ? std::nullopt
+                            : scrape("/usr/bin/python3 " + anchor + " 1", "local step_ms=");
+    if (v) anchorWall.values.push_back(*v);
+    v = cpuScript.empty() ? std::nullopt : scrape("/usr/bin/python3 " + cpuScript, "cpu_ms=");
+    if (v) torchCpu.values.push_back(*v);
   }
   std::printf("distlab wall_ms=%.2f cpu_ms=%.2f (median of %d rounds)\n", oursWall.median(),
               oursCpu.median(), rounds);

@@ -1,7 +1,9 @@
 // `distlab bench collectives`: the nccl-tests style collective benchmark
 // (emulator/bench/collectives_bench.hpp).
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
+#include <algorithm>
 #include <cctype>
 #include <iostream>
 #include <sstream>
@@ -10,6 +12,7 @@
 #include "emulator/cli/command_registry.hpp"
 #include "emulator/cli/usage_checks.hpp"
 #include "emulator/link/link_model.hpp"
+#include "emulator/scenario/engine_registry.hpp"
 #include "emulator/scenario/scenario.hpp"
 #include "emulator/trace/overlap_bench.hpp"
 #include "runtime/core/errors.hpp"
@@ -17,19 +20,8 @@
 namespace distlab::cli {
 namespace {
 
-// "a,b" -> {"a", "b"}; an empty list or an empty item is an error naming `flag`.
 std::vector<std::string> splitList(const std::string& text, const char* flag) {
-  std::vector<std::string> out;
-  std::stringstream in(text);
-  std::string item;
-  while (std::getline(in, item, ',')) {
-    if (item.empty()) {
-      throw ValueError(fmt::format("{} '{}': empty item in the comma list", flag, text));
-    }
-    out.push_back(item);
-  }
-  if (out.empty()) throw ValueError(fmt::format("{}: give at least one value", flag));
-  return out;
+  return splitCommaList(flag, text);
 }
 
 // Parses "8", "64K", "64M", "1G" (binary units), at most kMaxBenchBytes.
@@ -105,6 +97,18 @@ void readModelFlags(const std::string& gpt, emulator::OverlapBenchOptions& o) {
   }
 }
 
+// --hooks: the DDP engine's comm_hook names, checked before any run starts.
+void checkCommHooks(const std::vector<std::string>& hooks) {
+  const emulator::EngineInfo* ddp = emulator::findEngine("ddp");
+  if (ddp == nullptr) throw Error("bench overlap: the ddp engine is not linked in");
+  for (const auto& hook : hooks) {
+    if (std::find(ddp->commHooks.begin(), ddp->commHooks.end(), hook) == ddp->commHooks.end()) {
+      throw ValueError(
+          fmt::format("--hooks '{}': use {}", hook, fmt::join(ddp->commHooks, ", ")));
+    }
+  }
+}
+
 // `distlab bench overlap` (emulator/trace/overlap_bench.hpp): the subcommand
 // and its action.
 std::pair<CLI::App*, std::function<int()>> addOverlapCommand(CLI::App& sub) {
@@ -123,9 +127,10 @@ std::pair<CLI::App*, std::function<int()>> addOverlapCommand(CLI::App& sub) {
   ov->add_option("--world-sizes", f->worldSizes, "Comma list of world sizes (2..8)");
   ov->add_option("--links", f->links, "Comma list of link presets (distlab run's link names)");
   ov->add_option("--caps", f->caps, "Comma list of bucket_cap_mb values (hook none)");
-  ov->add_option("--hooks", f->hooks, "Comma list of comm hooks at bucket_cap_mb 25 ('' none)");
-  ov->add_option("--fsdp", f->fsdp,
-                 "Comma list of FSDP rows: block, block_no_prefetch, root ('' none)");
+  allowEmptyValue(ov->add_option("--hooks", f->hooks,
+                                 "Comma list of comm hooks at bucket_cap_mb 25 ('' none)"));
+  allowEmptyValue(ov->add_option(
+      "--fsdp", f->fsdp, "Comma list of FSDP rows: block, block_no_prefetch, root ('' none)"));
   ov->add_option("--model", f->options.model, "mlp | residual_mlp | gpt");
   ov->add_option("--sizes", f->sizes, "The model's widths (scenario 'sizes'; mlp, residual_mlp)");
   ov->add_option("--gpt", f->gpt,
@@ -143,10 +148,11 @@ std::pair<CLI::App*, std::function<int()>> addOverlapCommand(CLI::App& sub) {
     o.links = splitList(f->links, "--links");
     for (const auto& l : o.links) emulator::linkPreset(l);  // ValueError names the presets
     o.capsMb = numberList<double>(f->caps, "--caps", 1e-4, 1 << 20);
-    o.hooks = f->hooks.empty() ? std::vector<std::string>{} : splitList(f->hooks, "--hooks");
+    o.hooks = splitCommaList("--hooks", f->hooks, /*allowEmpty=*/true);
+    checkCommHooks(o.hooks);
     o.sizes = numberList<int64_t>(f->sizes, "--sizes", 1, 4096);
     readModelFlags(f->gpt, o);
-    o.fsdpWraps = f->fsdp.empty() ? std::vector<std::string>{} : splitList(f->fsdp, "--fsdp");
+    o.fsdpWraps = splitCommaList("--fsdp", f->fsdp, /*allowEmpty=*/true);
     for (const auto& w : o.fsdpWraps) {
       if (w != "block" && w != "block_no_prefetch" && w != "root") {
         throw ValueError("--fsdp '" + w + "': use block, block_no_prefetch or root");

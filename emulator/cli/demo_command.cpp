@@ -5,6 +5,7 @@
 #include <string>
 
 #include "emulator/cli/command_registry.hpp"
+#include "emulator/cli/usage_checks.hpp"
 #include "runtime/autograd/engine.hpp"
 #include "runtime/core/clock.hpp"
 #include "runtime/nn/loss.hpp"
@@ -71,6 +72,7 @@ const CommandRegistrar kDemo{Command{
           ->check(CLI::Range(int64_t{1}, int64_t{16384}))
           ->capture_default_str();
       sub.add_option("--seed", flags->seed, "seed of the model init and the data")
+          ->check(unsignedNumber())
           ->capture_default_str();
       sub.add_option("--lr", flags->lr, "SGD learning rate")
           ->check(CLI::Range(0.0, 10.0))

@@ -10,6 +10,7 @@
 #include <map>
 
 #include "emulator/cli/command_registry.hpp"
+#include "emulator/cli/usage_checks.hpp"
 #include "runtime/core/errors.hpp"
 
 namespace distlab::cli {
@@ -90,6 +91,7 @@ int main(int argc, char** argv) {
     CLI::App* sub = app.add_subcommand(command.name, command.help);
     actions[sub] = command.setup(*sub);
   }
+  requireExplicitValues(app);  // Note [One reader for command lines]
   try {
     std::vector<std::string> args = splitProgram(argc, argv);
     if (const std::string bad = unknownCommand(args); !bad.empty()) {

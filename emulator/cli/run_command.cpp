@@ -26,6 +26,9 @@ void checkRunArgs(const std::vector<std::string>& paths, const emulator::RunOpti
       throw ValueError(fmt::format("{}: no scenario files (*.toml) in this folder", p));
     }
   }
+  if (o.trace && o.outDir.empty()) {
+    throw ValueError("--trace needs --out DIR: the merged trace is written there");
+  }
   if (!o.outDir.empty()) requireWritableDir("--out", o.outDir);
 }
 

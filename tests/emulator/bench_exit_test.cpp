@@ -62,7 +62,7 @@ TEST(BenchExit, CollectivesKilledWhileRanksRun) {
 }
 
 const std::vector<std::string> kDdp = {DISTLAB_DDP_BENCH, "--worlds=2", "--caps=", "--rounds=1",
-                                       "--torch_script=/nonexistent"};
+                                       "--torch_script="};
 
 TEST(BenchExit, DdpStepKilledOnceItsFolderExists) {
   killAt(kDdp, "once ddp_bench_* exists", folderAppears("ddp_bench_"));
