@@ -103,7 +103,7 @@ void parseExpect(const TomlReader& r, const toml::table& root, Scenario& s) {
   if (auto v = r.strList(*t, "message")) e.message = *v;
   if (auto v = r.ranks(*t, "error_ranks", s.worldSize)) e.errorRanks = *v;
   if (auto v = r.ranks(*t, "culprits", s.worldSize)) e.culprits = *v;
-  if (auto v = r.strList(*t, "diagnosis")) e.diagnosis = *v;
+  if (auto v = r.strArray(*t, "diagnosis")) e.diagnosis = *v;
   if (auto v = r.number(*t, "detect_within", NumRange{0, 600, true, " s"})) {
     if (s.faults.empty()) {
       r.fail(r.lineOfKey(*t, "detect_within"), "'detect_within' needs a fault to time from");

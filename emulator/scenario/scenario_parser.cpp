@@ -100,14 +100,31 @@ void parseWorkload(const TomlReader& r, const toml::table& root, Scenario& s) {
   }
 }
 
+// A header string printed on the terminal: no control characters (an escape
+// sequence in a name would reach the terminal raw). The description may keep
+// line breaks and tabs.
+std::string printableHeader(const TomlReader& r, const toml::table& root, const std::string& key,
+                            bool allowLayout) {
+  const std::string value = r.requireStr(root, key, "the scenario header");
+  for (const unsigned char c : value) {
+    const bool layout = c == '\n' || c == '\t';
+    if ((c < 0x20 || c == 0x7f) && !(allowLayout && layout)) {
+      r.fail(r.lineOfKey(root, key),
+             fmt::format("'{}' holds a control character (code {}); use printable text", key,
+                         static_cast<int>(c)));
+    }
+  }
+  return value;
+}
+
 Scenario parseRoot(const TomlReader& r, const toml::table& root) {
   Scenario s;
   s.path = r.file();
   r.checkKeys(root, "the scenario", {"name", "description", "group", "debug", "trace",
                                      "cluster", "workload", "faults", "expect"});
-  s.name = r.requireStr(root, "name", "the scenario header");
-  s.description = r.requireStr(root, "description", "the scenario header");
-  s.group = r.requireStr(root, "group", "the scenario header");
+  s.name = printableHeader(r, root, "name", false);
+  s.description = printableHeader(r, root, "description", true);
+  s.group = printableHeader(r, root, "group", false);
   if (auto d = r.choice(root, "debug", {"OFF", "INFO", "DETAIL"})) s.debugLevel = *d;
   if (auto t = r.boolean(root, "trace")) s.trace = *t;
   parseCluster(r, root, s);

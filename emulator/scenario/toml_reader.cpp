@@ -132,6 +132,16 @@ std::optional<std::vector<std::string>> TomlReader::strList(const toml::table& t
   return out;
 }
 
+std::optional<std::vector<std::string>> TomlReader::strArray(const toml::table& t,
+                                                             const std::string& key) const {
+  const toml::node* n = t.get(key);
+  if (n && !n->is_array()) {
+    fail(*n, fmt::format("'{}' must be an array of strings (e.g. {} = [\"...\"]), found {}", key,
+                         key, typeName(*n)));
+  }
+  return strList(t, key);
+}
+
 const toml::table* TomlReader::table(const toml::table& t, const std::string& key) const {
   const toml::node* n = t.get(key);
   if (!n) return nullptr;
@@ -235,7 +245,13 @@ int TomlReader::rankKey(const toml::key& key, int worldSize, const std::string& 
   const bool digits = !text.empty() && text.size() <= 6 &&
                       std::all_of(text.begin(), text.end(),
                                   [](unsigned char c) { return std::isdigit(c); });
-  const int rank = digits ? std::stoi(text) : -1;
+  // "01" would be a second spelling of rank 1, and one of the two values dropped.
+  const bool leadingZero = text.size() > 1 && text[0] == '0';
+  const int rank = digits && !leadingZero ? std::stoi(text) : -1;
+  if (leadingZero && digits) {
+    fail(line, fmt::format("{} '{}': write the rank without leading zeros ('{}')", what, text,
+                           std::stoi(text)));
+  }
   if (rank < 0 || rank >= worldSize) {
     fail(line, fmt::format("{} '{}' is not a rank of this world: use a number in 0..{}", what,
                            text, worldSize - 1));

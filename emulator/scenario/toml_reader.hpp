@@ -63,6 +63,9 @@ class TomlReader {
   // A string or an array of strings.
   std::optional<std::vector<std::string>> strList(const toml::table& t,
                                                   const std::string& key) const;
+  // An array of strings (a lone string is an error naming the array form).
+  std::optional<std::vector<std::string>> strArray(const toml::table& t,
+                                                   const std::string& key) const;
   const toml::table* table(const toml::table& t, const std::string& key) const;
   // Line of `key` in `t` (the value's line), or of `t` itself when absent.
   int lineOfKey(const toml::table& t, const std::string& key) const;

@@ -186,6 +186,31 @@ INSTANTIATE_TEST_SUITE_P(
                 10, "model = \"gpt\" has none"}),
     caseName);
 
+// Classes of bad input a fuzzing campaign found accepted: a rank key with a
+// leading zero (a second spelling of a rank, so one value was dropped), a
+// string where the format wants an array, control characters in the header.
+INSTANTIATE_TEST_SUITE_P(
+    InputClasses, MalformedScenario,
+    ::testing::Values(
+        BadCase{"per_rank key with a leading zero",
+                valid("[cluster]\nworld_size = 2\n",
+                      "[workload.steps.per_rank.01]\nsize = 8\n"),
+                11, "per_rank key '01': write the rank without leading zeros ('1')"},
+        BadCase{"expect rank key with a leading zero",
+                valid("[cluster]\nworld_size = 2\n",
+                      "[expect]\noutcome = \"success\"\n[expect.rank.00]\nstatus = \"ok\"\n"),
+                13, "'00': write the rank without leading zeros ('0')"},
+        BadCase{"diagnosis as a string",
+                valid("[cluster]\nworld_size = 2\n",
+                      "[expect]\noutcome = \"success\"\ndiagnosis = \"x\"\n"),
+                13, "'diagnosis' must be an array of strings"},
+        BadCase{"escape sequence in the name",
+                "name = \"t\\u001b[2J\"\ndescription = \"d\"\ngroup = \"g\"\n", 1,
+                "'name' holds a control character (code 27)"},
+        BadCase{"newline in the group", "name = \"t\"\ndescription = \"d\"\ngroup = \"g\\n\"\n", 3,
+                "'group' holds a control character (code 10)"}),
+    caseName);
+
 TEST(ScenarioParser, ReadsTheGptShape) {
   Scenario s = parseScenarioText(
       gptScenario("gpt = { vocab = 50, block = 12, embd = 24, heads = 3, layers = 5, "
