@@ -45,29 +45,39 @@ std::vector<int> minority(const std::map<int, std::string>& values, std::string*
   return out;
 }
 
+// A dump's entries by group, built once: looking a group's entries up in
+// every entry of every dump made the analysis quadratic in groups x entries.
+using EntriesByGroup = std::map<std::string, std::vector<const DumpEntry*>>;
+
 struct View {
   const RankDump* dump = nullptr;
   const DumpGroup* group = nullptr;
+  size_t groupRank = 0;
+  std::vector<const DumpEntry*> entries;  // of this group
   std::map<uint64_t, const DumpEntry*> coll;
 };
 
 class GroupAnalysis {
  public:
-  GroupAnalysis(const DumpGroup& cfg, const std::map<int, const RankDump*>& byRank) : cfg_(cfg) {
-    for (int g : cfg.ranks) {
+  GroupAnalysis(const DumpGroup& cfg, const std::map<int, const RankDump*>& byRank,
+                const std::map<int, EntriesByGroup>& entries)
+      : cfg_(cfg) {
+    for (size_t i = 0; i < cfg.ranks.size(); ++i) {
+      const int g = cfg.ranks[i];
       auto it = byRank.find(g);
       if (it == byRank.end()) {
         noDump_.push_back(g);
         continue;
       }
-      View v;
+      View& v = views_[g];
       v.dump = it->second;
+      v.groupRank = i;
       auto git = it->second->groups.find(cfg.name);
       if (git != it->second->groups.end()) v.group = &git->second;
-      for (const auto& e : it->second->entries) {
-        if (e.group == cfg.name && !e.isP2P) v.coll[e.collectiveSeq] = &e;
+      if (entries.at(g).count(cfg.name)) v.entries = entries.at(g).at(cfg.name);
+      for (const DumpEntry* e : v.entries) {
+        if (!e->isP2P) v.coll[e->collectiveSeq] = e;
       }
-      views_[g] = v;
     }
   }
 
@@ -89,10 +99,7 @@ class GroupAnalysis {
                             const std::vector<int>& notJoined) const;
   std::optional<Divergence> mismatch(uint64_t s, const std::vector<int>& joined) const;
   std::optional<Divergence> crossCheck(uint64_t s, const std::vector<int>& joined) const;
-  int groupRank(int global) const {
-    return static_cast<int>(std::find(cfg_.ranks.begin(), cfg_.ranks.end(), global) -
-                            cfg_.ranks.begin());
-  }
+  size_t groupRank(int global) const { return views_.at(global).groupRank; }
 
   const DumpGroup& cfg_;
   std::map<int, View> views_;
@@ -281,14 +288,11 @@ std::optional<Divergence> GroupAnalysis::pointToPoint() {
   // (sender, receiver) global ranks -> k -> entry
   std::map<std::pair<int, int>, std::map<uint64_t, const DumpEntry*>> sends, recvs;
   for (const auto& [r, v] : views_) {
-    for (const auto& e : v.dump->entries) {
-      if (e.group != cfg_.name || !e.isP2P || e.peer < 0 ||
-          e.peer >= static_cast<int>(cfg_.ranks.size())) {
-        continue;
-      }
-      const int peer = cfg_.ranks[e.peer];
-      if (e.opType == "SEND") sends[{r, peer}][e.p2pSeq] = &e;
-      if (e.opType == "RECV") recvs[{peer, r}][e.p2pSeq] = &e;
+    for (const DumpEntry* e : v.entries) {
+      if (!e->isP2P || e->peer < 0 || e->peer >= static_cast<int>(cfg_.ranks.size())) continue;
+      const int peer = cfg_.ranks[e->peer];
+      if (e->opType == "SEND") sends[{r, peer}][e->p2pSeq] = e;
+      if (e->opType == "RECV") recvs[{peer, r}][e->p2pSeq] = e;
     }
   }
   std::set<std::pair<int, int>> pairs;
@@ -356,6 +360,7 @@ AnalysisResult analyzeRankDumps(const std::vector<RankDump>& dumps) {
   if (dumps.empty()) throw ValueError("analyze: no dump files given");
   AnalysisResult result;
   std::map<int, const RankDump*> byRank;
+  std::map<int, EntriesByGroup> entries;
   std::map<std::string, DumpGroup> groups;
   for (const auto& d : dumps) {
     if (!byRank.emplace(d.rank, &d).second) {
@@ -364,10 +369,12 @@ AnalysisResult analyzeRankDumps(const std::vector<RankDump>& dumps) {
     }
     result.ranks.push_back(d.rank);
     for (const auto& [name, g] : d.groups) groups.emplace(name, g);
+    EntriesByGroup& mine = entries[d.rank];  // every dump has its (maybe empty) index
+    for (const auto& e : d.entries) mine[e.group].push_back(&e);
   }
   std::sort(result.ranks.begin(), result.ranks.end());
   for (const auto& [name, cfg] : groups) {
-    GroupAnalysis a(cfg, byRank);
+    GroupAnalysis a(cfg, byRank, entries);
     std::optional<Divergence> d = a.collectives();
     if (!d) d = a.pointToPoint();
     if (!d) continue;

@@ -4,8 +4,10 @@
 //   distlab analyze /tmp/distlab_fr_rank_*.json
 //   distlab analyze --json dumps/*.json
 //
-// Exit codes: 0 no divergence, 1 a divergence was found, 2 unreadable or
-// malformed dumps (the message names the file and the field).
+// Exit codes: 0 no divergence, 1 a divergence was found, 2 unreadable,
+// malformed or oversized dumps: one line naming the file and the field
+// (every ValueError of emulator/analyze/dump_reader.hpp, whose Note [Dump
+// caps] bounds the memory and time a dump may take).
 #include <cstdio>
 #include <memory>
 #include <string>

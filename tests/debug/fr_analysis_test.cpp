@@ -132,7 +132,7 @@ TEST(FrAnalysis, BadInputGivesClearErrors) {
   testing::TempDir dir;
   const std::string bad = dir.file("bad.json"), partial = dir.file("partial.json");
   std::ofstream(bad) << "{ not json";
-  std::ofstream(partial) << R"({"version": "2.4", "rank": 0, "entries": [{"pg_id": "g"}]})";
+  std::ofstream(partial) << R"({"version": "2.4-distlab", "rank": 0, "entries": [{"pg_id": "g"}]})";
   try {
     analyzeDumps({bad});
     FAIL() << "no error";

@@ -11,6 +11,7 @@
 #include <fstream>
 #include <map>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -65,11 +66,11 @@ TEST(CliUsage, HelpExitsZeroWithoutRunning) {
 }
 
 TEST(CliUsage, BenchRejectsEmptyOpsUnknownOptionsAndUnwritableJson) {
-  expectUsageError("bench collectives --ops ''", "--ops: give at least one value");
+  expectUsageError("bench collectives --ops ''", "--ops: an empty value is not allowed");
   expectUsageError("bench collectives --ops allreduce,,broadcast", "--ops 'allreduce,,broadcast'");
   expectUsageError("bench collectives --ops allreduse", "--ops: unknown collective 'allreduse'");
   expectUsageError("bench collectives --option shm.slot_byte=4096",
-                   "--option: unknown key 'shm.slot_byte'");
+                   "--option: backend option 'shm.slot_byte' is not known");
   expectUsageError("bench collectives --option noequals", "--option 'noequals' is not key=value");
   expectUsageError("bench collectives --json /nonexistent-dir/out.json",
                    "--json /nonexistent-dir/out.json: cannot write this file");
@@ -81,11 +82,57 @@ TEST(CliUsage, BenchRejectsEmptyOpsUnknownOptionsAndUnwritableJson) {
   expectUsageError("bench collectives --rounds 0", "--rounds 0 must be in 1..100");
   expectUsageError("bench collectives --rounds 101", "--rounds 101 must be in 1..100");
   expectUsageError("bench collectives --rounds two", "--rounds");
-  expectUsageError("bench collectives --peer ''", "--peer: give at least one value");
+  expectUsageError("bench collectives --peer ''", "--peer: an empty value is not allowed");
   expectUsageError("bench collectives --peer openmpi", "--peer: unknown peer 'openmpi'; use mpi,torch-gloo");
-  expectUsageError("bench collectives --debug ''", "--debug: give at least one value");
+  expectUsageError("bench collectives --debug ''", "--debug: an empty value is not allowed");
   expectUsageError("bench collectives --debug off,verbose",
                    "--debug 'verbose': use off, monitor or detail");
+}
+
+// One row per class of bad command line found by a fuzzing campaign. Each
+// exits 2 naming the flag before any work starts (no rank is forked, no
+// training step runs): the message is the proof, since the work would print
+// other lines first or, for shm.slot_bytes=0, hang until the 60 s kill.
+const std::vector<std::pair<std::string, std::string>> kBadCommandLines = {
+    // Backend options: one validated reader, checked before the ranks start.
+    {"bench collectives --ops allreduce --max-bytes 64 --world-size 2 --option shm.slot_bytes=0",
+     "--option: backend option shm.slot_bytes='0': give a whole number in [4096, 1073741824]"},
+    {"bench collectives --option shm.slot_bytes=-1", "shm.slot_bytes='-1'"},
+    {"bench collectives --option shm.slot_bytes=99999999999999999999", "whole number"},
+    {"bench collectives --option shm.allreduce_algo=zzz", "give one of auto, direct, rsag"},
+    {"bench collectives --option shm.single_copy=maybe", "give one of auto, on, off"},
+    // An empty value is never the default or 0.
+    {"launch --master-port '' prog", "--master-port: an empty value is not allowed"},
+    {"launch --node-rank '' prog", "--node-rank: an empty value"},
+    {"launch --max-restarts '' prog", "--max-restarts: an empty value"},
+    {"launch --timeout '' prog", "--timeout: an empty value"},
+    {"launch --stop-grace '' prog", "--stop-grace: an empty value"},
+    {"launch --failure-grace '' prog", "--failure-grace: an empty value"},
+    {"bench collectives --iters ''", "--iters: an empty value"},
+    {"bench collectives --warmup ''", "--warmup: an empty value"},
+    {"bench collectives --json ''", "--json: an empty value"},
+    {"bench collectives --json=", "--json"},
+    {"run --out '' x.toml", "--out: an empty value"},
+    {"demo --seed ''", "--seed: an empty value"},
+    {"bench overlap --gpt ''", "--gpt: an empty value"},
+    {"bench overlap --json ''", "--json: an empty value"},
+    // Lists: no empty item anywhere, a trailing comma included.
+    {"bench collectives --ops allreduce,", "--ops 'allreduce,': empty item"},
+    {"bench collectives --debug off,", "--debug 'off,': empty item"},
+    {"bench overlap --world-sizes 2,", "--world-sizes '2,': empty item"},
+    // Numbers that would wrap, flags that take no value, flags that need another.
+    {"demo --seed -1", "--seed: give a whole number >= 0"},
+    {"demo --seed 1e3", "--seed: give a whole number >= 0"},
+    {"run --verbose=3 x.toml", "verbose was given a disallowed flag override"},
+    {"run --trace x.toml", "--trace needs --out DIR"},
+    // Values of work that would start first (30 s or more before failing).
+    {"bench overlap --hooks bogus", "--hooks 'bogus': use none, allreduce"},
+};
+
+TEST(CliUsage, EveryClassOfBadCommandLineExitsTwoBeforeWork) {
+  for (const auto& [args, message] : kBadCommandLines) {
+    expectUsageError(args, message);
+  }
 }
 
 // A short world-2 allreduce bench (8 and 16 bytes, blocking path) with
@@ -169,7 +216,7 @@ std::string dumpText(const std::string& rank, const std::string& seq, const std:
   return R"({"version": "2.4-distlab", "rank": )" + rank +
          R"(, "pg_config": {"0": {"name": "0", "desc": "default_pg", "ranks": )" + ranks +
          R"(}}, "pg_status": {}, "entries": [{"pg_id": "0", "collective_seq_id": )" + seq +
-         R"(, "p2p_seq_id": 0, "is_p2p": false, "profiling_name": "shm:all_reduce",
+         R"(, "p2p_seq_id": 0, "is_p2p": false, "profiling_name": "shm:all_reduce", "op_type": "ALLREDUCE",
          "input_sizes": [[4]], "output_sizes": [[4]], "input_dtypes": ["float32"],
          "output_dtypes": ["float32"], "state": "completed"}]})";
 }
