@@ -1,6 +1,7 @@
 // The sharded checkpoint directory (fsdp_state_dict.hpp): save at one world
 // size, load at another.
 #include <algorithm>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <sstream>
@@ -94,6 +95,11 @@ void saveShardedStateDict(FSDPModule& root, const std::string& dir,
   const comm::DeviceMesh mesh = root.options().mesh.value();
   const auto coord = mesh.getCoordinate().value();
   const bool firstReplica = mesh.ndim() == 1 || coord[0] == 0;
+  // Like PyTorch's checkpoint writer: the folder is created when missing.
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  DL_CHECK_T(Error, !ec, "save sharded state dict: cannot create the folder ", dir, " (",
+             ec.message(), ")");
   if (firstReplica) writeRankFile(dir + "/rank" + std::to_string(coord.back()) + ".bin", sd);
   if (comm::getRank() == 0) writeMetadata(dir, sd, static_cast<int>(mesh.shape().back()));
   comm::defaultGroup()->barrier()->wait();

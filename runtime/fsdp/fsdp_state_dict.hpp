@@ -42,7 +42,8 @@ nn::StateDict fullStateDict(FSDPModule& root, int rank = 0);
 // dtype or placement that differs ("a state dict from another model").
 void loadShardedStateDict(FSDPModule& root, const ShardedStateDict& state);
 
-// Ranks of the first replica write `rank<shard rank>.bin`, rank 0 the
+// Creates `directory` when missing. Ranks of the first replica write
+// `rank<shard rank>.bin`, rank 0 the
 // metadata; with `optimizer`, its per-parameter state is saved alongside as
 // "optim.<fqn>.<buffer>" (sharded like the parameter) and "optim.<fqn>.step".
 // Collective over the default group (a barrier before returning, so the
