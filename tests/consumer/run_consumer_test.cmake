@@ -1,22 +1,10 @@
 # Installs distlab into a scratch prefix and builds a tiny outside project
 # against it with find_package(distlab). Run by the `install_consumer` test.
+include("${CMAKE_CURRENT_LIST_DIR}/../support/install_and_configure.cmake")
 file(REMOVE_RECURSE "${WORK_DIR}")
 file(MAKE_DIRECTORY "${WORK_DIR}")
-execute_process(COMMAND ${CMAKE_COMMAND} --install "${BINARY_DIR}" --prefix "${WORK_DIR}/prefix"
-                RESULT_VARIABLE rc OUTPUT_QUIET)
-if(NOT rc EQUAL 0)
-  message(FATAL_ERROR "install into ${WORK_DIR}/prefix failed: ${rc}")
-endif()
-execute_process(COMMAND ${CMAKE_COMMAND} -S "${SOURCE_DIR}/tests/consumer/project"
-                        -B "${WORK_DIR}/build" -G Ninja
-                        "-DCMAKE_PREFIX_PATH=${WORK_DIR}/prefix"
-                        # A sanitizer build's libraries need the same runtime in the consumer.
-                        "-DCMAKE_CXX_FLAGS=${CONSUMER_CXX_FLAGS}"
-                        "-DCMAKE_EXE_LINKER_FLAGS=${CONSUMER_LINKER_FLAGS}"
-                RESULT_VARIABLE rc)
-if(NOT rc EQUAL 0)
-  message(FATAL_ERROR "configuring the consumer project failed: ${rc}")
-endif()
+distlab_install_and_configure("${WORK_DIR}" "${BINARY_DIR}" "${SOURCE_DIR}/tests/consumer/project"
+                              "${CONSUMER_CXX_FLAGS}" "${CONSUMER_LINKER_FLAGS}")
 execute_process(COMMAND ${CMAKE_COMMAND} --build "${WORK_DIR}/build" RESULT_VARIABLE rc)
 if(NOT rc EQUAL 0)
   message(FATAL_ERROR "building the consumer project failed: ${rc}")

@@ -8,6 +8,7 @@
 cmake_minimum_required(VERSION 3.25)
 include("${CMAKE_CURRENT_LIST_DIR}/snippet_parse.cmake")
 include("${CMAKE_CURRENT_LIST_DIR}/snippet_source.cmake")
+include("${CMAKE_CURRENT_LIST_DIR}/../support/install_and_configure.cmake")
 
 # A snippet that hangs is stopped by the launcher after this many seconds.
 set(run_timeout 120)
@@ -27,22 +28,9 @@ file(MAKE_DIRECTORY "${WORK_DIR}")
 doc_snippets_write_source("${WORK_DIR}/snippets.cpp" "${SOURCE_DIR}"
                           "${CMAKE_CURRENT_LIST_DIR}/preambles")
 
-execute_process(COMMAND ${CMAKE_COMMAND} --install "${BINARY_DIR}" --prefix "${WORK_DIR}/prefix"
-                RESULT_VARIABLE rc OUTPUT_QUIET)
-if(NOT rc EQUAL 0)
-  message(FATAL_ERROR "install into ${WORK_DIR}/prefix failed: ${rc}")
-endif()
-execute_process(COMMAND ${CMAKE_COMMAND} -S "${CMAKE_CURRENT_LIST_DIR}/project"
-                        -B "${WORK_DIR}/build" -G Ninja
-                        "-DCMAKE_PREFIX_PATH=${WORK_DIR}/prefix"
-                        "-DDOC_SNIPPETS_SOURCE=${WORK_DIR}/snippets.cpp"
-                        # A sanitizer build's libraries need the same runtime here.
-                        "-DCMAKE_CXX_FLAGS=${SNIPPET_CXX_FLAGS}"
-                        "-DCMAKE_EXE_LINKER_FLAGS=${SNIPPET_LINKER_FLAGS}"
-                RESULT_VARIABLE rc OUTPUT_QUIET)
-if(NOT rc EQUAL 0)
-  message(FATAL_ERROR "configuring the snippet project failed: ${rc}")
-endif()
+distlab_install_and_configure("${WORK_DIR}" "${BINARY_DIR}" "${CMAKE_CURRENT_LIST_DIR}/project"
+                              "${SNIPPET_CXX_FLAGS}" "${SNIPPET_LINKER_FLAGS}"
+                              "-DDOC_SNIPPETS_SOURCE=${WORK_DIR}/snippets.cpp")
 execute_process(COMMAND ${CMAKE_COMMAND} --build "${WORK_DIR}/build"
                 RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE out)
 if(NOT rc EQUAL 0)
