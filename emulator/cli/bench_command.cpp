@@ -6,7 +6,6 @@
 #include <algorithm>
 #include <cctype>
 #include <iostream>
-#include <sstream>
 
 #include "emulator/bench/collectives_bench.hpp"
 #include "emulator/cli/command_registry.hpp"
@@ -19,10 +18,6 @@
 
 namespace distlab::cli {
 namespace {
-
-std::vector<std::string> splitList(const std::string& text, const char* flag) {
-  return splitCommaList(flag, text);
-}
 
 // Parses "8", "64K", "64M", "1G" (binary units), at most kMaxBenchBytes.
 uint64_t parseBytes(const std::string& text, const char* flag) {
@@ -56,7 +51,7 @@ uint64_t parseBytes(const std::string& text, const char* flag) {
 template <typename T>
 std::vector<T> numberList(const std::string& text, const char* flag, double lo, double hi) {
   std::vector<T> out;
-  for (const auto& item : splitList(text, flag)) {
+  for (const auto& item : splitCommaList(flag, text)) {
     size_t used = 0;
     double v = 0;
     try {
@@ -145,7 +140,7 @@ std::pair<CLI::App*, std::function<int()>> addOverlapCommand(CLI::App& sub) {
   return {ov, [f] {
     emulator::OverlapBenchOptions o = f->options;
     o.worldSizes = numberList<int>(f->worldSizes, "--world-sizes", 2, 8);
-    o.links = splitList(f->links, "--links");
+    o.links = splitCommaList("--links", f->links);
     for (const auto& l : o.links) emulator::linkPreset(l);  // ValueError names the presets
     o.capsMb = numberList<double>(f->caps, "--caps", 1e-4, 1 << 20);
     o.hooks = splitCommaList("--hooks", f->hooks, /*allowEmpty=*/true);
@@ -214,11 +209,11 @@ const CommandRegistrar kBench{Command{
       return std::function<int()>([flags, peerFlag, overlap = overlap, overlapAction = overlapAction] {
         if (overlap->parsed()) return overlapAction();
         emulator::CollectivesBenchOptions o = flags->options;
-        o.backends = splitList(flags->backends, "--backend");
-        o.ops = splitList(flags->ops, "--ops");
-        o.debug = splitList(flags->debug, "--debug");
+        o.backends = splitCommaList("--backend", flags->backends);
+        o.ops = splitCommaList("--ops", flags->ops);
+        o.debug = splitCommaList("--debug", flags->debug);
         // Given but empty (`--peer ''`) is an error, not "no peers".
-        if (peerFlag->count() > 0) o.peers = splitList(flags->peers, "--peer");
+        if (peerFlag->count() > 0) o.peers = splitCommaList("--peer", flags->peers);
         o.minBytes = parseBytes(flags->minBytes, "--min-bytes");
         o.maxBytes = parseBytes(flags->maxBytes, "--max-bytes");
         for (const auto& kv : flags->backendOptions) {

@@ -238,12 +238,18 @@ void writeRepeated(const std::string& path, char c, size_t bytes, const std::str
   }
 }
 
+// Note [Bounds, not benchmarks]: the time bounds below tell a bounded read
+// from the unbounded one it replaced (53 s and 8 GB for 100 MB of '[', 155 s
+// for a million ranks), with room for a sanitizer build on a loaded 2-core
+// machine (about 1 s there); they are not performance targets.
+constexpr double kBoundedSeconds = 20.0;
+
 // The message may name a spot in the JSON first ("x[0][0]: nested ..."):
 // `parts` are each expected somewhere after the file.
 void expectQuickRejection(const std::string& path, const std::vector<std::string>& parts) {
   Stopwatch watch;
   const std::string what = rejection(path);
-  EXPECT_LT(watch.elapsedSeconds(), 2.0) << path;
+  EXPECT_LT(watch.elapsedSeconds(), kBoundedSeconds) << path;
   EXPECT_THAT(what, HasSubstr("analyze: " + path + ": "));
   for (const auto& part : parts) EXPECT_THAT(what, HasSubstr(part));
 }
@@ -287,7 +293,7 @@ TEST(FrAnalysisHostile, AMillionRanksAreReadInLinearTime) {
   const std::string path = write(dir, "fr_rank_0.json", d.dump());
   Stopwatch watch;
   const AnalysisResult result = analyzeDumps({path});
-  EXPECT_LT(watch.elapsedSeconds(), 1.0);
+  EXPECT_LT(watch.elapsedSeconds(), kBoundedSeconds);  // Note [Bounds, not benchmarks]
   EXPECT_THAT(result.text, HasSubstr("1 group(s)"));
   d["pg_config"]["g"]["ranks"].push_back(999'999);
   const std::string repeat = write(dir, "fr_rank_repeat.json", d.dump());
@@ -356,7 +362,7 @@ TEST(FrAnalysisHostile, CliExitsTwoWithOneLineNamingTheFile) {
     EXPECT_EQ(r.exitCode, 2) << r.output;
     EXPECT_EQ(r.output.rfind("distlab analyze: " + path + ": " + message, 0), 0u) << r.output;
     EXPECT_EQ(r.output.find('\n'), r.output.size() - 1) << "not one line: " << r.output;
-    EXPECT_LT(watch.elapsedSeconds(), 5.0);
+    EXPECT_LT(watch.elapsedSeconds(), kBoundedSeconds);  // Note [Bounds, not benchmarks]
   }
 #endif
 }
