@@ -12,6 +12,9 @@
 //                          per block (a wrapping bug to diagnose); -1: none
 //   prefetch               true (default) or false: the implicit forward and
 //                          backward prefetches (setImplicitPrefetch; bench overlap)
+// With join = true the engine's Joinable is an fsdp::FSDPJoinable over the
+// run's world; the driver gives it the optimizer (setJoinOptimizer), which steps a
+// joined rank's shards (Note [FSDP under Join] in runtime/fsdp/fsdp_join.hpp).
 #include <fmt/format.h>
 
 #include <set>
@@ -20,6 +23,7 @@
 #include "emulator/scenario/training_engine.hpp"
 #include "runtime/comm/group_management.hpp"
 #include "runtime/core/errors.hpp"
+#include "runtime/fsdp/fsdp_join.hpp"
 #include "runtime/fsdp/fsdp_state_dict.hpp"
 #include "runtime/fsdp/fully_shard.hpp"
 
@@ -77,7 +81,7 @@ fsdp::FullyShardOptions shardOptions(const EngineContext& ctx) {
 
 class FsdpEngine : public TrainingEngine {
  public:
-  explicit FsdpEngine(const EngineContext& ctx) : module_(ctx.module) {
+  explicit FsdpEngine(const EngineContext& ctx) : module_(ctx.module), group_(ctx.group) {
     const auto& o = ctx.scenario->training.engineOptions;
     fsdp::FullyShardOptions s = shardOptions(ctx);
     const std::string wrap = option(o, "wrap", "block");
@@ -95,6 +99,13 @@ class FsdpEngine : public TrainingEngine {
   nn::TensorList forward(const Tensor& input) override { return module_->call({input}); }
   void setGradSync(bool enabled) override { root_->setRequiresGradientSync(enabled); }
   std::vector<Tensor> parameters() override { return module_->parameters(); }
+  join::Joinable* joinable() override {
+    if (!joinable_) joinable_ = std::make_unique<fsdp::FSDPJoinable>(*root_, nullptr, group_);
+    return joinable_.get();
+  }
+  void setJoinOptimizer(optim::Optimizer* optimizer) override {
+    static_cast<fsdp::FSDPJoinable*>(joinable())->setOptimizer(optimizer);
+  }
   std::vector<Tensor> checksumParameters() override {
     nn::StateDict full = fsdp::fullStateDict(*root_, comm::getRank());  // collective
     std::vector<Tensor> out;
@@ -121,7 +132,9 @@ class FsdpEngine : public TrainingEngine {
 
  private:
   std::shared_ptr<nn::Module> module_;
+  comm::ProcessGroupPtr group_;
   fsdp::FSDPModulePtr root_;
+  std::unique_ptr<fsdp::FSDPJoinable> joinable_;
 };
 
 }  // namespace
@@ -139,6 +152,7 @@ void registerFsdpEngine() {
   info.optionRanges = {{"hsdp_replicas", {1, 1 << 16}}, {"root_only_rank", {-1, 1 << 16}}};
   info.commHooks = {"none"};
   info.distributed = true;
+  info.joinable = true;
   info.factory = [](const EngineContext& ctx) { return std::make_unique<FsdpEngine>(ctx); };
   registerEngine(std::move(info));
 }

@@ -14,6 +14,9 @@
 namespace distlab::zero {
 class ZeroRedundancyOptimizer;
 }
+namespace distlab::optim {
+class Optimizer;
+}
 
 namespace distlab::emulator {
 
@@ -42,6 +45,9 @@ class TrainingEngine {
   virtual void overlapZero(zero::ZeroRedundancyOptimizer& zero) { (void)zero; }
   // The engine as a Joinable for `join = true` (EngineInfo::joinable engines).
   virtual join::Joinable* joinable() { return nullptr; }
+  // join = true: the run's optimizer (null under ZeRO), for a Joinable that
+  // steps a joined rank's parameters itself (FSDP's). Called before the Join.
+  virtual void setJoinOptimizer(optim::Optimizer* optimizer) { (void)optimizer; }
   // The full parameters for the end-of-run checksum (sharding engines gather
   // them: called on every rank after the last step).
   virtual std::vector<Tensor> checksumParameters() { return parameters(); }

@@ -103,8 +103,11 @@ RunOptimizer makeRunOptimizer(const TrainingWorkload& tr, const std::vector<Tens
 }
 
 // The engine first, then ZeRO (its hook steps with the gradients DDP's left).
+// FSDP's Joinable steps the shards itself with the run's optimizer (Note [FSDP
+// under Join] in runtime/fsdp/fsdp_join.hpp; the parser refuses ZeRO there).
 std::unique_ptr<join::Join> makeJoin(const TrainingWorkload& tr, TrainingEngine& engine,
                                      RunOptimizer& opt) {
+  engine.setJoinOptimizer(opt.plain.get());
   std::vector<join::Joinable*> joinables{engine.joinable()};
   if (opt.zero) joinables.push_back(opt.zero.get());
   join::JoinOptions o;

@@ -186,7 +186,7 @@ void parseJoinAndSharding(const TomlReader& r, const toml::table& w, const Engin
   if (tr.join && !engine.joinable) {
     r.fail(r.lineOfKey(w, "join"),
            fmt::format("join = true needs a Joinable engine; engine '{}' is not (use engine = "
-                       "\"ddp\")", tr.engine));
+                       "\"ddp\" or \"fsdp\")", tr.engine));
   }
   requireWith(r, w, "throw_on_early_termination", tr.join, "join = true");
   requireWith(r, w, "divide_by_initial_world_size", tr.join, "join = true");
@@ -198,6 +198,18 @@ void parseJoinAndSharding(const TomlReader& r, const toml::table& w, const Engin
     r.fail(r.lineOfKey(w, "optimizer_sharding"),
            fmt::format("optimizer_sharding = \"zero\" needs a distributed engine; engine '{}' "
                        "is not (use engine = \"ddp\")", tr.engine));
+  }
+  if (tr.join && tr.engine == "fsdp" && tr.noSyncEvery > 0) {
+    r.fail(r.lineOfKey(w, "no_sync_every"),
+           "no_sync_every cannot be combined with engine = \"fsdp\" and join = true (a joined "
+           "rank replays its last iteration's collectives, so the peers' iterations must all "
+           "synchronise); remove no_sync_every or join");
+  }
+  if (zero && tr.join && tr.engine == "fsdp") {
+    r.fail(r.lineOfKey(w, "optimizer_sharding"),
+           "optimizer_sharding = \"zero\" cannot be combined with engine = \"fsdp\" and join = "
+           "true (FSDP's parameters are already per-rank shards, which ZeRO's broadcasts would "
+           "overwrite); remove optimizer_sharding: FSDP's Join hook steps the shards itself");
   }
   requireWith(r, w, "overlap_with_ddp", zero, "optimizer_sharding = \"zero\"");
   requireWith(r, w, "parameters_as_bucket_view", zero, "optimizer_sharding = \"zero\"");

@@ -187,6 +187,9 @@ std::optional<nn::TensorList> FSDPModule::preForward(const nn::TensorList& input
       if (s != this) s->notYetForwarded_.clear();
     }
   }
+  if (isRoot_ && ctx_->joinable) {  // Note [FSDP under Join]
+    ctx_->join->beginIteration(join::Join::notifyJoinContext(*ctx_->joinable));
+  }
   ctx_->forwardOrder.push_back(this);
   group_->waitForUnshard();
   prefetchForward();

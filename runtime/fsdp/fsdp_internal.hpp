@@ -2,9 +2,11 @@
 // Internal to runtime/fsdp: the state shared by the FSDP modules of one root
 // and the hook installation (fsdp_hooks.cpp).
 #include <map>
+#include <memory>
 #include <vector>
 
 #include "runtime/fsdp/fully_shard.hpp"
+#include "runtime/join/join.hpp"
 
 namespace distlab::fsdp {
 
@@ -19,6 +21,10 @@ struct RootContext {
   bool isLastBackward = true;                  // setIsLastBackward
   std::map<int, comm::ProcessGroupPtr> postForwardGroups;  // by size (reshard to N)
   MemoryStats memory;
+  // Under Join (FSDPJoinable): the record and the joinable whose vote the
+  // root's pre-forward issues (Note [FSDP under Join] in fsdp_join.hpp).
+  std::unique_ptr<JoinRecord> join;
+  join::Joinable* joinable = nullptr;
 };
 
 // Registers the forward pre-hook, the forward hook and the post-accumulate

@@ -78,6 +78,7 @@ void FSDPParamGroup::unshard() {
     gatherFromPostForward_ = true;
     ++counts_.postForwardAllGathers;
     ++counts_.allGathers;
+    if (join_) join_->record({this, FsdpCollective::Kind::kPostForwardAllGather, {}});
     return;
   }
   trace::Span span(trace::Category::kCompute, "fsdp all-gather copy-in ", traceName());
@@ -88,6 +89,7 @@ void FSDPParamGroup::unshard() {
   gatherOutput_ = distlab::empty({shardWorld() * total_}, gatherInput_.options());
   pendingGather_ = shardGroup()->allgatherIntoTensor(gatherOutput_, gatherInput_);
   ++counts_.allGathers;
+  if (join_) join_->record({this, FsdpCollective::Kind::kAllGather, {}});
 }
 
 void FSDPParamGroup::waitForUnshard() {
@@ -186,6 +188,21 @@ size_t FSDPParamGroup::gradientBytes() const {
   return bytes;
 }
 
+void FSDPParamGroup::setZeroGradients(const std::vector<size_t>& reduced) {
+  autograd::NoGradGuard noGrad;
+  for (size_t i : reduced) {
+    Tensor leaf = params_.at(i)->unsharded();
+    leaf.setGrad(zeros(leaf.sizes(), leaf.options()));
+  }
+}
+
+// Note [FSDP under Join]: divide by the ranks still training, not the world
+// (a custom divide factor is the caller's own division and stays as given).
+void FSDPParamGroup::scaleForJoin(Tensor& input) {
+  if (!join_ || settings_.gradientDivideFactor) return;
+  if (const double scale = join_->gradientScale(); scale != 1.0) input.mul_(scale);
+}
+
 void FSDPParamGroup::issueReduceScatter() {
   std::vector<size_t> reduced;
   for (size_t i = 0; i < params_.size(); ++i) {
@@ -216,6 +233,7 @@ void FSDPParamGroup::issueReduceScatter() {
     params_[i]->gradCopyIn(params_[i]->unsharded().grad(), pr.input, offsets_[i]);
   }
   if (pre != 1.0) pr.input.div_(pre);
+  scaleForJoin(pr.input);
   for (size_t i : reduced) dropGrad(params_[i]->unsharded());
   pr.output = distlab::empty({total_}, pr.input.options());
   comm::ReduceScatterOptions opts;
@@ -223,6 +241,7 @@ void FSDPParamGroup::issueReduceScatter() {
   pr.scatter = shardGroup()->reduceScatterTensor(pr.output, pr.input.view({-1}), opts);
   ++counts_.reduceScatters;
   pendingReduce_ = std::move(pr);
+  if (join_) join_->record({this, FsdpCollective::Kind::kReduceScatter, std::move(reduced)});
 }
 
 void FSDPParamGroup::finishReduction() {
@@ -242,6 +261,7 @@ void FSDPParamGroup::finishReduction() {
     trace::Span wait(trace::Category::kWait, "fsdp all-reduce across replicas ", traceName());
     mesh_.getGroup(std::optional<int>(0))->allreduce(out, opts)->wait();
     ++counts_.allReduces;
+    if (join_) join_->record({this, FsdpCollective::Kind::kReplicaAllReduce, {}});
   }
   if (pr.postDivide != 1.0) out.div_(pr.postDivide);
   if (settings_.allReduceHook) settings_.allReduceHook(out);

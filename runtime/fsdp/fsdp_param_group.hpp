@@ -59,6 +59,49 @@ struct CommCounts {
   int64_t allReduces = 0;
 };
 
+class FSDPParamGroup;
+
+// One collective of an FSDP iteration, as recorded for Join (Note [FSDP under
+// Join] in fsdp_join.hpp): which group issued it, what kind, and for a
+// reduce-scatter which parameters had a gradient.
+struct FsdpCollective {
+  enum class Kind { kAllGather, kPostForwardAllGather, kReduceScatter, kReplicaAllReduce };
+  FSDPParamGroup* group = nullptr;
+  Kind kind = Kind::kAllGather;
+  std::vector<size_t> reduced;  // kReduceScatter: indices into the group's params()
+};
+
+// What the groups of one root share under Join (fsdp_join.cpp): the record of
+// the current iteration's collectives and the gradient scale of
+// divide_by_initial_world_size = false.
+class JoinRecord {
+ public:
+  // The root's pre-forward: starts a new record; `vote` is Join's allreduce of
+  // the ranks still training (null outside an enabled Join), used only when
+  // not dividing by the initial world size.
+  void beginIteration(comm::WorkPtr vote);
+  void record(FsdpCollective op) {
+    if (recording_) current_.push_back(std::move(op));
+  }
+  // The collectives since the last beginIteration, in issue order.
+  const std::vector<FsdpCollective>& current() const { return current_; }
+  void setRecording(bool on) { recording_ = on; }
+  // world / (ranks still training) when a vote is pending or was waited this
+  // iteration, else 1; waits for the vote the first time (before the first
+  // reduce-scatter). Multiplies the reduce-scatter input.
+  double gradientScale();
+  void setWorld(int world) { world_ = world; }
+  void setDivideByInitialWorldSize(bool value) { divideByInitial_ = value; }
+
+ private:
+  std::vector<FsdpCollective> current_;
+  comm::WorkPtr vote_;
+  double scale_ = 1.0;
+  int world_ = 1;
+  bool divideByInitial_ = true;
+  bool recording_ = true;
+};
+
 struct GroupSettings {
   bool reshardAfterForward = true;
   bool reshardAfterBackward = true;
@@ -111,6 +154,11 @@ class FSDPParamGroup {
   void resetForNextBackward() { postBackwardDone_ = false; }
   // Unsharded gradients, pending reduction output and sharded gradients.
   size_t gradientBytes() const;
+  // Under Join (null: off): the record this group's collectives go to.
+  void setJoinRecord(JoinRecord* record) { join_ = record; }
+  // Sets a zero unsharded gradient on `reduced` (a joined rank's shadowed
+  // reduce-scatter contributes zeros; fsdp_join.cpp).
+  void setZeroGradients(const std::vector<size_t>& reduced);
 
  private:
   int shardWorld() const { return static_cast<int>(mesh_.shape().back()); }
@@ -119,6 +167,7 @@ class FSDPParamGroup {
   DType reduceDtype() const;
   TensorOptions bufferOptions(DType dtype) const;
   void issueReduceScatter();
+  void scaleForJoin(Tensor& input);
   std::string_view traceName() const;
 
   // Where each parameter's chunk sits in a [world, total] all-gather buffer.
@@ -143,6 +192,7 @@ class FSDPParamGroup {
   const nn::Module* traceOwner_ = nullptr;
   GroupSettings settings_;
   CommCounts counts_;
+  JoinRecord* join_ = nullptr;
 
   bool unsharded_ = false;
   comm::WorkPtr pendingGather_;

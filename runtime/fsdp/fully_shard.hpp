@@ -37,6 +37,7 @@
 #include "runtime/fsdp/fsdp_memory.hpp"
 #include "runtime/fsdp/fsdp_options.hpp"
 #include "runtime/fsdp/fsdp_param_group.hpp"
+#include "runtime/join/join.hpp"
 #include "runtime/nn/module.hpp"
 
 namespace distlab::fsdp {
@@ -114,6 +115,17 @@ class FSDPModule : public std::enable_shared_from_this<FSDPModule> {
   const MemoryStats& memoryStats() const;
   // This module and the FSDP modules below it, pre-order.
   std::vector<FSDPModulePtr> fsdpModulesInTree() const;
+
+  // ---- Join (fsdp_join.hpp) ------------------------------------------------------------
+  // Makes this module the root (as its first forward would), attaches a
+  // JoinRecord to every group of its tree and makes the root's pre-forward
+  // issue `joinable`'s Join vote. ValueError when this module belongs to
+  // another root's tree.
+  JoinRecord& enableJoin(join::Joinable& joinable);
+  // Detaches the record and the joinable again (FSDPJoinable's destructor).
+  void disableJoin();
+  // The groups of this root's tree, pre-order (empty before the root is known).
+  std::vector<FSDPParamGroup*> rootGroups();
 
   // ---- internal (the hooks in fsdp_hooks.cpp) ------------------------------------------
   std::optional<nn::TensorList> preForward(const nn::TensorList& inputs);

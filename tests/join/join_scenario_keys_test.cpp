@@ -40,6 +40,14 @@ TEST(JoinScenarioKeys, DefaultsAndValues) {
   EXPECT_TRUE(s.training.parametersAsBucketView);
 }
 
+// FSDP is a Joinable engine (runtime/fsdp/fsdp_join.hpp).
+TEST(JoinScenarioKeys, FsdpUnderJoinIsAccepted) {
+  Scenario s = parseScenarioText(
+      training("join = true\ndivide_by_initial_world_size = false\n", "fsdp"), "ok.toml");
+  EXPECT_TRUE(s.training.join);
+  EXPECT_FALSE(s.training.divideByInitialWorldSize);
+}
+
 TEST(JoinScenarioKeys, OverlapWithDdpIsAccepted) {
   Scenario s = parseScenarioText(
       training(kZeroOverlap + "comm_hook = \"allreduce\"\nparameters_as_bucket_view = true\n"
@@ -80,6 +88,10 @@ TEST(JoinScenarioKeys, MisuseNamesTheKey) {
       {training(kZeroOverlap, "ddp", "params_match_reference = true\n"), 13,
        "params_match_reference cannot check overlap_with_ddp = true"},
       {training("optimizer_sharding = \"zero\"\noverlap_with_ddp = 1\n"), 10, "overlap_with_ddp"},
+      {training("join = true\noptimizer_sharding = \"zero\"\n", "fsdp"), 10,
+       "cannot be combined with engine = \"fsdp\" and join = true"},
+      {training("join = true\nno_sync_every = 2\n", "fsdp"), 10,
+       "no_sync_every cannot be combined with engine = \"fsdp\" and join = true"},
   };
   for (const Bad& c : cases) {
     try {
