@@ -18,60 +18,20 @@
 #include "runtime/optim/sgd.hpp"
 #include "runtime/zero/zero_redundancy_optimizer.hpp"
 #include "tests/ddp/ddp_test_util.hpp"
+#include "tests/join/uneven_reference.hpp"
 #include "tests/support/test_groups.hpp"
 
 namespace distlab::testing {
 namespace {
 
 using std::chrono::seconds;
-constexpr int64_t kPerRank = 4;
-constexpr double kLr = 0.05;
-
-std::unique_ptr<optim::SGD> sgd(const std::vector<Tensor>& params) {
-  optim::SgdOptions o;
-  o.lr = kLr;
-  o.momentum = 0.9;
-  return std::make_unique<optim::SGD>(params, o);
-}
-
-Batch batchOf(int worldSize, int rank, int step) {
-  return shard(globalBatch(ModelKind::kMlp, worldSize * kPerRank, step), rank, kPerRank);
-}
-
-// The hand reference (see the header comment).
-std::vector<Tensor> handReference(const std::vector<int>& batches, bool divideByInitial) {
-  auto model = makeModel(ModelKind::kMlp);
-  auto params = model->parameters();
-  auto opt = sgd(params);
-  const int world = static_cast<int>(batches.size());
-  const int steps = *std::max_element(batches.begin(), batches.end());
-  for (int step = 0; step < steps; ++step) {
-    std::vector<Tensor> sum;
-    int active = 0;
-    for (int r = 0; r < world; ++r) {
-      if (batches[r] <= step) continue;
-      ++active;
-      opt->zeroGrad();
-      Batch b = batchOf(world, r, step);
-      autograd::backward(lossOf(ModelKind::kMlp, model->forward(b.x), b.y));
-      for (size_t i = 0; i < params.size(); ++i) {
-        if (sum.size() <= i) sum.push_back(params[i].grad().clone());
-        else sum[i].add_(params[i].grad());
-      }
-    }
-    const double divisor = divideByInitial ? world : active;
-    for (size_t i = 0; i < params.size(); ++i) params[i].setGrad(sum[i].div(divisor));
-    opt->step();
-  }
-  return copies(params);
-}
 
 // `steps` training iterations of this rank; `reached` is the last one started.
 void trainSteps(ddp::DistributedDataParallel& ddp, optim::Optimizer& opt, const RankContext& ctx,
                 int steps, int* reached = nullptr) {
   for (int step = 0; step < steps; ++step) {
     if (reached) *reached = step;
-    Batch b = batchOf(ctx.worldSize, ctx.rank, step);
+    Batch b = unevenBatch(ctx.worldSize, ctx.rank, step);
     opt.zeroGrad();
     autograd::backward(lossOf(ModelKind::kMlp, ddp.forward(b.x), b.y));
     opt.step();
@@ -90,7 +50,7 @@ JoinRun trainUnderJoin(const RankContext& ctx, const comm::ProcessGroupPtr& grou
   auto model = makeModel(ModelKind::kMlp);
   ddp::DistributedDataParallel ddp(model, group, options);
   if (hook) hook(ddp);
-  auto opt = sgd(model->parameters());
+  auto opt = unevenSgd(model->parameters());
   join::Join join = ddp.join(divideByInitial);
   trainSteps(ddp, *opt, ctx, batches[ctx.rank]);
   join.exit();
@@ -131,7 +91,7 @@ class DdpJoinParity : public ::testing::TestWithParam<Case> {};
 
 TEST_P(DdpJoinParity, MatchesHandReferenceOnEveryRank) {
   const Case& c = GetParam();
-  const auto reference = handReference(c.batches, c.divideByInitial);
+  const auto reference = unevenHandReference(c.batches, c.divideByInitial);
   const int world = static_cast<int>(c.batches.size());
   const int most = *std::max_element(c.batches.begin(), c.batches.end());
   spawn(SpawnMode::kProcesses, world, [&](RankContext& ctx) {
@@ -153,18 +113,18 @@ INSTANTIATE_TEST_SUITE_P(Uneven, DdpJoinParity, ::testing::ValuesIn(cases()),
 TEST(DdpJoinTest, ZeroUnderJoinMatchesHandReference) {
   const std::vector<int> batches{10, 10, 7, 3};
   for (bool divideByInitial : {true, false}) {
-    const auto reference = handReference(batches, divideByInitial);
+    const auto reference = unevenHandReference(batches, divideByInitial);
     spawn(SpawnMode::kProcesses, 4, [&](RankContext& ctx) {
       auto group = makeTestGroup(ctx, "shm", "zero_join", seconds(20));
       auto model = makeModel(ModelKind::kMlp);
       ddp::DistributedDataParallel ddp(model, group);
       zero::ZeroRedundancyOptimizer opt(model->parameters(), optim::optimizerFactory("sgd"),
-                                        group, {}, {{"lr", kLr}, {"momentum", 0.9}});
+                                        group, {}, {{"lr", kUnevenLr}, {"momentum", 0.9}});
       join::JoinOptions options;
       options.kwargs.flags["divide_by_initial_world_size"] = divideByInitial;
       join::Join join({&ddp, &opt}, options);
       for (int step = 0; step < batches[ctx.rank]; ++step) {
-        Batch b = batchOf(4, ctx.rank, step);
+        Batch b = unevenBatch(4, ctx.rank, step);
         opt.zeroGrad();
         autograd::backward(lossOf(ModelKind::kMlp, ddp.forward(b.x), b.y));
         opt.step();
@@ -180,7 +140,9 @@ TEST(DdpJoinTest, ZeroUnderJoinMatchesHandReference) {
 // The two divisors really differ: the runs must not agree with each other.
 TEST(DdpJoinTest, TheTwoDivisorsGiveDifferentModels) {
   const std::vector<int> four{10, 10, 7, 3};
-  EXPECT_GT(maxRelativeError(handReference(four, true), handReference(four, false)), 1e-3);
+  EXPECT_GT(maxRelativeError(unevenHandReference(four, true),
+                             unevenHandReference(four, false)),
+            1e-3);
 }
 
 TEST(DdpJoinTest, EarlyTerminationThrowsOnEveryRank) {
@@ -189,7 +151,7 @@ TEST(DdpJoinTest, EarlyTerminationThrowsOnEveryRank) {
     auto group = makeTestGroup(ctx, "shm", "ddp_join", seconds(20));
     auto model = makeModel(ModelKind::kMlp);
     ddp::DistributedDataParallel ddp(model, group);
-    auto opt = sgd(model->parameters());
+    auto opt = unevenSgd(model->parameters());
     join::Join join = ddp.join(true, true, /*throwOnEarlyTermination=*/true);
     int reached = -1;
     try {
@@ -213,7 +175,7 @@ TEST(DdpJoinTest, WithoutJoinEveryWaitingRankGetsAClearError) {
     auto group = makeTestGroup(ctx, "shm", "no_join", seconds(2));
     auto model = makeModel(ModelKind::kMlp);
     ddp::DistributedDataParallel ddp(model, group);
-    auto opt = sgd(model->parameters());
+    auto opt = unevenSgd(model->parameters());
     std::string error;
     try {
       trainSteps(ddp, *opt, ctx, batches[ctx.rank]);

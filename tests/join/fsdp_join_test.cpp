@@ -30,15 +30,16 @@
 #include "runtime/fsdp/fsdp_join.hpp"
 #include "runtime/optim/sgd.hpp"
 #include "tests/fsdp/fsdp_test_util.hpp"
+#include "runtime/comm/debug/flight_recorder.hpp"
 #include "runtime/comm/group_management.hpp"
+#include "tests/support/temp_dir.hpp"
+#include "tests/join/uneven_reference.hpp"
 #include "tests/support/test_groups.hpp"
 
 namespace distlab::testing {
 namespace {
 
 using std::chrono::seconds;
-constexpr int64_t kPerRank = 4;
-constexpr double kLr = 0.05;
 constexpr double kTol = 1e-5;
 
 // This process's default group (FSDP's reshard-to-N groups are made with
@@ -49,45 +50,6 @@ comm::ProcessGroupPtr initWorld(const RankContext& ctx, const std::string& backe
   return comm::initProcessGroup({.backend = backend, .store = ctx.store,
                                  .worldSize = ctx.worldSize, .rank = ctx.rank,
                                  .timeout = timeout});
-}
-
-std::unique_ptr<optim::SGD> sgd(const std::vector<Tensor>& params) {
-  optim::SgdOptions o;
-  o.lr = kLr;
-  o.momentum = 0.9;
-  return std::make_unique<optim::SGD>(params, o);
-}
-
-Batch batchOf(int worldSize, int rank, int step) {
-  return shard(globalBatch(ModelKind::kMlp, worldSize * kPerRank, step), rank, kPerRank);
-}
-
-// The hand reference (see the header comment).
-std::vector<Tensor> handReference(const std::vector<int>& batches, bool divideByInitial) {
-  auto model = makeModel(ModelKind::kMlp);
-  auto params = model->parameters();
-  auto opt = sgd(params);
-  const int world = static_cast<int>(batches.size());
-  const int steps = *std::max_element(batches.begin(), batches.end());
-  for (int step = 0; step < steps; ++step) {
-    std::vector<Tensor> sum;
-    int active = 0;
-    for (int r = 0; r < world; ++r) {
-      if (batches[r] <= step) continue;
-      ++active;
-      opt->zeroGrad();
-      Batch b = batchOf(world, r, step);
-      autograd::backward(lossOf(ModelKind::kMlp, model->forward(b.x), b.y));
-      for (size_t i = 0; i < params.size(); ++i) {
-        if (sum.size() <= i) sum.push_back(params[i].grad().clone());
-        else sum[i].add_(params[i].grad());
-      }
-    }
-    const double divisor = divideByInitial ? world : active;
-    for (size_t i = 0; i < params.size(); ++i) params[i].setGrad(sum[i].div(divisor));
-    opt->step();
-  }
-  return copies(params);
 }
 
 // The full parameters, gathered from the shards (collective), in
@@ -123,13 +85,14 @@ RunResult trainRank(const RankContext& ctx, const comm::ProcessGroupPtr& group, 
                     const fsdp::MixedPrecisionPolicy& mp = {}, bool zeroLossWhenOut = false) {
   auto model = makeModel(ModelKind::kMlp);
   fsdp::FullyShardOptions options;
-  options.mesh = c.replicas > 1 ? comm::initDeviceMesh("cpu", {c.replicas, ctx.worldSize / c.replicas},
-                                                        {"replicate", "shard"})
-                                 : comm::DeviceMesh::fromGroups({group}, "cpu");
+  options.mesh = c.replicas > 1
+                     ? comm::initDeviceMesh("cpu", {c.replicas, ctx.worldSize / c.replicas},
+                                            {"replicate", "shard"})
+                     : comm::DeviceMesh::fromGroups({group}, "cpu");
   options.reshardAfterForward = c.reshard;
   options.mpPolicy = mp;
   auto root = shardModel(model, ModelKind::kMlp, c.wrap, options);
-  auto opt = sgd(model->parameters());
+  auto opt = unevenSgd(model->parameters());
   fsdp::FSDPJoinable joinable(*root, opt.get());
   join::JoinOptions jo;
   jo.enable = !zeroLossWhenOut;
@@ -138,7 +101,7 @@ RunResult trainRank(const RankContext& ctx, const comm::ProcessGroupPtr& group, 
   const int mine = c.batches[ctx.rank];
   const int steps = zeroLossWhenOut ? *std::max_element(c.batches.begin(), c.batches.end()) : mine;
   for (int step = 0; step < steps; ++step) {
-    Batch b = batchOf(ctx.worldSize, ctx.rank, std::min(step, mine - 1));
+    Batch b = unevenBatch(ctx.worldSize, ctx.rank, std::min(step, mine - 1));
     opt->zeroGrad();
     Tensor loss = lossOf(ModelKind::kMlp, model->forward(b.x), b.y);
     autograd::backward(step < mine ? loss : ops::mul(loss, 0.0));
@@ -169,7 +132,7 @@ class FsdpJoinParity : public ::testing::TestWithParam<Case> {};
 
 TEST_P(FsdpJoinParity, MatchesHandReferenceOnEveryRank) {
   const Case& c = GetParam();
-  const auto reference = handReference(c.batches, c.divideByInitial);
+  const auto reference = unevenHandReference(c.batches, c.divideByInitial);
   const int world = static_cast<int>(c.batches.size());
   const int most = *std::max_element(c.batches.begin(), c.batches.end());
   spawn(SpawnMode::kProcesses, world, [&](RankContext& ctx) {
@@ -185,7 +148,7 @@ INSTANTIATE_TEST_SUITE_P(Uneven, FsdpJoinParity, ::testing::ValuesIn(cases()),
 
 void trainSteps(const RankContext& ctx, nn::Module& model, optim::Optimizer& opt, int steps) {
   for (int step = 0; step < steps; ++step) {
-    Batch b = batchOf(ctx.worldSize, ctx.rank, step);
+    Batch b = unevenBatch(ctx.worldSize, ctx.rank, step);
     opt.zeroGrad();
     autograd::backward(lossOf(ModelKind::kMlp, model.forward(b.x), b.y));
     opt.step();
@@ -217,14 +180,14 @@ class StepperJoinable : public join::Joinable {
 
 TEST(FsdpJoinTest, LaterJoinableStepsWithTheReducedGradients) {
   const std::vector<int> batches{10, 10, 7, 3};
-  const auto reference = handReference(batches, /*divideByInitial=*/false);
+  const auto reference = unevenHandReference(batches, /*divideByInitial=*/false);
   spawn(SpawnMode::kProcesses, 4, [&](RankContext& ctx) {
     auto group = initWorld(ctx, "shm", seconds(20));
     auto model = makeModel(ModelKind::kMlp);
     fsdp::FullyShardOptions options;
     options.mesh = comm::DeviceMesh::fromGroups({group}, "cpu");
     auto root = shardModel(model, ModelKind::kMlp, Wrap::kPerBlock, options);
-    auto opt = sgd(model->parameters());
+    auto opt = unevenSgd(model->parameters());
     fsdp::FSDPJoinable joinable(*root, nullptr);
     StepperJoinable stepper(*opt, group);
     join::JoinOptions jo;
@@ -239,7 +202,9 @@ TEST(FsdpJoinTest, LaterJoinableStepsWithTheReducedGradients) {
 // The two divisors really differ: the runs must not agree with each other.
 TEST(FsdpJoinTest, TheTwoDivisorsGiveDifferentModels) {
   const std::vector<int> four{10, 10, 7, 3};
-  EXPECT_GT(maxRelativeError(handReference(four, true), handReference(four, false)), 1e-3);
+  EXPECT_GT(maxRelativeError(unevenHandReference(four, true),
+                             unevenHandReference(four, false)),
+            1e-3);
 }
 
 // Mixed precision: exactly the zero-loss run without Join (header comment).
@@ -267,7 +232,7 @@ TEST(FsdpJoinTest, EarlyTerminationThrowsOnEveryRank) {
     fsdp::FullyShardOptions options;
     options.mesh = comm::DeviceMesh::fromGroups({group}, "cpu");
     auto root = shardModel(model, ModelKind::kMlp, Wrap::kPerBlock, options);
-    auto opt = sgd(model->parameters());
+    auto opt = unevenSgd(model->parameters());
     fsdp::FSDPJoinable joinable(*root, opt.get());
     join::Join join({&joinable}, {.throwOnEarlyTermination = true});
     try {
@@ -299,14 +264,16 @@ std::string trainWithoutJoin(const RankContext& ctx, nn::Module& model, optim::O
 // collective mismatch on every rank, naming rank 2.
 TEST(FsdpJoinTest, WithoutJoinEveryRankNamesTheRankThatRanOut) {
   const std::vector<int> batches{4, 4, 2};
+  TempDir dumps;  // the failed collectives dump the flight recorder: here, not in /tmp
   spawn(SpawnMode::kProcesses, 3, [&](RankContext& ctx) {
+    comm::setFlightRecorderDumpPrefix(dumps.file("fr_rank_"));
     initWorld(ctx, "shm", seconds(20));  // fully_shard asks the default group for the rank
     auto group = makeTestGroup(ctx, "shm", "fsdp_uneven", seconds(20));
     auto model = makeModel(ModelKind::kMlp);
     fsdp::FullyShardOptions options;
     options.mesh = comm::DeviceMesh::fromGroups({group}, "cpu");
     auto root = shardModel(model, ModelKind::kMlp, Wrap::kPerBlock, options);
-    auto opt = sgd(model->parameters());
+    auto opt = unevenSgd(model->parameters());
     std::string error = trainWithoutJoin(ctx, *model, *opt, batches[ctx.rank]);
     if (ctx.rank == 2) {
       EXPECT_EQ(error, "");
@@ -327,14 +294,16 @@ TEST(FsdpJoinTest, WithoutJoinEveryRankNamesTheRankThatRanOut) {
 // an Error naming it there; its process then ends, and its peer's all-gather
 // fails within the group timeout instead of hanging.
 TEST(FsdpJoinTest, RankWithoutAnIterationIsAClearErrorOnEveryRank) {
+  TempDir dumps;  // the failed collectives dump the flight recorder: here, not in /tmp
   spawn(SpawnMode::kProcesses, 2, [&](RankContext& ctx) {
+    comm::setFlightRecorderDumpPrefix(dumps.file("fr_rank_"));
     initWorld(ctx, "shm", seconds(20));  // fully_shard asks the default group for the rank
     auto group = makeTestGroup(ctx, "shm", "fsdp_uneven", seconds(20));
     auto model = makeModel(ModelKind::kMlp);
     fsdp::FullyShardOptions options;
     options.mesh = comm::DeviceMesh::fromGroups({group}, "cpu");
     auto root = shardModel(model, ModelKind::kMlp, Wrap::kPerBlock, options);
-    auto opt = sgd(model->parameters());
+    auto opt = unevenSgd(model->parameters());
     fsdp::FSDPJoinable joinable(*root, opt.get());
     std::string error;
     try {
