@@ -52,6 +52,21 @@ comm::ProcessGroupPtr initWorld(const RankContext& ctx, const std::string& backe
                                  .timeout = timeout});
 }
 
+// The MLP sharded per block over `group` (a 1-D mesh), and its optimizer.
+struct ShardedMlp {
+  std::shared_ptr<nn::Module> model;
+  fsdp::FSDPModulePtr root;
+  std::unique_ptr<optim::SGD> opt;
+};
+ShardedMlp shardedMlp(const comm::ProcessGroupPtr& group) {
+  auto model = makeModel(ModelKind::kMlp);
+  fsdp::FullyShardOptions options;
+  options.mesh = comm::DeviceMesh::fromGroups({group}, "cpu");
+  auto root = shardModel(model, ModelKind::kMlp, Wrap::kPerBlock, options);
+  auto opt = unevenSgd(model->parameters());
+  return {std::move(model), std::move(root), std::move(opt)};
+}
+
 // The full parameters, gathered from the shards (collective), in
 // namedParameters() order.
 std::vector<Tensor> gatherFull(nn::Module& model, fsdp::FSDPModule& root) {
@@ -183,11 +198,7 @@ TEST(FsdpJoinTest, LaterJoinableStepsWithTheReducedGradients) {
   const auto reference = unevenHandReference(batches, /*divideByInitial=*/false);
   spawn(SpawnMode::kProcesses, 4, [&](RankContext& ctx) {
     auto group = initWorld(ctx, "shm", seconds(20));
-    auto model = makeModel(ModelKind::kMlp);
-    fsdp::FullyShardOptions options;
-    options.mesh = comm::DeviceMesh::fromGroups({group}, "cpu");
-    auto root = shardModel(model, ModelKind::kMlp, Wrap::kPerBlock, options);
-    auto opt = unevenSgd(model->parameters());
+    auto [model, root, opt] = shardedMlp(group);
     fsdp::FSDPJoinable joinable(*root, nullptr);
     StepperJoinable stepper(*opt, group);
     join::JoinOptions jo;
@@ -228,11 +239,7 @@ TEST(FsdpJoinTest, EarlyTerminationThrowsOnEveryRank) {
   const std::vector<int> batches{5, 2, 5};
   spawn(SpawnMode::kProcesses, 3, [&](RankContext& ctx) {
     auto group = initWorld(ctx, "shm", seconds(20));
-    auto model = makeModel(ModelKind::kMlp);
-    fsdp::FullyShardOptions options;
-    options.mesh = comm::DeviceMesh::fromGroups({group}, "cpu");
-    auto root = shardModel(model, ModelKind::kMlp, Wrap::kPerBlock, options);
-    auto opt = unevenSgd(model->parameters());
+    auto [model, root, opt] = shardedMlp(group);
     fsdp::FSDPJoinable joinable(*root, opt.get());
     join::Join join({&joinable}, {.throwOnEarlyTermination = true});
     try {
@@ -269,11 +276,7 @@ TEST(FsdpJoinTest, WithoutJoinEveryRankNamesTheRankThatRanOut) {
     comm::setFlightRecorderDumpPrefix(dumps.file("fr_rank_"));
     initWorld(ctx, "shm", seconds(20));  // fully_shard asks the default group for the rank
     auto group = makeTestGroup(ctx, "shm", "fsdp_uneven", seconds(20));
-    auto model = makeModel(ModelKind::kMlp);
-    fsdp::FullyShardOptions options;
-    options.mesh = comm::DeviceMesh::fromGroups({group}, "cpu");
-    auto root = shardModel(model, ModelKind::kMlp, Wrap::kPerBlock, options);
-    auto opt = unevenSgd(model->parameters());
+    auto [model, root, opt] = shardedMlp(group);
     std::string error = trainWithoutJoin(ctx, *model, *opt, batches[ctx.rank]);
     if (ctx.rank == 2) {
       EXPECT_EQ(error, "");
@@ -299,11 +302,7 @@ TEST(FsdpJoinTest, RankWithoutAnIterationIsAClearErrorOnEveryRank) {
     comm::setFlightRecorderDumpPrefix(dumps.file("fr_rank_"));
     initWorld(ctx, "shm", seconds(20));  // fully_shard asks the default group for the rank
     auto group = makeTestGroup(ctx, "shm", "fsdp_uneven", seconds(20));
-    auto model = makeModel(ModelKind::kMlp);
-    fsdp::FullyShardOptions options;
-    options.mesh = comm::DeviceMesh::fromGroups({group}, "cpu");
-    auto root = shardModel(model, ModelKind::kMlp, Wrap::kPerBlock, options);
-    auto opt = unevenSgd(model->parameters());
+    auto [model, root, opt] = shardedMlp(group);
     fsdp::FSDPJoinable joinable(*root, opt.get());
     std::string error;
     try {
