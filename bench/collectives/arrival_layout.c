@@ -1,6 +1,6 @@
 /* What the layout of an arrival costs: two processes take the steps of a small
  * allreduce in lockstep, with nothing of distlab around them, in two layouts
- * (collectives_shm_notes.md, sixth round):
+ * (reports/collectives_shm_notes.md, sixth round):
  *
  *   three-line  today's shm step: seq and op type into the rank's control line, the
  *               descriptor (one line) and the payload (one slot line) written, then the

@@ -1,5 +1,5 @@
 /* How long one cache line takes to go to another process and back on this machine: the floor
- * under any shared-memory collective's latency (collectives_shm_notes.md, small messages).
+ * under any shared-memory collective's latency (reports/collectives_shm_notes.md, small messages).
  * Two processes on a shared page take turns: the parent writes i, the child sees it and writes
  * i back, the parent sees that. Prints the best and the median of 9 batches, in ns per round trip.
  *

@@ -1,7 +1,7 @@
 // DETAIL overhead per operation: the same operations on two groups of the
 // same ranks, one created with TORCH_DISTRIBUTED_DEBUG=OFF and one with
 // DETAIL, measured side by side in rounds that alternate which group goes
-// first (DESIGN.md house style 8: ratios from one run). Ranks are forked processes on shm sharing a TCPStore.
+// first (docs/DESIGN.md, house style 8: ratios from one run). Ranks are forked processes on shm sharing a TCPStore.
 //
 //   detail_overhead_bench [--ranks 4] [--rounds 5] [--json reports/debug_overhead.json]
 //

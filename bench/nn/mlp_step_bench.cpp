@@ -6,7 +6,7 @@
 //       [--torch_script=PATH] [--torch_cpu_script=PATH] [google-benchmark flags]
 // Runs the Google Benchmark case, then `rounds` alternating measurements (3
 // warm-up + 20 timed steps each, the anchor's protocol) of distlab and of
-// PyTorch: the anchor /work/shared/anchors/torch_ddp_mlp.py ("local step_ms=",
+// PyTorch: the anchor script given by --torch_script ("local step_ms=",
 // wall clock) and bench/nn/torch_mlp_step.py (same step, process CPU time,
 // which stays meaningful when other jobs load the machine). Prints the medians
 // and the ratios; with --report writes <report>.json / .md. Reports, never gates.

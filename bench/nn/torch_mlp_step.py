@@ -1,5 +1,5 @@
 # PyTorch side of bench/nn/mlp_step_bench: the reference MLP training step with the
-# protocol of /work/shared/anchors/torch_ddp_mlp.py (local part: 3 warm-up steps,
+# protocol of the anchor script mlp_step_bench runs (--torch_script; local part: 3 warm-up steps,
 # then the mean of 20), timed by wall clock and by process CPU time (the latter
 # is robust on a loaded machine).
 # usage: /usr/bin/python3 torch_mlp_step.py [HIDDEN] [LAYERS] [BATCH] [STEPS]

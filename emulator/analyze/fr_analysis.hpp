@@ -1,7 +1,7 @@
 #pragma once
 // analyzeDumps: reads every rank's flight-recorder dump and reports, per
 // group, the first divergence (`distlab analyze DUMP...`; PyTorch's
-// fr_trace / torchfrtrace, pytorch-internals §1.6).
+// fr_trace / torchfrtrace; docs/pytorch-semantics.md, "Flight recorder").
 //
 // Note [First divergence]
 // Collectives of a group are matched across ranks by collective_seq_id; the

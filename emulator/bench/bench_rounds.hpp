@@ -5,7 +5,7 @@
 // Note [Bench rounds]
 // On a shared VM the speed of cross-core traffic changes from one second to the
 // next (the hypervisor moves the vCPUs: a cache line's round trip was ~110 ns,
-// ~400 ns, once 32 ns in consecutive seconds, collectives_shm_notes.md), and
+// ~400 ns, once 32 ns in consecutive seconds, reports/collectives_shm_notes.md), and
 // Open MPI's small and mid-size rows follow it by 2-3x between two runs of the
 // same command. One sweep of distlab followed by one sweep of a peer can land
 // in different conditions, and the ratio printed for a size then measures the

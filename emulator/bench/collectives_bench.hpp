@@ -3,7 +3,7 @@
 // collectives (allreduce, allgather, reduce_scatter, broadcast, alltoall), with
 // results verified.
 //
-// Conventions (nccl-tests PERFORMANCE.md): size is the per-rank buffer in
+// Conventions (those of NVIDIA's nccl-tests): size is the per-rank buffer in
 // bytes (allgather: the gathered output, reduce_scatter: the input, alltoall:
 // the send buffer); algbw = size / time (GB/s = 1e9 B/s); busbw = algbw x factor,
 // factor 2(n-1)/n for allreduce, (n-1)/n for allgather, reduce_scatter and

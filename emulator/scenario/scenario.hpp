@@ -1,5 +1,5 @@
 #pragma once
-// The in-memory form of a scenario file (DESIGN.md "Scenario files"): cluster,
+// The in-memory form of a scenario file (docs/DESIGN.md, "Scenario files"): cluster,
 // debug level, workload, faults and expectations. parseScenario()
 // (scenario_parser.hpp) builds it and validates everything a file can get
 // wrong, so the worker and the runner may assume a well-formed Scenario.

@@ -1,6 +1,6 @@
 #pragma once
-// Reads a scenario file (TOML, see the format reference in README "Scenario
-// files") into a Scenario, validating it completely.
+// Reads a scenario file (TOML; the format reference is scenarios/README.md)
+// into a Scenario, validating it completely.
 //
 // Every mistake throws ValueError whose message starts with `file:line: `:
 // TOML syntax errors, unknown keys (with the known ones listed), wrong types,

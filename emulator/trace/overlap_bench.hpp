@@ -12,7 +12,7 @@
 // powersgd). Figures are means over ranks of the steps after two of warm-up; the
 // "vs default" column is the step time over that of bucket_cap_mb = 25
 // without a hook in the same (world size, link) -- a ratio measured side by
-// side in one run (house style 8). Progress goes to stderr, one line per run.
+// side in one run (docs/DESIGN.md, house style 8). Progress goes to stderr, one line per run.
 //
 // FSDP rows (fsdpWraps): the same model under the scenario engine "fsdp",
 // wrapped per block ("block"), per block without the implicit prefetches

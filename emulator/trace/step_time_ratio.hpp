@@ -1,7 +1,7 @@
 #pragma once
 // [expect.step_time_ratio]: a scenario's median step time against that of the
 // same scenario with other engine options or another comm hook, run right
-// after it by the same runner on the same machine (house style 8: claims are
+// after it by the same runner on the same machine (docs/DESIGN.md, house style 8: claims are
 // ratios measured side by side). Step times are what the ranks record for
 // every step (rank<R>.json "step_ms"); the first two steps are warm-up.
 #include <optional>

@@ -1,7 +1,8 @@
 #pragma once
 // DeviceMesh: an n-D arrangement of global ranks with one process group per
-// mesh dimension (seed-inventory §4). For a mesh [[0,1,2,3],[4,5,6,7]], dim 0
-// groups are the columns (0,4)...(3,7) and dim 1 groups the rows.
+// mesh dimension (docs/pytorch-semantics.md, "Device meshes"). For a mesh
+// [[0,1,2,3],[4,5,6,7]], dim 0 groups are the columns (0,4)...(3,7) and dim 1
+// groups the rows.
 //
 // Construction is collective over the world (every rank creates the groups of
 // every slice, in the same order); the mesh must be identical on all ranks.

@@ -1,7 +1,8 @@
 #pragma once
 // The torch.distributed module-level API: init_process_group,
 // destroy_process_group, get_rank/get_world_size, new_group, new_subgroups,
-// rank translation. (Semantics: seed-inventory §1, §3.)
+// rank translation. (Semantics: docs/pytorch-semantics.md, "Initialization"
+// and "Groups and rank translation".)
 //
 // State ("the world": default group + every group created since init) is per
 // process. Tests that run several ranks as threads of one process give each

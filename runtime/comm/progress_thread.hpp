@@ -1,7 +1,7 @@
 #pragma once
 // ProgressThread: runs a backend's operations one at a time in issue order on
 // a dedicated thread, so callers overlap compute with communication
-// (DESIGN.md "Asynchrony"). Shared by the CPU backends (shm, gloo).
+// (docs/DESIGN.md, "Asynchrony"). Shared by the CPU backends (shm, gloo).
 //
 // runOrEnqueue(fn, inlineOk): when inlineOk and nothing is queued or running,
 // fn runs on the calling thread (a blocking call skips two thread hand-offs);

@@ -1,5 +1,5 @@
 #pragma once
-// The one check-macro family (DESIGN.md, "Errors").
+// The one check-macro family (docs/DESIGN.md, "Errors").
 //
 //   DL_CHECK(cond, msg...)          throws distlab::Error
 //   DL_CHECK_EQ/NE/LT/LE/GT/GE(a, b, msg...)

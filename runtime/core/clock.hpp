@@ -1,7 +1,8 @@
 #pragma once
 // Monotonic time helpers. Every blocking call in distlab takes a deadline
-// (DESIGN.md, "Nothing ever waits without a deadline"); `Deadline` is how a
-// timeout travels through nested waits without being restarted at each level.
+// (docs/DESIGN.md, "Asynchrony": nothing ever waits without a deadline);
+// `Deadline` is how a timeout travels through nested waits without being
+// restarted at each level.
 #include <chrono>
 #include <cstdint>
 

@@ -1,7 +1,7 @@
 #pragma once
 // Environment variables are read here and nowhere else in the runtime
-// (house style: "environment variables are read in one place"). Each reader
-// validates the value and throws ValueError naming the variable, the value
+// (docs/DESIGN.md, house style 2: "environment variables are read in one
+// place"). Each reader validates the value and throws ValueError naming the variable, the value
 // found and what is allowed, so bad input never turns into a silent default.
 #include <cstdint>
 #include <optional>

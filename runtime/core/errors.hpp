@@ -1,5 +1,5 @@
 #pragma once
-// The error hierarchy every layer throws (DESIGN.md, "Errors").
+// The error hierarchy every layer throws (docs/DESIGN.md, "Errors").
 //
 // Exceptions at API boundaries, shaped like PyTorch's: everything derives from
 // `Error` (PyTorch's RuntimeError); bad arguments and bad user input are

@@ -2,7 +2,7 @@
 // Leveled logging, one macro family: DL_LOG(INFO, "format {}", args...).
 //
 // The effective level follows PyTorch's matrix of TORCH_CPP_LOG_LEVEL and
-// TORCH_DISTRIBUTED_DEBUG (reference: seed-inventory §10.3):
+// TORCH_DISTRIBUTED_DEBUG (docs/pytorch-semantics.md, "Debug levels and logging"):
 //   TORCH_CPP_LOG_LEVEL=ERROR|WARNING|INFO   -> Error | Warning | Info
 //   TORCH_CPP_LOG_LEVEL=INFO + debug INFO    -> Debug
 //   TORCH_CPP_LOG_LEVEL=INFO + debug DETAIL  -> Trace

@@ -23,7 +23,7 @@
 //
 // Note [Trace categories]
 // The category says what a span means for overlap analysis
-// (emulator/analyze/overlap_metrics.hpp): kCompute is work on the compute
+// (emulator/trace/overlap_metrics.hpp): kCompute is work on the compute
 // thread (module forward, autograd nodes per module, optimizer step), kComm a
 // collective from start to completion, kWait a thread blocked on
 // communication, kStep one training step; kPhase, kDdp and kMark are context

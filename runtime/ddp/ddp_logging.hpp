@@ -6,7 +6,7 @@
 // it (iterations 1..10, then every 100th; kDDPRuntimeLoggingSampleRate) into
 // the averages. Times are nanoseconds (Note [DDP timing] in ddp_stats.hpp).
 //
-// Logging (seed-inventory §22.2, §22.3): with TORCH_DISTRIBUTED_DEBUG >= INFO
+// Logging (docs/pytorch-semantics.md, "DDP logging"): with TORCH_DISTRIBUTED_DEBUG >= INFO
 // the construction data is logged at INFO ("[Rank r]: DDP Initialized with:
 // ..."); with DETAIL every sampled iteration logs "[Rank r / w] Training
 // <Module> unused_parameter_size=... Avg forward compute time: ...". What is

@@ -1,5 +1,5 @@
 // Iteration set-up, unused-parameter detection and the reference error texts
-// (seed-inventory §22.4, pytorch-internals-and-anchors §1.4).
+// (docs/pytorch-semantics.md, "DDP error texts").
 #include <unordered_set>
 
 #include <algorithm>

@@ -1,6 +1,6 @@
 #pragma once
 // A seeded random generator. Every random number in distlab comes from an
-// explicit Generator (DESIGN.md, "Determinism"): same seed, same numbers, on
+// explicit Generator (docs/DESIGN.md, "Determinism"): same seed, same numbers, on
 // every platform (the distributions are implemented here, not taken from
 // <random>, whose distributions differ between standard libraries).
 // Not thread-safe: one generator per thread/rank.

@@ -1,8 +1,9 @@
 #pragma once
 // Tensor: a strided view (sizes, strides, offset, dtype) of a shared Storage.
 //
-// Layering (DESIGN.md): this layer is raw computation. Nothing here records an
-// autograd graph; the differentiable versions of these operations live in
+// Layering (docs/DESIGN.md, "Layers and folders"): this layer is raw
+// computation. Nothing here records an autograd graph; the differentiable
+// versions of these operations live in
 // runtime/autograd (namespace distlab::ops) and call these kernels. A Tensor
 // nevertheless carries an AutogradMeta slot (requires_grad, .grad, grad_fn)
 // because PyTorch's API puts those on the tensor; the autograd layer fills it.

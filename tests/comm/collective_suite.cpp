@@ -120,7 +120,8 @@ TEST_P(CollectiveSuite, RandomCollectivesMatchReference) {
   EXPECT_TRUE(ok);
 }
 
-// Worked examples from the PyTorch documentation (seed-inventory §6.1).
+// Worked examples from the PyTorch documentation (docs/pytorch-semantics.md,
+// "Collective examples").
 TEST_P(CollectiveSuite, DocumentedExamples) {
   runRanks(2, [](ProcessGroup& g, RankContext&) {
     const int r = g.rank();

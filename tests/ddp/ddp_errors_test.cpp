@@ -1,5 +1,5 @@
-// Every DDP error path, checking the reference texts (seed-inventory §22.4,
-// pytorch-internals-and-anchors §1.4).
+// Every DDP error path, checking PyTorch's texts (docs/pytorch-semantics.md,
+// "DDP error texts").
 #include <gtest/gtest.h>
 
 #include "runtime/autograd/engine.hpp"

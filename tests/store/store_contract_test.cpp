@@ -1,4 +1,4 @@
-// The Store contract (store.hpp, seed-inventory §11.1), checked against every
+// The Store contract (store.hpp; docs/pytorch-semantics.md, "Stores"), checked against every
 // implementation with exact values.
 #include <gtest/gtest.h>
 

@@ -1,5 +1,5 @@
 #pragma once
-// Rank spawners for multi-rank tests (DESIGN.md house style 7): the public
+// Rank spawners for multi-rank tests (docs/DESIGN.md, house style 7): the public
 // ranks::spawnRanks (emulator/launcher/rank_spawner.hpp, where the contract is
 // written) with GoogleTest glue — an EXPECT_* that failed inside a rank marks
 // that rank failed, as an exception would.

@@ -1,6 +1,6 @@
 #pragma once
 // A temporary directory removed (recursively) when the object goes away, so a
-// test leaves nothing behind (DESIGN.md, "Cleanup").
+// test leaves nothing behind (docs/DESIGN.md, "Cleanup").
 #include <string>
 
 namespace distlab::testing {

@@ -1,6 +1,7 @@
 #pragma once
 // CollectiveFingerprint: what one rank is about to run, in a form every rank
-// can compare (PyTorch's CollectiveFingerPrint, pytorch-internals §1.1).
+// can compare (PyTorch's CollectiveFingerPrint; docs/pytorch-semantics.md,
+// "DETAIL checks").
 //
 // Note [Fingerprint checks]
 // Two kinds of fields:

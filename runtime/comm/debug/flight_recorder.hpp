@@ -1,7 +1,8 @@
 #pragma once
 // Flight recorder: a ring buffer per group of the last operations with their
-// state, dumped as JSON per rank when something goes wrong (pytorch-internals
-// §1.6; PyTorch's FlightRecorder / NCCLTraceBuffer, for every backend here).
+// state, dumped as JSON per rank when something goes wrong (PyTorch's
+// FlightRecorder / NCCLTraceBuffer, for every backend here;
+// docs/pytorch-semantics.md, "Flight recorder").
 //
 // Note [Flight recorder dumps]
 // One file per global rank: "<prefix><global rank>.json", holding every group

@@ -1,6 +1,6 @@
 #pragma once
-// monitoredBarrier (torch.distributed.monitored_barrier; seed-inventory §10.1,
-// §22.1): a host-side barrier that reports the ranks that did not arrive. It
+// monitoredBarrier (torch.distributed.monitored_barrier; docs/pytorch-semantics.md,
+// "Monitored barrier"): a host-side barrier that reports the ranks that did not arrive. It
 // runs through the group's store, so it works on every backend (PyTorch: Gloo
 // only).
 //

@@ -1,6 +1,7 @@
 #pragma once
 // Watchdog: one thread per process that watches every in-flight Work of the
-// groups it monitors (pytorch-internals §1.7, for every backend here).
+// groups it monitors (PyTorch's NCCL watchdog, for every backend here;
+// docs/pytorch-semantics.md, "Watchdog and error handling").
 //
 // Note [Watchdog]
 // A Work still running past its timeout (measured from when it was issued)

@@ -1,8 +1,8 @@
 #pragma once
 // Rendezvous: turns an init method (URL) or an explicit store into the
 // {store, rank, worldSize} a process group is built on (PyTorch
-// init_process_group's init_method / store / rank / world_size; seed-inventory
-// §1.1-1.2). initProcessGroup calls this.
+// init_process_group's init_method / store / rank / world_size;
+// docs/pytorch-semantics.md, "Initialization"). initProcessGroup calls this.
 //
 //   env://                   RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT from the
 //                            environment (explicit rank/worldSize win). Rank 0

@@ -1,6 +1,6 @@
 #pragma once
 // Store: the small key-value service ranks rendezvous through (PyTorch c10d
-// Store; semantics in ../shared/reference/seed-inventory.md §11).
+// Store; semantics in docs/pytorch-semantics.md, "Stores").
 //
 // Values are byte strings. Blocking calls (`get`, `wait`) block until every
 // key exists or the timeout passes, then throw DistStoreError naming the

@@ -1,7 +1,7 @@
 #pragma once
 // PowerSGD gradient compression (Vogels et al., NeurIPS 2019; PyTorch:
 // ddp_comm_hooks.powerSGD_hook). State, fields and defaults as PyTorch's
-// PowerSGDState (seed-inventory §15.3):
+// PowerSGDState (docs/pytorch-semantics.md, "PowerSGD"):
 //
 //   matrixApproximationRank      1      rank r of the low-rank factors P, Q
 //   startPowerSGDIter         1000      vanilla allreduce before this iteration;

@@ -1,6 +1,6 @@
 #pragma once
 // The one table that picks a shm algorithm per (operation, bytes, world size)
-// (house style 4). Rows are checked in order; the first match wins. Figures
+// (docs/DESIGN.md, house style 3). Rows are checked in order; the first match wins. Figures
 // behind the thresholds: reports/collectives_shm.md.
 #include <cstdint>
 #include <string_view>

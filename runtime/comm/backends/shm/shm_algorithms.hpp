@@ -1,6 +1,6 @@
 #pragma once
-// The shm collective algorithms, one file each (house style 4). All run on the
-// collective progress thread inside one ShmOp (Note [shm steps]); every one
+// The shm collective algorithms, one file each (docs/DESIGN.md, house style 3).
+// All run on the collective progress thread inside one ShmOp (Note [shm steps]); every one
 // takes at least one step, so the descriptor check always runs. Pointers are
 // raw and contiguous; sizes were validated by ProcessGroup (local) and are
 // cross-checked by ShmOp (between ranks).

@@ -29,9 +29,8 @@
 // a small operation reads first): the fetch that brings the stamp then finds
 // the data on its way or already here, and a prefetch can neither fault nor
 // make anything visible early (the reads after the acquire of the stamp are
-// what see the data). Time against not prefetching, world 2, two series of
-// 8 and 10 alternating runs: 0.81-0.95 at 8-64 B, 0.92-0.99 at 128-512 B.
-// Only one line: with four, 256 B-2 KiB ran 5-11 % slower (the peer's writes
+// what see the data). It pays up to 512 B (reports/collectives_shm_notes.md).
+// Only one line: prefetching more slowed 256 B-2 KiB down (the peer's writes
 // to lines this rank keeps fetching wait for them).
 //
 // Note [Bookkeeping while the stamps travel]

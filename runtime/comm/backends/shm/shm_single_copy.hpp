@@ -18,10 +18,9 @@
 // magic through each peer's mapping of it (RankControl::base).
 //
 // Whether it pays: one copy is not always cheaper than two. The kernel pins
-// the peer's pages, a batch at a time, and copies page by page; on the 2-core
-// VM the reports come from that runs at 9-11 GB/s from cache against memcpy's
-// 35-50 GB/s (reports/collectives_shm_notes.md), and every single-copy
-// collective measured slower than the slots at every size. Per rank at world
+// the peer's pages, a batch at a time, and copies page by page, which from
+// cache can run at a fraction of memcpy's rate (figures:
+// reports/collectives_shm_notes.md, "Moved from headers"). Per rank at world
 // 2, an allreduce of N bytes copies 2N through the slots (stage N/2, reduce
 // 2 x N/2 into output and slot, copy N/2 out) and, on the single-copy path, N
 // through the kernel plus a reduction of N/2: it pays when
@@ -35,11 +34,8 @@
 // Beyond the caches the rates change, and not by the same factor: the slots
 // still run in cache (a slot is reused chunk after chunk) but every byte of a
 // large tensor comes from and goes to memory either way, and there the
-// kernel's per-page cost hides behind the memory's. On the Intel VM of the
-// seventh round the kernel's copy ran at 0.57-0.61 of memcpy's rate at
-// 256 KiB and 0.76-0.82 at 4-16 MiB, and the single-copy allreduce took
-// 0.44-0.90x the slots' time from 2 MiB while losing up to 1 MiB; on the AMD
-// VM (0.30 at 4 MiB) it lost at every size (reports/collectives_shm_notes.md).
+// kernel's per-page cost hides behind the memory's, so on some machines the
+// path pays for large messages only (reports/collectives_shm_notes.md).
 // The segment is too small to time that, so when the in-cache rule says no,
 // a rank times the same two copies once per process on private buffers of
 // kLargeProbeBytes (a read of its own memory takes the same kernel path) and,
@@ -49,8 +45,8 @@
 // Broadcast is the exception in mode auto: through the slots the root's copy
 // in and the readers' copy out overlap, chunk by chunk, so it costs about one
 // memcpy of the tensor against one kernel copy, which pays only when C > M
-// (C/M measured 0.2-0.8 on both VMs, and a broadcast read in place was
-// slower at every size there). It takes the path only with mode on.
+// (C stayed below M on every machine measured). It takes the path only with
+// mode on.
 //
 // Every rank publishes its verdict (RankControl::singleCopyErr: 0, large
 // only, or why not) before the group's first sync; after it every rank reads

@@ -9,9 +9,9 @@
 // loop: a waiter spins for WaitPolicy::spinNs (a peer that holds a core answers
 // within a few us: spinning then saves a futex round trip), then, only when
 // the group has more ranks than this process may use cores, yields for up to
-// WaitPolicy::yieldNs (measured in wave 1: with 4 ranks on 2 cores a futex
-// sleeper waits a scheduler slice per step, 76 us per tiny allreduce against 9
-// us with yields), then sleeps on a futex "bell". Arrivals ring the bell only
+// WaitPolicy::yieldNs (with more ranks than cores a futex sleeper waits a
+// scheduler slice per step, many times what yielding costs), then sleeps on a
+// futex "bell". Arrivals ring the bell only
 // when somebody sleeps on it (ring() reads the sleeper count after its own
 // store; a sleeper registers before its last check: Note [shm bell]), so the
 // common, fast case costs no shared read-modify-write and no system call.
