@@ -13,6 +13,9 @@
 // Mismatches apply to allreduce, allreduce_coalesced, broadcast and reduce;
 // another op throws ValueError naming the op (the parser rejects the known
 // cases of collective scripts up front).
+// Point-to-point operations (send, recv, recv from any source) are logged on
+// their own "p2p" lines, numbered per peer as the backend numbers them; the
+// plan's triggers count collectives only, so no fault fires on them.
 // Other groups' backends are not wrapped (fault triggers count the world
 // group's sequence numbers).
 #include <memory>
@@ -26,41 +29,22 @@ class FaultBackend : public comm::ForwardingBackend {
  public:
   FaultBackend(comm::BackendPtr inner, std::shared_ptr<FaultPlan> plan, std::string groupName);
 
-  comm::WorkPtr allreduce(const Tensor& t, const comm::AllreduceOptions& o) override;
-  comm::WorkPtr allreduceCoalesced(const std::vector<Tensor>& ts,
-                                   const comm::AllreduceCoalescedOptions& o) override;
-  comm::WorkPtr broadcast(const Tensor& t, const comm::BroadcastOptions& o) override;
-  comm::WorkPtr reduce(const Tensor& t, const comm::ReduceOptions& o) override;
-  comm::WorkPtr allgather(const std::vector<Tensor>& outs, const Tensor& in,
-                          const comm::AllgatherOptions& o) override;
-  comm::WorkPtr allgatherIntoTensor(const Tensor& out, const Tensor& in,
-                                    const comm::AllgatherOptions& o) override;
-  comm::WorkPtr gather(const std::vector<Tensor>& outs, const Tensor& in,
-                       const comm::GatherOptions& o) override;
-  comm::WorkPtr scatter(const Tensor& out, const std::vector<Tensor>& ins,
-                        const comm::ScatterOptions& o) override;
-  comm::WorkPtr reduceScatter(const Tensor& out, const std::vector<Tensor>& ins,
-                              const comm::ReduceScatterOptions& o) override;
-  comm::WorkPtr reduceScatterTensor(const Tensor& out, const Tensor& in,
-                                    const comm::ReduceScatterOptions& o) override;
-  comm::WorkPtr alltoall(const std::vector<Tensor>& outs, const std::vector<Tensor>& ins,
-                         const comm::AllToAllOptions& o) override;
-  comm::WorkPtr alltoallBase(const Tensor& out, const Tensor& in,
-                             const std::vector<int64_t>& outSplits,
-                             const std::vector<int64_t>& inSplits,
-                             const comm::AllToAllOptions& o) override;
-  comm::WorkPtr barrier(const comm::BarrierOptions& o) override;
+ protected:
+  comm::WorkPtr intercept(const comm::Operation& op) override;
 
  private:
   // Logs the op and returns the fault to apply (after acting on hang, crash
   // and straggler, which need nothing more from the caller).
-  const FaultSpec* before(comm::OpType op, uint64_t seq);
-  void logOp(comm::OpType op, uint64_t seq, const std::vector<Tensor>& ins,
-             const std::string& redop, int root);
+  const FaultSpec* before(const comm::Operation& op);
+  // Logs "op <seq> <TYPE> <numel> <dtype> <reduce op|-> <root|-1> <tensors>".
+  void logOp(const comm::Operation& op);
   // Applies skip / extra; returns the Work for a skip, nullptr otherwise.
-  comm::WorkPtr skipOrExtra(const FaultSpec& f, comm::OpType op, uint64_t seq,
-                            const std::vector<Tensor>& ins, const std::vector<Tensor>& outs,
-                            comm::Milliseconds timeout);
+  comm::WorkPtr skipOrExtra(const FaultSpec& f, const comm::Operation& op);
+  // Issues the operation `f` changes `op` into (see the list above).
+  comm::WorkPtr mismatched(const FaultSpec& f, const comm::Operation& op);
+  // Logs "p2p <TYPE> <peer|any> <k> <numel> <dtype> <tag>" and, when the Work
+  // completes, "p2p_done <TYPE> <peer|any> <k> ok|failed".
+  comm::WorkPtr pointToPoint(const comm::Operation& op);
   // Logs "done <seq> ok|failed" when `work` completes.
   comm::WorkPtr track(uint64_t seq, comm::WorkPtr work);
   [[noreturn]] void unsupported(const FaultSpec& f, comm::OpType op) const;

@@ -107,13 +107,6 @@ class Relay : public comm::WorkObserver {
   SteadyClock::time_point end_;
 };
 
-int64_t bytesOf(const std::vector<Tensor>& ts) {
-  int64_t total = 0;
-  for (const auto& t : ts) total += static_cast<int64_t>(t.nbytes());
-  return total;
-}
-int64_t bytesOf(const Tensor& t) { return static_cast<int64_t>(t.nbytes()); }
-
 // The modelled transfer on the group's "link <group>" track (FIFO, so these
 // never overlap; Note [Trace tracks]).
 void traceTransfer(const comm::WorkInfo& info, SteadyClock::time_point start,
@@ -151,69 +144,28 @@ WorkPtr LinkBackend::delay(WorkPtr inner, OpType op, int64_t bytes, std::vector<
   return outer;
 }
 
-WorkPtr LinkBackend::broadcast(const Tensor& t, const comm::BroadcastOptions& o) {
-  return delay(ForwardingBackend::broadcast(t, o), OpType::kBroadcast, bytesOf(t), {t});
+// What the model is given: the bytes each rank contributes, except where the
+// result is the larger side (all-gathers, a recv) and gather / scatter, whose
+// root moves one rank's share per rank.
+int64_t LinkBackend::modelledBytes(const comm::Operation& op) const {
+  switch (op.type) {
+    case OpType::kAllgather:
+    case OpType::kAllgatherBase:
+    case OpType::kAllgatherCoalesced:
+    case OpType::kRecv:
+    case OpType::kRecvAnysource:
+      return comm::outputBytes(op);
+    case OpType::kGather:
+      return comm::inputBytes(op) * size();
+    case OpType::kScatter:
+      return comm::outputBytes(op) * size();
+    default:
+      return comm::inputBytes(op);
+  }
 }
-WorkPtr LinkBackend::allreduce(const Tensor& t, const comm::AllreduceOptions& o) {
-  return delay(ForwardingBackend::allreduce(t, o), OpType::kAllreduce, bytesOf(t), {t});
-}
-WorkPtr LinkBackend::allreduceCoalesced(const std::vector<Tensor>& ts,
-                                        const comm::AllreduceCoalescedOptions& o) {
-  return delay(ForwardingBackend::allreduceCoalesced(ts, o), OpType::kAllreduceCoalesced,
-               bytesOf(ts), ts);
-}
-WorkPtr LinkBackend::reduce(const Tensor& t, const comm::ReduceOptions& o) {
-  return delay(ForwardingBackend::reduce(t, o), OpType::kReduce, bytesOf(t), {t});
-}
-WorkPtr LinkBackend::allgather(const std::vector<Tensor>& outs, const Tensor& in,
-                               const comm::AllgatherOptions& o) {
-  return delay(ForwardingBackend::allgather(outs, in, o), OpType::kAllgather, bytesOf(outs),
-               outs);
-}
-WorkPtr LinkBackend::allgatherIntoTensor(const Tensor& out, const Tensor& in,
-                                         const comm::AllgatherOptions& o) {
-  return delay(ForwardingBackend::allgatherIntoTensor(out, in, o), OpType::kAllgatherBase,
-               bytesOf(out), {out});
-}
-WorkPtr LinkBackend::gather(const std::vector<Tensor>& outs, const Tensor& in,
-                            const comm::GatherOptions& o) {
-  return delay(ForwardingBackend::gather(outs, in, o), OpType::kGather, bytesOf(in) * size(),
-               outs);
-}
-WorkPtr LinkBackend::scatter(const Tensor& out, const std::vector<Tensor>& ins,
-                             const comm::ScatterOptions& o) {
-  return delay(ForwardingBackend::scatter(out, ins, o), OpType::kScatter, bytesOf(out) * size(),
-               {out});
-}
-WorkPtr LinkBackend::reduceScatter(const Tensor& out, const std::vector<Tensor>& ins,
-                                   const comm::ReduceScatterOptions& o) {
-  return delay(ForwardingBackend::reduceScatter(out, ins, o), OpType::kReduceScatter,
-               bytesOf(ins), {out});
-}
-WorkPtr LinkBackend::reduceScatterTensor(const Tensor& out, const Tensor& in,
-                                         const comm::ReduceScatterOptions& o) {
-  return delay(ForwardingBackend::reduceScatterTensor(out, in, o), OpType::kReduceScatterBase,
-               bytesOf(in), {out});
-}
-WorkPtr LinkBackend::alltoall(const std::vector<Tensor>& outs, const std::vector<Tensor>& ins,
-                              const comm::AllToAllOptions& o) {
-  return delay(ForwardingBackend::alltoall(outs, ins, o), OpType::kAlltoall, bytesOf(ins), outs);
-}
-WorkPtr LinkBackend::alltoallBase(const Tensor& out, const Tensor& in,
-                                  const std::vector<int64_t>& outSplits,
-                                  const std::vector<int64_t>& inSplits,
-                                  const comm::AllToAllOptions& o) {
-  return delay(ForwardingBackend::alltoallBase(out, in, outSplits, inSplits, o),
-               OpType::kAlltoallBase, bytesOf(in), {out});
-}
-WorkPtr LinkBackend::barrier(const comm::BarrierOptions& o) {
-  return delay(ForwardingBackend::barrier(o), OpType::kBarrier, 0, {});
-}
-WorkPtr LinkBackend::send(const Tensor& t, int dst, const comm::SendOptions& o) {
-  return delay(ForwardingBackend::send(t, dst, o), OpType::kSend, bytesOf(t), {});
-}
-WorkPtr LinkBackend::recv(const Tensor& t, int src, const comm::RecvOptions& o) {
-  return delay(ForwardingBackend::recv(t, src, o), OpType::kRecv, bytesOf(t), {t});
+
+WorkPtr LinkBackend::intercept(const comm::Operation& op) {
+  return delay(forward(op), op.type, modelledBytes(op), comm::writtenTensors(op));
 }
 
 void installLinkEmulation(const LinkModel& model) {

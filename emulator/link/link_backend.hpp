@@ -1,7 +1,8 @@
 #pragma once
 // LinkBackend: the link-emulation decorator (layer kLayerLink). Each operation
-// runs on the inner backend as usual; its Work completes no earlier than the
-// alpha-beta model says (link_model.hpp).
+// -- every collective, send, recv and recv from any source -- runs on the
+// inner backend as usual; its Work completes no earlier than the alpha-beta
+// model says (link_model.hpp).
 //
 // Note [Link emulation without CPU]
 // The delay is a timer, not a sleep on the progress thread and not a spin: the
@@ -30,37 +31,15 @@ class LinkBackend : public comm::ForwardingBackend {
 
   const LinkModel& model() const { return model_; }
 
-  comm::WorkPtr broadcast(const Tensor& t, const comm::BroadcastOptions& o) override;
-  comm::WorkPtr allreduce(const Tensor& t, const comm::AllreduceOptions& o) override;
-  comm::WorkPtr allreduceCoalesced(const std::vector<Tensor>& ts,
-                                   const comm::AllreduceCoalescedOptions& o) override;
-  comm::WorkPtr reduce(const Tensor& t, const comm::ReduceOptions& o) override;
-  comm::WorkPtr allgather(const std::vector<Tensor>& outs, const Tensor& in,
-                          const comm::AllgatherOptions& o) override;
-  comm::WorkPtr allgatherIntoTensor(const Tensor& out, const Tensor& in,
-                                    const comm::AllgatherOptions& o) override;
-  comm::WorkPtr gather(const std::vector<Tensor>& outs, const Tensor& in,
-                       const comm::GatherOptions& o) override;
-  comm::WorkPtr scatter(const Tensor& out, const std::vector<Tensor>& ins,
-                        const comm::ScatterOptions& o) override;
-  comm::WorkPtr reduceScatter(const Tensor& out, const std::vector<Tensor>& ins,
-                              const comm::ReduceScatterOptions& o) override;
-  comm::WorkPtr reduceScatterTensor(const Tensor& out, const Tensor& in,
-                                    const comm::ReduceScatterOptions& o) override;
-  comm::WorkPtr alltoall(const std::vector<Tensor>& outs, const std::vector<Tensor>& ins,
-                         const comm::AllToAllOptions& o) override;
-  comm::WorkPtr alltoallBase(const Tensor& out, const Tensor& in,
-                             const std::vector<int64_t>& outSplits,
-                             const std::vector<int64_t>& inSplits,
-                             const comm::AllToAllOptions& o) override;
-  comm::WorkPtr barrier(const comm::BarrierOptions& o) override;
-  comm::WorkPtr send(const Tensor& t, int dst, const comm::SendOptions& o) override;
-  comm::WorkPtr recv(const Tensor& t, int src, const comm::RecvOptions& o) override;
+ protected:
+  comm::WorkPtr intercept(const comm::Operation& op) override;
 
  private:
   // Wraps `inner` in a Work that completes at the modelled time.
   comm::WorkPtr delay(comm::WorkPtr inner, comm::OpType op, int64_t bytes,
                       std::vector<Tensor> outputs);
+  // The bytes the model charges for `op`, per LinkModel's conventions.
+  int64_t modelledBytes(const comm::Operation& op) const;
 
   LinkModel model_;
   std::mutex mutex_;

@@ -12,11 +12,13 @@
 // Decorators: addBackendDecorator(name, layer, factory) installs a wrapper that
 // ProcessGroup applies to each backend it creates from then on (existing
 // groups are unchanged). Layers order the wrappers: the lowest layer is the
-// outermost. DESIGN.md order, outermost first:
+// outermost. Order (docs/DESIGN.md, "Decorators at seams"), outermost first:
 //   kLayerDebug (wrapper checks) -> kLayerFault -> kLayerLink -> kLayerRecorder -> backend.
 // A factory may return `inner` unchanged to skip a backend (e.g. by name).
 // Thread-safe.
+#include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -38,6 +40,12 @@ struct BackendInfo {
   // The "<name>.*" keys of BackendContext::options this backend reads, each
   // with its check (Note [Backend options] in backend_options.hpp).
   std::vector<BackendOptionSpec> options;
+  // Set by a backend that can carry DETAIL's fingerprint exchange in a small
+  // helper instance of itself (Note [DETAIL through the backend]): given the
+  // bytes of one rank's slot, the options for that helper (one blocking
+  // all-gather of a slot per rank per collective). Unset: DETAIL exchanges
+  // through the store.
+  std::function<std::map<std::string, std::string>(int64_t slotBytes)> detailHelperOptions;
 };
 
 // A host backend's registration: "cpu", plus "cuda" through pinned staging

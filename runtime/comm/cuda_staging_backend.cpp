@@ -8,6 +8,7 @@
 #include <optional>
 #include <utility>
 
+#include "runtime/comm/comm_trace.hpp"
 #include "runtime/comm/forwarding_backend.hpp"
 #include "runtime/core/errors.hpp"
 #include "runtime/tensor/cuda/cuda_allocator.hpp"
@@ -169,105 +170,24 @@ class CudaStagingBackend : public ForwardingBackend {
  public:
   using ForwardingBackend::ForwardingBackend;
 
-  WorkPtr broadcast(const Tensor& t, const BroadcastOptions& o) override {
-    return staged("broadcast", [&](StagingPlan& p) {
-      return inner()->broadcast(p.readWrite(t), o);
-    });
-  }
-  WorkPtr allreduce(const Tensor& t, const AllreduceOptions& o) override {
-    return staged("allreduce", [&](StagingPlan& p) {
-      return inner()->allreduce(p.readWrite(t), o);
-    });
-  }
-  WorkPtr allreduceCoalesced(const std::vector<Tensor>& ts,
-                             const AllreduceCoalescedOptions& o) override {
-    return staged("allreduce_coalesced", [&](StagingPlan& p) {
-      std::vector<Tensor> host;
-      for (const Tensor& t : ts) host.push_back(p.readWrite(t));
-      return inner()->allreduceCoalesced(host, o);
-    });
-  }
-  WorkPtr reduce(const Tensor& t, const ReduceOptions& o) override {
-    return staged("reduce", [&](StagingPlan& p) { return inner()->reduce(p.readWrite(t), o); });
-  }
-  WorkPtr allgather(const std::vector<Tensor>& out, const Tensor& in,
-                    const AllgatherOptions& o) override {
-    return staged("allgather", [&](StagingPlan& p) {
-      return inner()->allgather(p.write(out), p.read(in), o);
-    });
-  }
-  WorkPtr allgatherIntoTensor(const Tensor& out, const Tensor& in,
-                              const AllgatherOptions& o) override {
-    return staged("all_gather_into_tensor", [&](StagingPlan& p) {
-      return inner()->allgatherIntoTensor(p.write(out), p.read(in), o);
-    });
-  }
-  WorkPtr allgatherCoalesced(const std::vector<std::vector<Tensor>>& outs,
-                             const std::vector<Tensor>& ins, const AllgatherOptions& o) override {
-    return staged("allgather_coalesced", [&](StagingPlan& p) {
-      std::vector<std::vector<Tensor>> hostOuts;
-      for (const auto& out : outs) hostOuts.push_back(p.write(out));
-      return inner()->allgatherCoalesced(hostOuts, p.read(ins), o);
-    });
-  }
-  WorkPtr gather(const std::vector<Tensor>& out, const Tensor& in,
-                 const GatherOptions& o) override {
-    return staged("gather", [&](StagingPlan& p) {
-      return inner()->gather(p.write(out), p.read(in), o);
-    });
-  }
-  WorkPtr scatter(const Tensor& out, const std::vector<Tensor>& in,
-                  const ScatterOptions& o) override {
-    return staged("scatter", [&](StagingPlan& p) {
-      return inner()->scatter(p.write(out), p.read(in), o);
-    });
-  }
-  WorkPtr reduceScatter(const Tensor& out, const std::vector<Tensor>& in,
-                        const ReduceScatterOptions& o) override {
-    return staged("reduce_scatter", [&](StagingPlan& p) {
-      return inner()->reduceScatter(p.write(out), p.read(in), o);
-    });
-  }
-  WorkPtr reduceScatterTensor(const Tensor& out, const Tensor& in,
-                              const ReduceScatterOptions& o) override {
-    return staged("reduce_scatter_tensor", [&](StagingPlan& p) {
-      return inner()->reduceScatterTensor(p.write(out), p.read(in), o);
-    });
-  }
-  WorkPtr alltoall(const std::vector<Tensor>& out, const std::vector<Tensor>& in,
-                   const AllToAllOptions& o) override {
-    return staged("all_to_all", [&](StagingPlan& p) {
-      return inner()->alltoall(p.write(out), p.read(in), o);
-    });
-  }
-  WorkPtr alltoallBase(const Tensor& out, const Tensor& in, const std::vector<int64_t>& outSplits,
-                       const std::vector<int64_t>& inSplits, const AllToAllOptions& o) override {
-    return staged("all_to_all_single", [&](StagingPlan& p) {
-      return inner()->alltoallBase(p.write(out), p.read(in), outSplits, inSplits, o);
-    });
-  }
-  WorkPtr send(const Tensor& t, int dst, const SendOptions& o) override {
-    return staged("send", [&](StagingPlan& p) { return inner()->send(p.read(t), dst, o); });
-  }
-  WorkPtr recv(const Tensor& t, int src, const RecvOptions& o) override {
-    return staged("recv", [&](StagingPlan& p) { return inner()->recv(p.write(t), src, o); });
-  }
-  WorkPtr recvAnysource(const Tensor& t, const RecvOptions& o) override {
-    return staged("recv from any source", [&](StagingPlan& p) {
-      return inner()->recvAnysource(p.write(t), o);
-    });
-  }
-
- private:
-  // Stages, issues through `issue`, and completes the returned Work after the
-  // outputs are back on the device (Note [CUDA tensors on host backends]).
-  template <typename Issue>
-  WorkPtr staged(std::string_view op, Issue&& issue) {
-    auto plan = std::make_shared<StagingPlan>(op, pool_);
-    WorkPtr inner = issue(*plan);  // the stand-ins are filled as the arguments are staged
+ protected:
+  // Every tensor the operation reads is staged in (in-place operations read
+  // and write the same stand-in), every tensor it writes is staged out.
+  WorkPtr intercept(const Operation& op) override {
+    auto plan = std::make_shared<StagingPlan>(traceOpName(op.type), pool_);
+    std::vector<Tensor> inputs = plan->read({op.inputs.begin(), op.inputs.end()});
+    std::vector<Tensor> outputs = plan->write({op.outputs.begin(), op.outputs.end()});
+    std::vector<std::vector<Tensor>> outputLists;
+    for (const auto& list : op.outputLists) outputLists.push_back(plan->write(list));
+    Operation host = op;
+    host.inputs = inputs;
+    host.outputs = outputs;
+    host.outputLists = outputLists;
+    WorkPtr inner = forward(host);
     return finishWhenDone(std::move(inner), std::move(plan));
   }
 
+ private:
   static WorkPtr finishWhenDone(WorkPtr inner, std::shared_ptr<StagingPlan> plan) {
     auto outer = std::make_shared<StagedWork>(inner, plan->deviceOutputs());
     // Holds the outer Work until the inner one completes (every Work does, by

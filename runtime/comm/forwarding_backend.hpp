@@ -1,17 +1,26 @@
 #pragma once
 // ForwardingBackend: the base of every Backend decorator (debug checks, fault
-// injection, link emulation, recording; DESIGN.md "Decorators at seams").
-// Every virtual forwards to the inner backend unchanged; a decorator overrides
-// only what it changes, e.g.
+// injection, link emulation, the monitor, CUDA staging; docs/DESIGN.md
+// "Decorators at seams").
+//
+// Every operation reaches one virtual, intercept(), as an Operation (Note
+// [Operations as data] in operation.hpp); the default forwards it to the inner
+// backend unchanged. A decorator overrides intercept() only, so it sees every
+// operation there is, point-to-point and coalesced ones included:
 //
 //   class DelayBackend : public ForwardingBackend {
 //    public:
 //     using ForwardingBackend::ForwardingBackend;
-//     WorkPtr allreduce(const Tensor& t, const AllreduceOptions& o) override {
+//    protected:
+//     WorkPtr intercept(const Operation& op) override {
 //       std::this_thread::sleep_for(delay_);
-//       return ForwardingBackend::allreduce(t, o);
+//       return forward(op);
 //     }
 //   };
+//
+// The per-operation virtuals are final here: a decorator cannot handle one
+// operation and silently pass another by. Lifecycle calls (abort, shutdown,
+// ...) forward and may be overridden.
 //
 // Install decorators for every new group with addBackendDecorator()
 // (backend_registry.hpp), or wrap one group's backend with
@@ -20,6 +29,7 @@
 #include <memory>
 
 #include "runtime/comm/backend.hpp"
+#include "runtime/comm/operation.hpp"
 
 namespace distlab::comm {
 
@@ -30,36 +40,36 @@ class ForwardingBackend : public Backend {
   const BackendPtr& inner() const { return inner_; }
   std::string name() const override { return inner_->name(); }
 
-  WorkPtr broadcast(const Tensor& tensor, const BroadcastOptions& opts) override;
-  WorkPtr allreduce(const Tensor& tensor, const AllreduceOptions& opts) override;
+  WorkPtr broadcast(const Tensor& tensor, const BroadcastOptions& opts) final;
+  WorkPtr allreduce(const Tensor& tensor, const AllreduceOptions& opts) final;
   WorkPtr allreduceCoalesced(const std::vector<Tensor>& tensors,
-                             const AllreduceCoalescedOptions& opts) override;
-  WorkPtr reduce(const Tensor& tensor, const ReduceOptions& opts) override;
+                             const AllreduceCoalescedOptions& opts) final;
+  WorkPtr reduce(const Tensor& tensor, const ReduceOptions& opts) final;
   WorkPtr allgather(const std::vector<Tensor>& outputs, const Tensor& input,
-                    const AllgatherOptions& opts) override;
+                    const AllgatherOptions& opts) final;
   WorkPtr allgatherIntoTensor(const Tensor& output, const Tensor& input,
-                              const AllgatherOptions& opts) override;
+                              const AllgatherOptions& opts) final;
   WorkPtr allgatherCoalesced(const std::vector<std::vector<Tensor>>& outputLists,
                              const std::vector<Tensor>& inputs,
-                             const AllgatherOptions& opts) override;
+                             const AllgatherOptions& opts) final;
   WorkPtr gather(const std::vector<Tensor>& outputs, const Tensor& input,
-                 const GatherOptions& opts) override;
+                 const GatherOptions& opts) final;
   WorkPtr scatter(const Tensor& output, const std::vector<Tensor>& inputs,
-                  const ScatterOptions& opts) override;
+                  const ScatterOptions& opts) final;
   WorkPtr reduceScatter(const Tensor& output, const std::vector<Tensor>& inputs,
-                        const ReduceScatterOptions& opts) override;
+                        const ReduceScatterOptions& opts) final;
   WorkPtr reduceScatterTensor(const Tensor& output, const Tensor& input,
-                              const ReduceScatterOptions& opts) override;
+                              const ReduceScatterOptions& opts) final;
   WorkPtr alltoall(const std::vector<Tensor>& outputs, const std::vector<Tensor>& inputs,
-                   const AllToAllOptions& opts) override;
+                   const AllToAllOptions& opts) final;
   WorkPtr alltoallBase(const Tensor& output, const Tensor& input,
                        const std::vector<int64_t>& outputSplits,
                        const std::vector<int64_t>& inputSplits,
-                       const AllToAllOptions& opts) override;
-  WorkPtr barrier(const BarrierOptions& opts) override;
-  WorkPtr send(const Tensor& tensor, int dstRank, const SendOptions& opts) override;
-  WorkPtr recv(const Tensor& tensor, int srcRank, const RecvOptions& opts) override;
-  WorkPtr recvAnysource(const Tensor& tensor, const RecvOptions& opts) override;
+                       const AllToAllOptions& opts) final;
+  WorkPtr barrier(const BarrierOptions& opts) final;
+  WorkPtr send(const Tensor& tensor, int dstRank, const SendOptions& opts) final;
+  WorkPtr recv(const Tensor& tensor, int srcRank, const RecvOptions& opts) final;
+  WorkPtr recvAnysource(const Tensor& tensor, const RecvOptions& opts) final;
 
   void abort(const std::string& reason) override;
   void announceTimeout(const std::string& reason) override;
@@ -67,6 +77,13 @@ class ForwardingBackend : public Backend {
   void shutdown(Milliseconds timeout) override;
   std::optional<std::string> errorReason() const override;
   void prepareSplit(const std::string& childName, const std::vector<int>& ranks) override;
+
+ protected:
+  // The one interception point: every operation issued on this backend.
+  // Default: forward(op).
+  virtual WorkPtr intercept(const Operation& op);
+  // Issues `op` (or a changed copy) on the inner backend.
+  WorkPtr forward(const Operation& op) { return issueOperation(*inner_, op); }
 
  private:
   BackendPtr inner_;

@@ -9,6 +9,7 @@ if(TARGET distlab_tensor)
     work.cpp
     comm_trace.cpp
     backend.cpp
+    operation.cpp
     forwarding_backend.cpp
     backend_registry.cpp
     backend_options.cpp

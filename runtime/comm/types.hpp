@@ -1,7 +1,7 @@
 #pragma once
 // Vocabulary shared by ProcessGroup, Backend and every backend: ReduceOp, the
-// operation types, and one options struct per operation (house style 2: defaults
-// in-line, timeout included; PyTorch c10d Types.hpp).
+// operation types, and one options struct per operation (docs/DESIGN.md,
+// house style 2: defaults in-line, timeout included; PyTorch c10d Types.hpp).
 //
 // Ranks in options (rootRank, peers) are GROUP ranks. The global <-> group
 // translation and PyTorch's src/group_src rule live in ProcessGroup.

@@ -104,12 +104,16 @@ class CountingBackend : public ForwardingBackend {
  public:
   CountingBackend(BackendPtr inner, std::atomic<int>* count)
       : ForwardingBackend(std::move(inner)), count_(count) {}
-  WorkPtr allreduce(const Tensor& t, const AllreduceOptions& o) override {
-    count_->fetch_add(1);
-    lastSeq = o.seq;
-    return ForwardingBackend::allreduce(t, o);
-  }
   uint64_t lastSeq = 0;
+
+ protected:
+  WorkPtr intercept(const Operation& op) override {
+    if (op.type == OpType::kAllreduce) {
+      count_->fetch_add(1);
+      lastSeq = op.seq;
+    }
+    return forward(op);
+  }
 
  private:
   std::atomic<int>* count_;

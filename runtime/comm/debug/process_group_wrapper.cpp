@@ -15,7 +15,7 @@
 namespace distlab::comm {
 namespace {
 
-std::vector<int64_t> numels(const std::vector<Tensor>& ts) {
+std::vector<int64_t> numels(std::span<const Tensor> ts) {
   std::vector<int64_t> out;
   for (const auto& t : ts) out.push_back(t.numel());
   return out;
@@ -25,6 +25,68 @@ int64_t rowNumel(const Tensor& t) {
   const Shape& s = t.sizes();
   return std::accumulate(s.begin() + (s.empty() ? 0 : 1), s.end(), int64_t{1},
                          std::multiplies<>());
+}
+
+std::vector<Tensor> concat(std::span<const Tensor> a, std::span<const Tensor> b) {
+  std::vector<Tensor> out(a.begin(), a.end());
+  out.insert(out.end(), b.begin(), b.end());
+  return out;
+}
+
+// The tensors whose signatures a collective's fingerprint carries.
+std::vector<Tensor> fingerprinted(const Operation& op) {
+  switch (op.type) {
+    case OpType::kAllgatherBase:
+    case OpType::kReduceScatterBase:
+      return concat(op.inputs, op.outputs);  // {in, out}
+    case OpType::kReduceScatter:
+      return concat(op.outputs, op.inputs);  // {out, ins...}
+    case OpType::kScatter:
+      return {op.outputs.begin(), op.outputs.end()};  // non-root ranks have no inputs
+    default:
+      return {op.inputs.begin(), op.inputs.end()};
+  }
+}
+
+// Uneven all_gather / all_to_all are legal: their per-peer element counts are
+// cross-checked between ranks instead of comparing shapes.
+void addPeerCounts(const Operation& op, CollectiveFingerprint& fp) {
+  fp.uniformShapes = false;
+  switch (op.type) {
+    case OpType::kAllgather:
+      fp.sendCounts.assign(op.outputs.size(), op.inputs.front().numel());
+      fp.recvCounts = numels(op.outputs);
+      break;
+    case OpType::kAllgatherCoalesced: {
+      int64_t mine = 0;
+      for (const auto& t : op.inputs) mine += t.numel();
+      const size_t n = op.outputLists.empty() ? 0 : op.outputLists.front().size();
+      fp.sendCounts.assign(n, mine);
+      fp.recvCounts.assign(n, 0);
+      for (const auto& list : op.outputLists) {
+        for (size_t q = 0; q < list.size() && q < n; ++q) fp.recvCounts[q] += list[q].numel();
+      }
+      break;
+    }
+    case OpType::kAlltoall:
+      fp.sendCounts = numels(op.inputs);
+      fp.recvCounts = numels(op.outputs);
+      break;
+    case OpType::kAlltoallBase:
+      for (int64_t s : op.inputSplits) fp.sendCounts.push_back(s * rowNumel(op.inputs.front()));
+      for (int64_t s : op.outputSplits) fp.recvCounts.push_back(s * rowNumel(op.outputs.front()));
+      break;
+    default:
+      fp.uniformShapes = true;
+  }
+}
+
+CollectiveFingerprint fingerprintOf(const Operation& op) {
+  auto fp = CollectiveFingerprint::of(op.type, op.seq, fingerprinted(op));
+  if (hasReduceOp(op.type)) fp.reduceOp = std::string(reduceOpName(op.reduceOp));
+  if (hasRoot(op.type)) fp.root = op.root;
+  addPeerCounts(op, fp);
+  return fp;
 }
 
 }  // namespace
@@ -193,128 +255,17 @@ void ProcessGroupWrapper::throwMismatch(const std::vector<CollectiveFingerprint>
 
 // ---- the collectives: build the fingerprint, check, forward --------------------------------
 
-WorkPtr ProcessGroupWrapper::broadcast(const Tensor& t, const BroadcastOptions& o) {
-  auto fp = CollectiveFingerprint::of(OpType::kBroadcast, o.seq, {t});
-  fp.root = o.rootRank;
-  checkCollective(fp, o.timeout);
-  return ForwardingBackend::broadcast(t, o);
-}
-
-WorkPtr ProcessGroupWrapper::allreduce(const Tensor& t, const AllreduceOptions& o) {
-  auto fp = CollectiveFingerprint::of(OpType::kAllreduce, o.seq, {t});
-  fp.reduceOp = std::string(reduceOpName(o.reduceOp));
-  checkCollective(fp, o.timeout);
-  return ForwardingBackend::allreduce(t, o);
-}
-
-WorkPtr ProcessGroupWrapper::allreduceCoalesced(const std::vector<Tensor>& ts,
-                                                const AllreduceCoalescedOptions& o) {
-  auto fp = CollectiveFingerprint::of(OpType::kAllreduceCoalesced, o.seq, ts);
-  fp.reduceOp = std::string(reduceOpName(o.reduceOp));
-  checkCollective(fp, o.timeout);
-  return ForwardingBackend::allreduceCoalesced(ts, o);
-}
-
-WorkPtr ProcessGroupWrapper::reduce(const Tensor& t, const ReduceOptions& o) {
-  auto fp = CollectiveFingerprint::of(OpType::kReduce, o.seq, {t});
-  fp.reduceOp = std::string(reduceOpName(o.reduceOp));
-  fp.root = o.rootRank;
-  checkCollective(fp, o.timeout);
-  return ForwardingBackend::reduce(t, o);
-}
-
-WorkPtr ProcessGroupWrapper::allgather(const std::vector<Tensor>& outs, const Tensor& in,
-                                       const AllgatherOptions& o) {
-  auto fp = CollectiveFingerprint::of(OpType::kAllgather, o.seq, {in});
-  fp.uniformShapes = false;  // uneven all_gather is legal: cross-check counts instead
-  fp.sendCounts.assign(outs.size(), in.numel());
-  fp.recvCounts = numels(outs);
-  checkCollective(fp, o.timeout);
-  return ForwardingBackend::allgather(outs, in, o);
-}
-
-WorkPtr ProcessGroupWrapper::allgatherIntoTensor(const Tensor& out, const Tensor& in,
-                                                 const AllgatherOptions& o) {
-  checkCollective(CollectiveFingerprint::of(OpType::kAllgatherBase, o.seq, {in, out}), o.timeout);
-  return ForwardingBackend::allgatherIntoTensor(out, in, o);
-}
-
-WorkPtr ProcessGroupWrapper::allgatherCoalesced(const std::vector<std::vector<Tensor>>& outs,
-                                                const std::vector<Tensor>& ins,
-                                                const AllgatherOptions& o) {
-  auto fp = CollectiveFingerprint::of(OpType::kAllgatherCoalesced, o.seq, ins);
-  fp.uniformShapes = false;
-  int64_t mine = 0;
-  for (const auto& t : ins) mine += t.numel();
-  const size_t n = outs.empty() ? 0 : outs.front().size();
-  fp.sendCounts.assign(n, mine);
-  fp.recvCounts.assign(n, 0);
-  for (const auto& list : outs) {
-    for (size_t q = 0; q < list.size() && q < n; ++q) fp.recvCounts[q] += list[q].numel();
+WorkPtr ProcessGroupWrapper::intercept(const Operation& op) {
+  switch (op.type) {
+    case OpType::kSend:
+    case OpType::kRecv:
+      return checkedP2P(op);
+    case OpType::kRecvAnysource:
+      return forward(op);  // not checked: the sender is known only once it arrives
+    default:
+      checkCollective(fingerprintOf(op), op.timeout);
+      return forward(op);
   }
-  checkCollective(fp, o.timeout);
-  return ForwardingBackend::allgatherCoalesced(outs, ins, o);
-}
-
-WorkPtr ProcessGroupWrapper::gather(const std::vector<Tensor>& outs, const Tensor& in,
-                                    const GatherOptions& o) {
-  auto fp = CollectiveFingerprint::of(OpType::kGather, o.seq, {in});
-  fp.root = o.rootRank;
-  checkCollective(fp, o.timeout);
-  return ForwardingBackend::gather(outs, in, o);
-}
-
-WorkPtr ProcessGroupWrapper::scatter(const Tensor& out, const std::vector<Tensor>& ins,
-                                     const ScatterOptions& o) {
-  auto fp = CollectiveFingerprint::of(OpType::kScatter, o.seq, {out});
-  fp.root = o.rootRank;
-  checkCollective(fp, o.timeout);
-  return ForwardingBackend::scatter(out, ins, o);
-}
-
-WorkPtr ProcessGroupWrapper::reduceScatter(const Tensor& out, const std::vector<Tensor>& ins,
-                                           const ReduceScatterOptions& o) {
-  std::vector<Tensor> ts{out};
-  ts.insert(ts.end(), ins.begin(), ins.end());
-  auto fp = CollectiveFingerprint::of(OpType::kReduceScatter, o.seq, ts);
-  fp.reduceOp = std::string(reduceOpName(o.reduceOp));
-  checkCollective(fp, o.timeout);
-  return ForwardingBackend::reduceScatter(out, ins, o);
-}
-
-WorkPtr ProcessGroupWrapper::reduceScatterTensor(const Tensor& out, const Tensor& in,
-                                                 const ReduceScatterOptions& o) {
-  auto fp = CollectiveFingerprint::of(OpType::kReduceScatterBase, o.seq, {in, out});
-  fp.reduceOp = std::string(reduceOpName(o.reduceOp));
-  checkCollective(fp, o.timeout);
-  return ForwardingBackend::reduceScatterTensor(out, in, o);
-}
-
-WorkPtr ProcessGroupWrapper::alltoall(const std::vector<Tensor>& outs,
-                                      const std::vector<Tensor>& ins, const AllToAllOptions& o) {
-  auto fp = CollectiveFingerprint::of(OpType::kAlltoall, o.seq, ins);
-  fp.uniformShapes = false;
-  fp.sendCounts = numels(ins);
-  fp.recvCounts = numels(outs);
-  checkCollective(fp, o.timeout);
-  return ForwardingBackend::alltoall(outs, ins, o);
-}
-
-WorkPtr ProcessGroupWrapper::alltoallBase(const Tensor& out, const Tensor& in,
-                                          const std::vector<int64_t>& outSplits,
-                                          const std::vector<int64_t>& inSplits,
-                                          const AllToAllOptions& o) {
-  auto fp = CollectiveFingerprint::of(OpType::kAlltoallBase, o.seq, {in});
-  fp.uniformShapes = false;
-  for (int64_t s : inSplits) fp.sendCounts.push_back(s * rowNumel(in));
-  for (int64_t s : outSplits) fp.recvCounts.push_back(s * rowNumel(out));
-  checkCollective(fp, o.timeout);
-  return ForwardingBackend::alltoallBase(out, in, outSplits, inSplits, o);
-}
-
-WorkPtr ProcessGroupWrapper::barrier(const BarrierOptions& o) {
-  checkCollective(CollectiveFingerprint::of(OpType::kBarrier, o.seq, {}), o.timeout);
-  return ForwardingBackend::barrier(o);
 }
 
 }  // namespace distlab::comm

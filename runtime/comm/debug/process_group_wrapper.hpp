@@ -1,7 +1,7 @@
 #pragma once
 // ProcessGroupWrapper: the TORCH_DISTRIBUTED_DEBUG=DETAIL decorator
 // (kLayerDebug, outermost), wrapping every group's backends
-// (pytorch-internals §1.1, seed-inventory §10.2).
+// (docs/pytorch-semantics.md, "DETAIL checks" and "Debug levels and logging").
 //
 // Before each collective, on the calling thread, it exchanges this rank's
 // CollectiveFingerprint with every other rank (Note [DETAIL through the
@@ -45,7 +45,8 @@
 //
 // Note [DETAIL through the backend]
 // A store round costs 130-230 us per collective (one TCP round trip per key),
-// ~10x a small shm allreduce. On shm the fingerprints travel instead through
+// ~10x a small shm allreduce. A backend that offers it (BackendInfo::
+// detailHelperOptions; shm does) carries the fingerprints instead through
 // a helper instance of the group's own backend (its own small segment, group
 // name "<group>/detail", its own sequence numbers, so the group's numbering,
 // flight recorder and watchdog see nothing of it): one blocking all-gather of
@@ -84,37 +85,12 @@ class ProcessGroupWrapper : public ForwardingBackend {
   ProcessGroupWrapper(BackendPtr inner, const BackendContext& context);
   ~ProcessGroupWrapper() override;
 
-  WorkPtr broadcast(const Tensor& tensor, const BroadcastOptions& opts) override;
-  WorkPtr allreduce(const Tensor& tensor, const AllreduceOptions& opts) override;
-  WorkPtr allreduceCoalesced(const std::vector<Tensor>& tensors,
-                             const AllreduceCoalescedOptions& opts) override;
-  WorkPtr reduce(const Tensor& tensor, const ReduceOptions& opts) override;
-  WorkPtr allgather(const std::vector<Tensor>& outputs, const Tensor& input,
-                    const AllgatherOptions& opts) override;
-  WorkPtr allgatherIntoTensor(const Tensor& output, const Tensor& input,
-                              const AllgatherOptions& opts) override;
-  WorkPtr allgatherCoalesced(const std::vector<std::vector<Tensor>>& outputLists,
-                             const std::vector<Tensor>& inputs,
-                             const AllgatherOptions& opts) override;
-  WorkPtr gather(const std::vector<Tensor>& outputs, const Tensor& input,
-                 const GatherOptions& opts) override;
-  WorkPtr scatter(const Tensor& output, const std::vector<Tensor>& inputs,
-                  const ScatterOptions& opts) override;
-  WorkPtr reduceScatter(const Tensor& output, const std::vector<Tensor>& inputs,
-                        const ReduceScatterOptions& opts) override;
-  WorkPtr reduceScatterTensor(const Tensor& output, const Tensor& input,
-                              const ReduceScatterOptions& opts) override;
-  WorkPtr alltoall(const std::vector<Tensor>& outputs, const std::vector<Tensor>& inputs,
-                   const AllToAllOptions& opts) override;
-  WorkPtr alltoallBase(const Tensor& output, const Tensor& input,
-                       const std::vector<int64_t>& outputSplits,
-                       const std::vector<int64_t>& inputSplits,
-                       const AllToAllOptions& opts) override;
-  WorkPtr barrier(const BarrierOptions& opts) override;
-  WorkPtr send(const Tensor& tensor, int dstRank, const SendOptions& opts) override;
-  WorkPtr recv(const Tensor& tensor, int srcRank, const RecvOptions& opts) override;
   void abort(const std::string& reason) override;     // the helper too
   void shutdown(Milliseconds timeout) override;       // the helper too
+
+ protected:
+  // Checks every collective (and send / recv) before forwarding it.
+  WorkPtr intercept(const Operation& op) override;
 
  private:
   struct PendingP2P {
@@ -148,8 +124,7 @@ class ProcessGroupWrapper : public ForwardingBackend {
   void remember(uint64_t seq, std::vector<std::string> values);
 
   // Point to point (process_group_wrapper_p2p.cpp).
-  WorkPtr checkedP2P(bool isSend, const Tensor& tensor, int peer, int tag, Milliseconds timeout,
-                     const std::function<WorkPtr()>& issue);
+  WorkPtr checkedP2P(const Operation& op);
   std::string p2pKey(int src, int dst, int tag, uint64_t k, bool sendSide) const;
   std::string p2pMismatch(const CollectiveFingerprint& mine, bool isSend,
                           const CollectiveFingerprint& theirs) const;

@@ -26,14 +26,16 @@ bool exchangeThroughBackend() {
 }  // namespace
 
 BackendPtr ProcessGroupWrapper::makeHelper(const BackendPtr& inner, const BackendContext& ctx) {
-  if (ctx.size < 2 || inner->name() != "shm" || !exchangeThroughBackend()) return nullptr;
+  if (ctx.size < 2 || !exchangeThroughBackend() || !isBackendRegistered(inner->name())) {
+    return nullptr;
+  }
+  const BackendInfo& info = lookupBackend(inner->name());
+  if (!info.detailHelperOptions) return nullptr;
   BackendContext h = ctx;
   h.storePrefix = ctx.storePrefix + "detail/";
   h.groupName = ctx.groupName + "/detail";
-  // Small: n slots of kSlotBytes per step, no point-to-point traffic.
-  h.options = {{"shm.slot_bytes", std::to_string(std::max<int64_t>(4096, 64 * kSlotBytes))},
-               {"shm.channel_bytes", "4096"}};
-  return createBackend("shm", h);
+  h.options = info.detailHelperOptions(kSlotBytes);
+  return createBackend(info.name, h);
 }
 
 ExchangeResult ProcessGroupWrapper::exchange(const CollectiveFingerprint& fp,

@@ -63,9 +63,11 @@ std::string ProcessGroupWrapper::p2pMismatch(const CollectiveFingerprint& mine, 
       aspects);
 }
 
-WorkPtr ProcessGroupWrapper::checkedP2P(bool isSend, const Tensor& tensor, int peer, int tag,
-                                        Milliseconds timeout,
-                                        const std::function<WorkPtr()>& issue) {
+WorkPtr ProcessGroupWrapper::checkedP2P(const Operation& op) {
+  const bool isSend = op.type == OpType::kSend;
+  const Tensor& tensor = isSend ? op.inputs.front() : op.outputs.front();
+  const int peer = op.peer, tag = op.tag;
+  const Milliseconds timeout = op.timeout;
   uint64_t k;
   {
     std::lock_guard<std::mutex> lock(p2pMutex_);
@@ -87,9 +89,9 @@ WorkPtr ProcessGroupWrapper::checkedP2P(bool isSend, const Tensor& tensor, int p
       dumpFlightRecorders("mismatch", text, globalRanks_[rank_]);
       throw DistBackendError(text);
     }
-    return issue();
+    return forward(op);
   }
-  p.inner = issue();
+  p.inner = forward(op);
   p.outer = std::make_shared<Work>(p.inner->info(), std::vector<Tensor>{tensor});
   WorkPtr outer = p.outer;
   {
@@ -197,16 +199,6 @@ std::string ProcessGroupWrapper::describeUnmatched() {
     out += (out.empty() ? "" : "\n") + describeOne(p);
   }
   return out;
-}
-
-WorkPtr ProcessGroupWrapper::send(const Tensor& t, int dst, const SendOptions& o) {
-  return checkedP2P(true, t, dst, o.tag, o.timeout,
-                    [&] { return ForwardingBackend::send(t, dst, o); });
-}
-
-WorkPtr ProcessGroupWrapper::recv(const Tensor& t, int src, const RecvOptions& o) {
-  return checkedP2P(false, t, src, o.tag, o.timeout,
-                    [&] { return ForwardingBackend::recv(t, src, o); });
 }
 
 }  // namespace distlab::comm

@@ -4,7 +4,9 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstring>
+#include <map>
 
 #include "runtime/comm/backend_registry.hpp"
 #include "runtime/comm/backends/shm/shm_options.hpp"
@@ -19,6 +21,11 @@ void registerShmBackend() {
     return std::make_shared<shm::ShmBackend>(ctx);
   });
   info.options = shm::shmOptionSpecs();
+  // Small: n slots per step, no point-to-point traffic.
+  info.detailHelperOptions = [](int64_t slotBytes) -> std::map<std::string, std::string> {
+    return {{"shm.slot_bytes", std::to_string(std::max<int64_t>(4096, 64 * slotBytes))},
+            {"shm.channel_bytes", "4096"}};
+  };
   registerBackend(std::move(info));
 }
 
