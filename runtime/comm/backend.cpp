@@ -58,13 +58,14 @@ void Backend::abort(const std::string&) {}
 void Backend::announceTimeout(const std::string&) {}
 void Backend::abortAfterTimeout(const std::string& reason) { abort(reason); }
 void Backend::shutdown(Milliseconds) {}
-std::optional<std::string> Backend::errorReason() const { return std::nullopt; }
+std::optional<FailureReason> Backend::errorReason() const { return std::nullopt; }
 void Backend::prepareSplit(const std::string& /*childName*/, const std::vector<int>& /*ranks*/) {}
 
 std::exception_ptr refusedWorkError(const std::string& what, const std::string& group,
-                                    const std::string& why) {
-  const std::string text = fmt::format("{}: group '{}' refuses new work: {}", what, group, why);
-  if (why.rfind(kTimedOutReasonPrefix, 0) == 0) {
+                                    const FailureReason& why) {
+  const std::string text =
+      fmt::format("{}: group '{}' refuses new work: {}", what, group, why.text);
+  if (why.isTimeout()) {
     return std::make_exception_ptr(DistTimeoutError(text));
   }
   return std::make_exception_ptr(DistBackendError(text));

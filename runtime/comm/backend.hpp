@@ -26,6 +26,7 @@
 #include <string>
 #include <vector>
 
+#include "runtime/comm/failure_reason.hpp"
 #include "runtime/comm/store/store.hpp"
 #include "runtime/comm/types.hpp"
 #include "runtime/comm/work.hpp"
@@ -140,9 +141,9 @@ class Backend : public std::enable_shared_from_this<Backend> {
   // Finishes queued work (bounded by `timeout`), then releases resources; new
   // work is refused afterwards. Idempotent.
   virtual void shutdown(Milliseconds timeout);
-  // Why the backend refuses work (after a failure, abort or shutdown); nullopt
-  // while healthy.
-  virtual std::optional<std::string> errorReason() const;
+  // Why the backend refuses work (after a failure, abort or shutdown), with
+  // its kind (Note [Failure kinds are values]); nullopt while healthy.
+  virtual std::optional<FailureReason> errorReason() const;
   // Called by ProcessGroup::split on every member of this group, in the new
   // subgroup or not, in the same order, before the subgroup's backends are
   // created; `ranks` are the subgroup's ranks in this group (sorted). A
@@ -160,19 +161,16 @@ class Backend : public std::enable_shared_from_this<Backend> {
 
 using BackendPtr = std::shared_ptr<Backend>;
 
-// Starts the error reason of a backend that abortAfterTimeout() failed.
-inline constexpr const char* kTimedOutReasonPrefix = "timed out: ";
-
 // Note [A refusal after a timeout is a timeout]
 // After a watchdog timeout the group refuses the operations queued behind the
 // one that timed out. Each of them would have timed out itself a moment
 // later, so a caller waiting on one of those (DDP on a bucket issued after the
 // hung collective) would see a timeout or a refusal depending on which came
 // first, as in Note [A peer's timeout is a timeout]. So a refusal whose reason
-// is a timeout (it starts with kTimedOutReasonPrefix) is a DistTimeoutError;
-// any other refusal is a DistBackendError. The message is the same either way:
-// "<what>: group '<group>' refuses new work: <why>".
+// is of kind kTimeout is a DistTimeoutError; any other refusal is a
+// DistBackendError. The message is the same either way:
+// "<what>: group '<group>' refuses new work: <why.text>".
 std::exception_ptr refusedWorkError(const std::string& what, const std::string& group,
-                                    const std::string& why);
+                                    const FailureReason& why);
 
 }  // namespace distlab::comm

@@ -148,7 +148,9 @@ void ForwardingBackend::abortAfterTimeout(const std::string& reason) {
   inner_->abortAfterTimeout(reason);
 }
 void ForwardingBackend::shutdown(Milliseconds timeout) { inner_->shutdown(timeout); }
-std::optional<std::string> ForwardingBackend::errorReason() const { return inner_->errorReason(); }
+std::optional<FailureReason> ForwardingBackend::errorReason() const {
+  return inner_->errorReason();
+}
 void ForwardingBackend::prepareSplit(const std::string& childName, const std::vector<int>& ranks) {
   inner_->prepareSplit(childName, ranks);
 }

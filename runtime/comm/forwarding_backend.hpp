@@ -75,7 +75,7 @@ class ForwardingBackend : public Backend {
   void announceTimeout(const std::string& reason) override;
   void abortAfterTimeout(const std::string& reason) override;
   void shutdown(Milliseconds timeout) override;
-  std::optional<std::string> errorReason() const override;
+  std::optional<FailureReason> errorReason() const override;
   void prepareSplit(const std::string& childName, const std::vector<int>& ranks) override;
 
  protected:

@@ -8,6 +8,7 @@ if(TARGET distlab_tensor)
     tensor_meta_list.cpp
     work.cpp
     comm_trace.cpp
+    failure_reason.cpp
     backend.cpp
     operation.cpp
     forwarding_backend.cpp

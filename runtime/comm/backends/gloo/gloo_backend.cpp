@@ -39,15 +39,6 @@ void registerGlooBackend() {
 namespace gloo_backend {
 namespace {
 
-std::string messageOf(std::exception_ptr e) {
-  try {
-    std::rethrow_exception(e);
-  } catch (const std::exception& err) {
-    return err.what();
-  } catch (...) {
-    return "unknown error";
-  }
-}
 
 std::exception_ptr peerError(const WorkInfo& info, const PeerVerdict& v) {
   std::string msg = fmt::format("{}: rank {}: {}", info.describe(), info.rank, v.text);
@@ -136,7 +127,7 @@ void GlooBackend::connect() {
   }
 }
 
-std::optional<std::string> GlooBackend::errorReason() const {
+std::optional<FailureReason> GlooBackend::errorReason() const {
   std::lock_guard<std::mutex> lock(errorMutex_);
   return error_;
 }
@@ -152,7 +143,7 @@ std::exception_ptr GlooBackend::translate(std::exception_ptr error, const WorkIn
     if (auto why = errorReason()) {
       // This rank broke the connections itself after an earlier failure.
       return std::make_exception_ptr(DistBackendError(fmt::format(
-          "{}: group '{}' failed earlier: {}", info.describe(), ctx_.groupName, *why)));
+          "{}: group '{}' failed earlier: {}", info.describe(), ctx_.groupName, why->text)));
     }
     const std::string what = e.what();
     const auto elapsed = std::chrono::duration_cast<Milliseconds>(Clock::now() - started);
@@ -167,16 +158,17 @@ std::exception_ptr GlooBackend::translate(std::exception_ptr error, const WorkIn
   }
 }
 
-void GlooBackend::markFailed(const std::string& reason) {
+void GlooBackend::markFailed(const FailureReason& reason) {
   {
     std::lock_guard<std::mutex> lock(errorMutex_);
     if (error_) return;
     error_ = reason;
   }
-  DL_LOG(WARNING, "gloo: group '{}' rank {} failed: {}", ctx_.groupName, ctx_.rank, reason);
+  DL_LOG(WARNING, "gloo: group '{}' rank {} failed: {}", ctx_.groupName, ctx_.rank, reason.text);
   // Record first, then close: peers that see the close find the reason
   // (Note [Gloo peer failure]).
-  monitor_->publish(failedRecord(fmt::format("rank {}: {}", ctx_.rank, reason)));
+  monitor_->publish(
+      failedRecord(reason.kind, fmt::format("rank {}: {}", ctx_.rank, reason.text)));
   monitor_->interrupt();
 }
 
@@ -192,7 +184,7 @@ WorkPtr GlooBackend::submit(WorkInfo workInfo, std::vector<Tensor> outputs, bool
   auto work = std::make_shared<Work>(std::move(workInfo), std::move(outputs));
   if (stopped_.load()) {
     work->finish(refusedWorkError(work->info().describe(), ctx_.groupName,
-                                  errorReason().value_or("the backend was shut down")));
+                                  errorReason().value_or(FailureReason::shutDown())));
     return work;
   }
   auto task = [this, work, body = std::move(body)]() {
@@ -215,7 +207,7 @@ WorkPtr GlooBackend::submit(WorkInfo workInfo, std::vector<Tensor> outputs, bool
     } catch (...) {
       monitor_->opEnd();
       auto e = translate(std::current_exception(), wi, started);
-      markFailed(messageOf(e));
+      markFailed(failureReasonOf(e));
       work->finish(e);
     }
   };
@@ -224,25 +216,26 @@ WorkPtr GlooBackend::submit(WorkInfo workInfo, std::vector<Tensor> outputs, bool
   return work;
 }
 
-void GlooBackend::abort(const std::string& reason) { abortWith("aborted: " + reason); }
+void GlooBackend::abort(const std::string& reason) { abortWith(FailureReason::aborted(reason)); }
 
-// Note [A peer's timeout is a timeout]: the failure record starts with
-// kTimedOutPrefix, so peers raise DistTimeoutError (peerError).
+// Note [A peer's timeout is a timeout]: the failure record's kind is
+// "timeout", so peers raise DistTimeoutError (peerError).
 void GlooBackend::abortAfterTimeout(const std::string& reason) {
-  abortWith(std::string(kTimedOutPrefix) + reason);
+  abortWith(FailureReason::timedOut(reason));
 }
 
 // The record alone: peers read it when a connection breaks (or they judge a
 // broken pair); the running operation is left to the watchdog.
 void GlooBackend::announceTimeout(const std::string& reason) {
-  monitor_->publish(
-      failedRecord(fmt::format("rank {}: {}{}", ctx_.rank, kTimedOutPrefix, reason)));
+  monitor_->publish(failedRecord(
+      FailureReason::kTimeout,
+      fmt::format("rank {}: {}", ctx_.rank, FailureReason::timedOut(reason).text)));
 }
 
-void GlooBackend::abortWith(const std::string& why) {
+void GlooBackend::abortWith(const FailureReason& why) {
   markFailed(why);
   if (progress_) progress_->dropQueued([](ProgressThread::Task& task) { task(); });
-  if (p2p_) p2p_->stop(why);
+  if (p2p_) p2p_->stop(why.text);
 }
 
 void GlooBackend::shutdown(Milliseconds timeout) {
@@ -253,7 +246,7 @@ void GlooBackend::shutdown(Milliseconds timeout) {
   if (!errorReason()) p2p_->flushSends(deadline);
   {
     std::lock_guard<std::mutex> lock(errorMutex_);
-    if (!error_) error_ = "the backend was shut down";
+    if (!error_) error_ = FailureReason::shutDown();
   }
   monitor_->publish(shutdownRecord(fmt::format("rank {} finished", ctx_.rank)));
   progress_->dropQueued([](ProgressThread::Task& task) { task(); });

@@ -120,7 +120,7 @@ class GlooBackend : public Backend {
   void announceTimeout(const std::string& reason) override;
   void abortAfterTimeout(const std::string& reason) override;
   void shutdown(Milliseconds timeout) override;
-  std::optional<std::string> errorReason() const override;
+  std::optional<FailureReason> errorReason() const override;
 
   // Number of Gloo contexts (= interfaces used).
   size_t numContexts() const { return contexts_.size(); }
@@ -131,9 +131,9 @@ class GlooBackend : public Backend {
                                Clock::time_point started) const;
   // Records the failure (first one wins), publishes it to peers and breaks
   // the connections so peers blocked on this rank fail too.
-  void markFailed(const std::string& reason);
+  void markFailed(const FailureReason& reason);
   // markFailed(why), then fails queued work and stops point-to-point traffic.
-  void abortWith(const std::string& why);
+  void abortWith(const FailureReason& why);
 
  private:
   using Body = std::function<void(const GlooCall&)>;
@@ -155,7 +155,7 @@ class GlooBackend : public Backend {
   std::shared_ptr<ProgressThread> progress_;
   std::unique_ptr<GlooP2P> p2p_;
   mutable std::mutex errorMutex_;
-  std::optional<std::string> error_;  // GUARDED_BY(errorMutex_)
+  std::optional<FailureReason> error_;  // GUARDED_BY(errorMutex_)
   std::atomic<bool> stopped_{false};
 };
 

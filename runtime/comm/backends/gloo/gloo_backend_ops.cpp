@@ -273,7 +273,7 @@ WorkPtr GlooBackend::recvAnysource(const Tensor& tensor, const RecvOptions& opts
 void GlooBackend::postP2P(const WorkPtr& work, const std::function<void()>& post) {
   if (auto why = errorReason(); why || stopped_.load() || !p2p_) {
     work->finish(refusedWorkError(work->info().describe(), ctx_.groupName,
-                                  why.value_or("the backend was shut down")));
+                                  why.value_or(FailureReason::shutDown())));
     return;
   }
   const auto started = Clock::now();
@@ -281,11 +281,7 @@ void GlooBackend::postP2P(const WorkPtr& work, const std::function<void()>& post
     post();
   } catch (...) {
     auto e = translate(std::current_exception(), work->info(), started);
-    try {
-      std::rethrow_exception(e);
-    } catch (const std::exception& err) {
-      markFailed(err.what());
-    }
+    markFailed(failureReasonOf(e));
     work->finish(e);
   }
 }

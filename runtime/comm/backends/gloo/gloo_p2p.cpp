@@ -208,11 +208,7 @@ void GlooP2P::waitGloo(Op& op) {
     op.work->finish(std::make_exception_ptr(DistTimeoutError(msg)));
   } catch (...) {
     auto e = backend_.translate(std::current_exception(), op.work->info(), op.started);
-    try {
-      std::rethrow_exception(e);
-    } catch (const std::exception& err) {
-      backend_.markFailed(err.what());
-    }
+    backend_.markFailed(failureReasonOf(e));
     op.work->finish(e);
   }
 }

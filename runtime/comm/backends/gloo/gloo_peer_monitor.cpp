@@ -155,7 +155,15 @@ PeerVerdict PeerMonitor::judge(int peer, Milliseconds grace) const {
         bool graceful = record.rfind(kShutdownTag, 0) == 0;
         std::string why = record.substr(record.find(':') + 1);
         v.state = graceful ? PeerState::kShutdown : PeerState::kFailed;
-        v.timedOut = !graceful && why.find(kTimedOutPrefix) != std::string::npos;
+        if (!graceful) {
+          // "<kind>:<why>"; a record of another form is a failure of no known kind.
+          const size_t colon = why.find(':');
+          const auto kind = colon == std::string::npos
+                                ? std::nullopt
+                                : parseFailureKind(std::string_view(why).substr(0, colon));
+          v.timedOut = kind == FailureReason::kTimeout;
+          if (kind) why.erase(0, colon + 1);
+        }
         v.text = graceful ? fmt::format("{} shut down its process group ({})", peerName(peer), why)
                           : fmt::format("{} failed: {}", peerName(peer), why);
         return v;
@@ -227,13 +235,19 @@ void PeerMonitor::loop() {
       std::lock_guard<std::mutex> lock(mutex_);
       verdict_ = v;
     }
-    publish(std::string(kFailedTag) + v.text);
+    // A cascade carries the kind on: peers of this rank judge the first failure.
+    publish(failedRecord(v.timedOut ? FailureReason::kTimeout
+                         : v.state == PeerState::kDied ? FailureReason::kPeerFailure
+                                                        : FailureReason::kBackendError,
+                         v.text));
     interrupt();
   }
 }
 
 // Record texts, shared with the backend.
 std::string shutdownRecord(const std::string& why) { return std::string(kShutdownTag) + why; }
-std::string failedRecord(const std::string& why) { return std::string(kFailedTag) + why; }
+std::string failedRecord(FailureReason::Kind kind, const std::string& why) {
+  return fmt::format("{}{}:{}", kFailedTag, failureKindName(kind), why);
+}
 
 }  // namespace distlab::comm::gloo_backend

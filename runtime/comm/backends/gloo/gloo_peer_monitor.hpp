@@ -57,18 +57,16 @@ struct PeerVerdict {
   int peer = -1;  // group rank
   PeerState state = PeerState::kAlive;
   std::string text;  // "peer rank 2 (global rank 2) died: ..." etc.
-  // kFailed because an operation timed out there (its record carries
-  // kTimedOutPrefix, directly or through a cascade): Note [A peer's timeout is
+  // kFailed because an operation timed out there (its record's kind is
+  // "timeout", its own or carried on by a cascade): Note [A peer's timeout is
   // a timeout] in runtime/comm/backend.hpp.
   bool timedOut = false;
 };
 
-// Starts the reason of a failure record written by abortAfterTimeout().
-inline constexpr const char* kTimedOutPrefix = kTimedOutReasonPrefix;
-
-// Store record texts (Note [Gloo peer failure]).
+// Store record texts (Note [Gloo peer failure]): "shutdown:<why>" and
+// "failed:<kind>:<why>", kind as failureKindName() spells it.
 std::string shutdownRecord(const std::string& why);
-std::string failedRecord(const std::string& why);
+std::string failedRecord(FailureReason::Kind kind, const std::string& why);
 
 class PeerMonitor {
  public:

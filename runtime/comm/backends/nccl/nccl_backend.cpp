@@ -94,8 +94,8 @@ NcclBackend::NcclBackend(const BackendContext& context)
         std::lock_guard<std::mutex> lock(commMutex_);
         return comm_ ? comm_->asyncError() : std::nullopt;
       },
-      [this](const std::string& why) { markFailed(why); },
-      [this](const std::string& why) { abortWith(why); });
+      [this](const FailureReason& why) { markFailed(why); },
+      [this](const std::string& why) { abortWith({FailureReason::kBackendError, why}); });
   if (!ctx_.globalRanks.empty()) {  // Note [NCCL subgroups by split]
     comm_ = takeSplitComm(ctx_.groupName, ctx_.globalRanks.at(ctx_.rank));
     fromSplit_ = comm_ != nullptr;
@@ -143,8 +143,8 @@ NcclComm& NcclBackend::ensureComm(int device) {
   try {
     comm_ = NcclComm::create(*ctx_.store, ctx_.storePrefix + "nccl/unique_id", ctx_.rank,
                              ctx_.size, device, ctx_.timeout, ctx_.groupName);
-  } catch (const std::exception& e) {
-    markFailed(e.what());
+  } catch (const std::exception&) {
+    markFailed(failureReasonOf(std::current_exception()));
     throw;
   }
   DL_LOG(INFO, "nccl: group '{}' rank {} of {} on cuda:{} (NCCL {})", ctx_.groupName, ctx_.rank,
@@ -185,10 +185,9 @@ WorkInfo NcclBackend::info(OpType type, uint64_t seq, const std::vector<Tensor>&
                       redop);
 }
 
-WorkPtr NcclBackend::failedWork(WorkInfo wi, const std::string& why) const {
+WorkPtr NcclBackend::failedWork(WorkInfo wi, const FailureReason& why) const {
   auto work = std::make_shared<Work>(std::move(wi), std::vector<Tensor>{});
-  work->finish(std::make_exception_ptr(DistBackendError(fmt::format(
-      "{}: group '{}' refuses new work: {}", work->info().describe(), ctx_.groupName, why))));
+  work->finish(refusedWorkError(work->info().describe(), ctx_.groupName, why));
   return work;
 }
 
@@ -208,8 +207,8 @@ WorkPtr NcclBackend::launch(Launch op, const Body& body) {
     end.record(comm.stream());
   } catch (const ValueError&) {
     throw;  // bad input found by NCCL's argument checks: the group stays usable
-  } catch (const std::exception& e) {
-    abortWith(e.what());
+  } catch (const std::exception&) {
+    abortWith(failureReasonOf(std::current_exception()));
     throw;
   }
   std::weak_ptr<NcclBackend> self =
@@ -217,29 +216,32 @@ WorkPtr NcclBackend::launch(Launch op, const Body& body) {
   auto work = std::make_shared<NcclWork>(
       std::move(op.info), std::move(op.outputs), end, device, op.hostWait || blockingWait_,
       [self](const std::string& why) {
-        if (auto b = self.lock()) b->abortWith("blocking wait timed out: " + why);
+        if (auto b = self.lock()) {
+          b->abortWith({FailureReason::kTimeout, "blocking wait timed out: " + why});
+        }
       });
   work->markStarted();
   completion_->add(work, std::move(op.tensors));
   return work;
 }
 
-std::optional<std::string> NcclBackend::errorReason() const {
+std::optional<FailureReason> NcclBackend::errorReason() const {
   std::lock_guard<std::mutex> lock(errorMutex_);
   return error_;
 }
 
-void NcclBackend::markFailed(const std::string& reason) {
+void NcclBackend::markFailed(const FailureReason& reason) {
   std::lock_guard<std::mutex> lock(errorMutex_);
   if (!error_) {
     error_ = reason;
-    DL_LOG(WARNING, "nccl: group '{}' rank {} failed: {}", ctx_.groupName, ctx_.rank, reason);
+    DL_LOG(WARNING, "nccl: group '{}' rank {} failed: {}", ctx_.groupName, ctx_.rank,
+           reason.text);
   }
 }
 
 // Any thread: flags the backend, aborts the communicator (ncclCommAbort),
 // fails what is pending.
-void NcclBackend::abortWith(const std::string& reason) {
+void NcclBackend::abortWith(const FailureReason& reason) {
   markFailed(reason);
   NcclCommPtr comm;
   {
@@ -247,10 +249,10 @@ void NcclBackend::abortWith(const std::string& reason) {
     comm = comm_;
   }
   if (comm) comm->abort();
-  if (completion_) completion_->failAll(reason);
+  if (completion_) completion_->failAll(reason.text);
 }
 
-void NcclBackend::abort(const std::string& reason) { abortWith("aborted: " + reason); }
+void NcclBackend::abort(const std::string& reason) { abortWith(FailureReason::aborted(reason)); }
 
 void NcclBackend::shutdown(Milliseconds timeout) {
   if (stopped_.exchange(true)) return;
@@ -258,7 +260,7 @@ void NcclBackend::shutdown(Milliseconds timeout) {
   const bool drained = completion_->drain(timeout);
   {
     std::lock_guard<std::mutex> lock(errorMutex_);
-    if (!error_) error_ = "the backend was shut down";
+    if (!error_) error_ = FailureReason::shutDown();
   }
   if (!drained) completion_->failAll("the backend was shut down before the operation finished");
   completion_->stop();

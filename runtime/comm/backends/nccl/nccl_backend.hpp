@@ -113,7 +113,7 @@ class NcclBackend : public Backend {
 
   void abort(const std::string& reason) override;
   void shutdown(Milliseconds timeout) override;
-  std::optional<std::string> errorReason() const override;
+  std::optional<FailureReason> errorReason() const override;
 
   // The device the communicator is on; nullopt before the lazy set-up.
   std::optional<int> device() const;
@@ -147,9 +147,9 @@ class NcclBackend : public Backend {
   WorkInfo info(OpType type, uint64_t seq, const std::vector<Tensor>& in,
                 const std::vector<Tensor>& out, Milliseconds timeout, int peer = -1, int tag = 0,
                 std::string_view redop = {}) const;
-  WorkPtr failedWork(WorkInfo info, const std::string& why) const;
-  void markFailed(const std::string& reason);
-  void abortWith(const std::string& reason);
+  WorkPtr failedWork(WorkInfo info, const FailureReason& why) const;
+  void markFailed(const FailureReason& reason);
+  void abortWith(const FailureReason& reason);
 
   BackendContext ctx_;
   bool blockingWait_ = false;
@@ -158,7 +158,7 @@ class NcclBackend : public Backend {
   NcclCommPtr comm_;  // GUARDED_BY(commMutex_)
   std::unique_ptr<CompletionThread> completion_;
   mutable std::mutex errorMutex_;
-  std::optional<std::string> error_;  // GUARDED_BY(errorMutex_)
+  std::optional<FailureReason> error_;  // GUARDED_BY(errorMutex_)
   std::atomic<bool> stopped_{false};
   bool fromSplit_ = false;
 };

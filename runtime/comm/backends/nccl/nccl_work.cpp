@@ -33,7 +33,7 @@ bool NcclWork::wait(Milliseconds timeout) {
 
 CompletionThread::CompletionThread(std::string groupName,
                                    std::function<std::optional<std::string>()> checkHealth,
-                                   std::function<void(const std::string&)> markFailed,
+                                   std::function<void(const FailureReason&)> markFailed,
                                    std::function<void(const std::string&)> abort)
     : groupName_(std::move(groupName)),
       checkHealth_(std::move(checkHealth)),
@@ -103,7 +103,7 @@ std::optional<CompletionThread::Outcome> CompletionThread::outcomeOf(const NcclW
   } catch (const std::exception& e) {  // a CUDA error: the operation and the group failed
     const std::string msg =
         fmt::format("{}: group '{}': {}", work.info().describe(), groupName_, e.what());
-    markFailed_(msg);
+    markFailed_({FailureReason::kBackendError, msg});
     return Outcome{std::make_exception_ptr(DistBackendError(msg)), ""};
   }
   if (!deadline.expired()) return std::nullopt;
@@ -118,7 +118,7 @@ std::optional<CompletionThread::Outcome> CompletionThread::outcomeOf(const NcclW
 // one stream). True while the front one is still running.
 bool CompletionThread::pollOnce() {
   if (auto error = checkHealth_()) {
-    markFailed_("NCCL error: " + *error);
+    markFailed_({FailureReason::kBackendError, "NCCL error: " + *error});
     failAll("NCCL error: " + *error);
     abort_("NCCL error: " + *error);
     return false;
@@ -142,7 +142,7 @@ bool CompletionThread::pollOnce() {
     // failure finds the group refusing work; abort_ (which may block, Note
     // [NCCL abort may block]) comes after. Popped already: its failAll does
     // not name this Work.
-    if (!outcome->timeout.empty()) markFailed_(outcome->timeout);
+    if (!outcome->timeout.empty()) markFailed_({FailureReason::kTimeout, outcome->timeout});
     work->finish(outcome->error);
     if (!outcome->timeout.empty()) {
       abort_(outcome->timeout);

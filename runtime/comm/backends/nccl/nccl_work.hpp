@@ -33,6 +33,7 @@
 #include <thread>
 #include <vector>
 
+#include "runtime/comm/failure_reason.hpp"
 #include "runtime/comm/work.hpp"
 #include "runtime/core/clock.hpp"
 #include "runtime/tensor/cuda/cuda_runtime.hpp"
@@ -64,7 +65,7 @@ class CompletionThread {
   // failed Work finishes, so whoever sees the Work fail finds the group failed;
   // `abort` (the communicator) runs after, since it may take a while.
   CompletionThread(std::string groupName, std::function<std::optional<std::string>()> checkHealth,
-                   std::function<void(const std::string&)> markFailed,
+                   std::function<void(const FailureReason&)> markFailed,
                    std::function<void(const std::string&)> abort);
   ~CompletionThread();
   CompletionThread(const CompletionThread&) = delete;
@@ -95,7 +96,7 @@ class CompletionThread {
 
   std::string groupName_;
   std::function<std::optional<std::string>()> checkHealth_;
-  std::function<void(const std::string&)> markFailed_;
+  std::function<void(const FailureReason&)> markFailed_;
   std::function<void(const std::string&)> abort_;
   std::mutex mutex_;
   std::condition_variable cv_;       // work added / stop

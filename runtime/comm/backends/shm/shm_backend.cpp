@@ -32,27 +32,24 @@ void registerShmBackend() {
 namespace shm {
 namespace {
 
+// The control block's kind for a failure (Note [Failure kinds are values]).
 FailureKind classify(std::exception_ptr e) {
-  try {
-    std::rethrow_exception(e);
-  } catch (const DistTimeoutError&) {
-    return FailureKind::kTimeout;
-  } catch (const DistPeerFailureError&) {
-    return FailureKind::kPeerDied;
-  } catch (const DistBackendError& err) {
-    return std::strstr(err.what(), "mismatch") ? FailureKind::kMismatch : FailureKind::kOther;
-  } catch (...) {
-    return FailureKind::kOther;
+  switch (failureKindOf(e)) {
+    case FailureReason::kTimeout: return FailureKind::kTimeout;
+    case FailureReason::kPeerFailure: return FailureKind::kPeerDied;
+    case FailureReason::kAborted: return FailureKind::kAborted;
+    case FailureReason::kBackendError: return FailureKind::kOther;
   }
+  return FailureKind::kOther;
 }
 
-std::string messageOf(std::exception_ptr e) {
-  try {
-    std::rethrow_exception(e);
-  } catch (const std::exception& err) {
-    return err.what();
-  } catch (...) {
-    return "unknown error";
+// And back: what errorReason() reports for a control-block kind.
+FailureReason::Kind reasonKind(FailureKind kind) {
+  switch (kind) {
+    case FailureKind::kTimeout: return FailureReason::kTimeout;
+    case FailureKind::kPeerDied: return FailureReason::kPeerFailure;
+    case FailureKind::kAborted: return FailureReason::kAborted;
+    default: return FailureReason::kBackendError;
   }
 }
 
@@ -128,18 +125,18 @@ ShmBackend::~ShmBackend() {
   }
 }
 
-std::optional<std::string> ShmBackend::errorReason() const {
+std::optional<FailureReason> ShmBackend::errorReason() const {
   if (!hasError_.load(std::memory_order_acquire)) return std::nullopt;  // every healthy op
   std::lock_guard<std::mutex> lock(errorMutex_);
   return error_;
 }
 
 void ShmBackend::markFailed(std::exception_ptr error, FailureKind kind) {
-  const std::string why = messageOf(error);
+  const std::string why = failureReasonOf(error).text;
   {
     std::lock_guard<std::mutex> lock(errorMutex_);
     if (error_) return;
-    error_ = why;
+    error_ = FailureReason{reasonKind(kind), why};
     hasError_.store(true, std::memory_order_release);
   }
   RankControl& me = segment_->control(ctx_.rank);
@@ -239,21 +236,21 @@ std::exception_ptr ShmBackend::runBody(Deferred body, int64_t startedNs) {
 }
 
 void ShmBackend::abort(const std::string& reason) {
-  abortWith(std::make_exception_ptr(DistBackendError("aborted: " + reason)),
+  abortWith(std::make_exception_ptr(DistBackendError(FailureReason::aborted(reason).text)),
             FailureKind::kAborted);
 }
 
 // Note [A peer's timeout is a timeout]: peers read kTimeout from this rank's
 // control block and throw DistTimeoutError (throwPeerFailure).
 void ShmBackend::abortAfterTimeout(const std::string& reason) {
-  abortWith(std::make_exception_ptr(DistTimeoutError(kTimedOutReasonPrefix + reason)),
+  abortWith(std::make_exception_ptr(DistTimeoutError(FailureReason::timedOut(reason).text)),
             FailureKind::kTimeout);
 }
 
 // Peers read this rank's control block in their waits; this rank's own wait
 // never looks at it, so the running operation is left to the watchdog.
 void ShmBackend::announceTimeout(const std::string& reason) {
-  const std::string why = kTimedOutReasonPrefix + reason;
+  const std::string why = FailureReason::timedOut(reason).text;
   RankControl& me = segment_->control(ctx_.rank);
   if (me.failed.load(std::memory_order_acquire) == 0) {
     std::strncpy(me.reason, why.c_str(), sizeof(me.reason) - 1);
@@ -273,7 +270,7 @@ void ShmBackend::shutdown(Milliseconds timeout) {
   progress_->drain(timeout);
   {
     std::lock_guard<std::mutex> lock(errorMutex_);
-    if (!error_) error_ = "the backend was shut down";
+    if (!error_) error_ = FailureReason::shutDown();
     hasError_.store(true, std::memory_order_release);
   }
   aborted_.store(true, std::memory_order_release);

@@ -103,7 +103,7 @@ class ShmBackend : public Backend {
   void announceTimeout(const std::string& reason) override;
   void abortAfterTimeout(const std::string& reason) override;
   void shutdown(Milliseconds timeout) override;
-  std::optional<std::string> errorReason() const override;
+  std::optional<FailureReason> errorReason() const override;
 
   const ShmSegment& segment() const { return *segment_; }
   // Whether the group takes the single-copy path (Note [shm single copy]).
@@ -212,7 +212,7 @@ class ShmBackend : public Backend {
   ShmGroup group_;
   std::exception_ptr cancelError_;  // why group_.cancelled was set (collective thread reads)
   mutable std::mutex errorMutex_;
-  std::optional<std::string> error_;  // GUARDED_BY(errorMutex_)
+  std::optional<FailureReason> error_;  // GUARDED_BY(errorMutex_)
   std::atomic<bool> hasError_{false};  // error_ is set (read without the lock)
   std::shared_ptr<ProgressThread> progress_;
   std::unique_ptr<ShmP2P> p2p_;

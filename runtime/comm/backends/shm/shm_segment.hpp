@@ -49,7 +49,7 @@ struct alignas(64) SegmentHeader {
 };
 
 // Failure kinds a rank publishes so its peers fail fast with the same kind.
-enum class FailureKind : uint32_t { kNone = 0, kTimeout, kPeerDied, kMismatch, kAborted, kOther };
+enum class FailureKind : uint32_t { kNone = 0, kTimeout, kPeerDied, kAborted, kOther };
 
 struct alignas(64) RankControl {
   std::atomic<uint64_t> step;    // collective steps this rank has arrived at
