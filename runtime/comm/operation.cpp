@@ -14,36 +14,17 @@ int64_t bytesOf(std::span<const Tensor> tensors) {
   return total;
 }
 
-// Copies the fields every options struct has.
+// The operation's options struct: every field that struct has, from `op`
+// (the inverse of ForwardingBackend's description).
 template <typename Options>
-Options common(const Operation& op) {
+Options optionsOf(const Operation& op) {
   Options o;
   o.timeout = op.timeout;
-  o.asyncOp = op.asyncOp;
   o.seq = op.seq;
-  return o;
-}
-
-template <typename Options>
-Options withReduceOp(const Operation& op) {
-  Options o = common<Options>(op);
-  o.reduceOp = op.reduceOp;
-  return o;
-}
-
-template <typename Options>
-Options withRoot(const Operation& op) {
-  Options o = common<Options>(op);
-  o.rootRank = op.root;
-  return o;
-}
-
-template <typename Options>
-Options pointToPoint(const Operation& op) {
-  Options o;
-  o.tag = op.tag;
-  o.timeout = op.timeout;
-  o.seq = op.seq;
+  if constexpr (requires { o.asyncOp; }) o.asyncOp = op.asyncOp;
+  if constexpr (requires { o.reduceOp; }) o.reduceOp = op.reduceOp;
+  if constexpr (requires { o.rootRank; }) o.rootRank = op.root;
+  if constexpr (requires { o.tag; }) o.tag = op.tag;
   return o;
 }
 
@@ -105,46 +86,44 @@ WorkPtr issueOperation(Backend& b, const Operation& op) {
   };
   switch (op.type) {
     case OpType::kBroadcast:
-      return b.broadcast(one(op.inputs), withRoot<BroadcastOptions>(op));
+      return b.broadcast(one(op.inputs), optionsOf<BroadcastOptions>(op));
     case OpType::kAllreduce:
-      return b.allreduce(one(op.inputs), withReduceOp<AllreduceOptions>(op));
+      return b.allreduce(one(op.inputs), optionsOf<AllreduceOptions>(op));
     case OpType::kAllreduceCoalesced:
-      return b.allreduceCoalesced(list(op.inputs), withReduceOp<AllreduceCoalescedOptions>(op));
-    case OpType::kReduce: {
-      auto o = withReduceOp<ReduceOptions>(op);
-      o.rootRank = op.root;
-      return b.reduce(one(op.inputs), o);
-    }
+      return b.allreduceCoalesced(list(op.inputs), optionsOf<AllreduceCoalescedOptions>(op));
+    case OpType::kReduce:
+      return b.reduce(one(op.inputs), optionsOf<ReduceOptions>(op));
     case OpType::kAllgather:
-      return b.allgather(list(op.outputs), one(op.inputs), common<AllgatherOptions>(op));
+      return b.allgather(list(op.outputs), one(op.inputs), optionsOf<AllgatherOptions>(op));
     case OpType::kAllgatherBase:
-      return b.allgatherIntoTensor(one(op.outputs), one(op.inputs), common<AllgatherOptions>(op));
+      return b.allgatherIntoTensor(one(op.outputs), one(op.inputs),
+                                   optionsOf<AllgatherOptions>(op));
     case OpType::kAllgatherCoalesced:
       return b.allgatherCoalesced({op.outputLists.begin(), op.outputLists.end()}, list(op.inputs),
-                                  common<AllgatherOptions>(op));
+                                  optionsOf<AllgatherOptions>(op));
     case OpType::kGather:
-      return b.gather(list(op.outputs), one(op.inputs), withRoot<GatherOptions>(op));
+      return b.gather(list(op.outputs), one(op.inputs), optionsOf<GatherOptions>(op));
     case OpType::kScatter:
-      return b.scatter(one(op.outputs), list(op.inputs), withRoot<ScatterOptions>(op));
+      return b.scatter(one(op.outputs), list(op.inputs), optionsOf<ScatterOptions>(op));
     case OpType::kReduceScatter:
       return b.reduceScatter(one(op.outputs), list(op.inputs),
-                             withReduceOp<ReduceScatterOptions>(op));
+                             optionsOf<ReduceScatterOptions>(op));
     case OpType::kReduceScatterBase:
       return b.reduceScatterTensor(one(op.outputs), one(op.inputs),
-                                   withReduceOp<ReduceScatterOptions>(op));
+                                   optionsOf<ReduceScatterOptions>(op));
     case OpType::kAlltoall:
-      return b.alltoall(list(op.outputs), list(op.inputs), common<AllToAllOptions>(op));
+      return b.alltoall(list(op.outputs), list(op.inputs), optionsOf<AllToAllOptions>(op));
     case OpType::kAlltoallBase:
       return b.alltoallBase(one(op.outputs), one(op.inputs), list(op.outputSplits),
-                            list(op.inputSplits), common<AllToAllOptions>(op));
+                            list(op.inputSplits), optionsOf<AllToAllOptions>(op));
     case OpType::kBarrier:
-      return b.barrier(common<BarrierOptions>(op));
+      return b.barrier(optionsOf<BarrierOptions>(op));
     case OpType::kSend:
-      return b.send(one(op.inputs), op.peer, pointToPoint<SendOptions>(op));
+      return b.send(one(op.inputs), op.peer, optionsOf<SendOptions>(op));
     case OpType::kRecv:
-      return b.recv(one(op.outputs), op.peer, pointToPoint<RecvOptions>(op));
+      return b.recv(one(op.outputs), op.peer, optionsOf<RecvOptions>(op));
     case OpType::kRecvAnysource:
-      return b.recvAnysource(one(op.outputs), pointToPoint<RecvOptions>(op));
+      return b.recvAnysource(one(op.outputs), optionsOf<RecvOptions>(op));
     case OpType::kUnknown:
       break;
   }

@@ -156,17 +156,16 @@ struct Call {
   Device device = Device::cpu();
   milliseconds timeout{5000};
 
-  Tensor chunk() const { return zeros({kChunk}, TensorOptions{}.withDType(dtype).withDevice(device)); }
-  Tensor whole() const {
-    return zeros({kChunk * kWorld}, TensorOptions{}.withDType(dtype).withDevice(device));
-  }
+  TensorOptions options() const { return TensorOptions{}.withDType(dtype).withDevice(device); }
+  Tensor chunk() const { return zeros({kChunk}, options()); }
+  Tensor whole() const { return zeros({kChunk * kWorld}, options()); }
   std::vector<Tensor> perRank() const { return {chunk(), chunk()}; }
   std::vector<Tensor> atRoot() const { return rank == 0 ? perRank() : std::vector<Tensor>{}; }
   int peer() const { return 1 - rank; }
 };
 
 // The operation's expected inputs / outputs counts at the innermost backend.
-struct Shape {
+struct Counts {
   size_t inputs, outputs;
 };
 
@@ -218,7 +217,7 @@ WorkPtr issue(Backend& b, const Call& c) {
 }
 
 // Counts the innermost backend must see for `type` at rank 0.
-Shape expectedShape(OpType type) {
+Counts expectedCounts(OpType type) {
   switch (type) {
     case OpType::kAllreduceCoalesced: return {2, 2};
     case OpType::kAllgather: return {1, kWorld};
@@ -246,8 +245,8 @@ void expectForwardedUnchanged(Backend& decorator, const RecordingBackend& inner,
   EXPECT_EQ(s.seq, c.seq);
   EXPECT_EQ(s.root, hasRoot(c.type) ? 0 : -1);
   EXPECT_EQ(s.peer, c.type == OpType::kSend || c.type == OpType::kRecv ? c.peer() : -1);
-  EXPECT_EQ(s.inputs, expectedShape(c.type).inputs);
-  EXPECT_EQ(s.outputs, expectedShape(c.type).outputs);
+  EXPECT_EQ(s.inputs, expectedCounts(c.type).inputs);
+  EXPECT_EQ(s.outputs, expectedCounts(c.type).outputs);
 }
 
 class EveryOperation : public ::testing::TestWithParam<OpType> {};
