@@ -2,12 +2,15 @@
 //   - a peer killed mid-collective is DistPeerFailureError naming it, on every
 //     survivor, far within the timeout; the group then refuses work and says why;
 //   - a collective past its timeout is DistTimeoutError naming group, seq, op;
-//   - abort() fails pending work promptly; a p2p timeout fails only that
-//     operation; a dead peer fails a pending receive.
+//   - abort() fails pending work promptly; a collective failed from outside
+//     never writes the caller's tensor afterwards; a p2p timeout fails only
+//     that operation; a dead peer fails a pending receive.
 #include <gtest/gtest.h>
 
 #include <chrono>
 #include <functional>
+#include <future>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -85,6 +88,51 @@ TEST(GlooFailure, AbortFailsPendingWorkAndRefusesMore) {
     expectThrows<DistBackendError>([&] { g->allreduce(t)->wait(); },
                                    {"refuses new work", "test abort"});
     ctx.store->setString("aborted", "1");
+  });
+}
+
+// Signals once its Work has started (an observer added later replays it).
+class StartedSignal : public comm::WorkObserver {
+ public:
+  void onStarted(const comm::Work&) override { started_.set_value(); }
+  bool waitFor(std::chrono::milliseconds timeout) {
+    return future_.wait_for(timeout) == std::future_status::ready;
+  }
+
+ private:
+  std::promise<void> started_;
+  std::future<void> future_ = started_.get_future();
+};
+
+// Note [Work failure and the caller's tensors] on gloo: a collective failed
+// from outside while it runs (Work::abort here; the watchdog's timeout takes
+// the same path) fails only once the algorithm has let go, and the caller's
+// tensor is not written afterwards, even when the peer arrives later.
+TEST(GlooFailure, FailedWorkNeverWritesTheCallersTensorAfterwards) {
+  spawn(SpawnMode::kProcesses, 2, [](RankContext& ctx) {
+    auto g = makeGroup(ctx, std::chrono::seconds(10));
+    g->barrier()->wait();
+    Tensor t = full({1 << 16}, ctx.rank + 1.0);
+    if (ctx.rank == 1) {
+      ctx.store->wait({"failed"}, std::chrono::seconds(20));
+      try {
+        g->allreduce(t)->wait();  // late: its peer has given up
+      } catch (const DistError&) {
+      }
+      ctx.store->setString("joined", "1");
+      return;
+    }
+    auto work = g->allreduce(t);
+    auto signal = std::make_shared<StartedSignal>();
+    work->addObserver(signal);
+    if (!signal->waitFor(std::chrono::seconds(20))) throw std::runtime_error("never started");
+    work->abort("test");
+    expectThrows<DistBackendError>([&] { work->wait(); }, {"aborted: test"});
+    const Tensor atFailure = t.clone();
+    ctx.store->setString("failed", "1");
+    ctx.store->wait({"joined"}, std::chrono::seconds(20));
+    g->getBackend(DeviceType::kCPU)->shutdown(std::chrono::seconds(5));  // drained
+    if (!t.equal(atFailure)) throw std::runtime_error("the failed allreduce wrote the tensor");
   });
 }
 

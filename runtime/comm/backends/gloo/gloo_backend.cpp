@@ -5,6 +5,8 @@
 #include <fmt/format.h>
 #include <signal.h>
 
+#include <utility>
+
 #include <gloo/common/error.h>
 #include <gloo/rendezvous/context.h>
 
@@ -193,27 +195,45 @@ WorkPtr GlooBackend::submit(WorkInfo workInfo, std::vector<Tensor> outputs, bool
       work->finish(refusedWorkError(wi.describe(), ctx_.groupName, *why));
       return;
     }
-    work->markStarted();
+    // Note [Work failure and the caller's tensors]: a failure from outside
+    // (the watchdog, Work::abort) interrupts the Gloo algorithm and is
+    // published by endExecution(), after the algorithm let go of the tensors.
+    if (!work->beginExecution([this](std::exception_ptr why) { cancel(std::move(why)); })) {
+      return;  // failed while queued: never touch its tensors
+    }
     const auto started = Clock::now();
     GlooCall call{contexts_[wi.seq % contexts_.size()], static_cast<uint32_t>(wi.seq),
                   Deadline::after(wi.timeout), &scratch_};
     monitor_->opBegin();
+    std::exception_ptr error;
     try {
       body(call);
       // An interrupted Gloo algorithm may return normally with partial data.
       if (monitor_->interrupted()) throw std::runtime_error("interrupted");
-      monitor_->opEnd();
-      work->finish();
     } catch (...) {
-      monitor_->opEnd();
-      auto e = translate(std::current_exception(), wi, started);
-      markFailed(failureReasonOf(e));
-      work->finish(e);
+      error = translate(std::current_exception(), wi, started);
     }
+    monitor_->opEnd();
+    if (std::exception_ptr cancelled = takeCancelError()) error = cancelled;
+    if (error) markFailed(failureReasonOf(error));
+    work->endExecution(error);
   };
   const uint64_t ticket = progress_->runOrEnqueue(std::move(task), !asyncOp);
   if (ticket != 0) work->setInlineRunner(progress_, ticket);  // Note [Waiting helps]
   return work;
+}
+
+void GlooBackend::cancel(std::exception_ptr why) {
+  {
+    std::lock_guard<std::mutex> lock(cancelMutex_);
+    cancelError_ = std::move(why);
+  }
+  monitor_->interrupt();
+}
+
+std::exception_ptr GlooBackend::takeCancelError() {
+  std::lock_guard<std::mutex> lock(cancelMutex_);
+  return std::exchange(cancelError_, nullptr);
 }
 
 void GlooBackend::abort(const std::string& reason) { abortWith(FailureReason::aborted(reason)); }

@@ -132,6 +132,12 @@ class GlooBackend : public Backend {
   // Records the failure (first one wins), publishes it to peers and breaks
   // the connections so peers blocked on this rank fail too.
   void markFailed(const FailureReason& reason);
+  // The running collective's Work was failed from outside (its cancel
+  // callback, called under the Work's lock): keeps why and interrupts the
+  // Gloo algorithm, which then fails promptly.
+  void cancel(std::exception_ptr why);
+  // What cancel() kept for the collective that just ended (null: nothing), and forgets it.
+  std::exception_ptr takeCancelError();
   // markFailed(why), then fails queued work and stops point-to-point traffic.
   void abortWith(const FailureReason& why);
 
@@ -156,6 +162,8 @@ class GlooBackend : public Backend {
   std::unique_ptr<GlooP2P> p2p_;
   mutable std::mutex errorMutex_;
   std::optional<FailureReason> error_;  // GUARDED_BY(errorMutex_)
+  std::mutex cancelMutex_;
+  std::exception_ptr cancelError_;  // GUARDED_BY(cancelMutex_)
   std::atomic<bool> stopped_{false};
 };
 
