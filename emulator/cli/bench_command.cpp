@@ -13,7 +13,7 @@
 #include "emulator/link/link_model.hpp"
 #include "emulator/scenario/engine_registry.hpp"
 #include "emulator/scenario/scenario.hpp"
-#include "emulator/trace/overlap_bench.hpp"
+#include "emulator/bench/overlap_bench.hpp"
 #include "runtime/core/errors.hpp"
 
 namespace distlab::cli {
@@ -104,7 +104,7 @@ void checkCommHooks(const std::vector<std::string>& hooks) {
   }
 }
 
-// `distlab bench overlap` (emulator/trace/overlap_bench.hpp): the subcommand
+// `distlab bench overlap` (emulator/bench/overlap_bench.hpp): the subcommand
 // and its action.
 std::pair<CLI::App*, std::function<int()>> addOverlapCommand(CLI::App& sub) {
   CLI::App* ov = sub.add_subcommand(

@@ -21,7 +21,7 @@
 #include <vector>
 
 #include "emulator/faults/event_log.hpp"
-#include "emulator/scenario/scenario.hpp"
+#include "emulator/faults/fault_spec.hpp"
 
 namespace distlab::emulator {
 

@@ -6,8 +6,8 @@
 
 namespace distlab::emulator {
 
-// Engine sources define these; the build adds the ones it compiles
-// (DISTLAB_SCENARIO_ENGINES, see emulator/scenario/sources.cmake).
+// Engine sources define these; the build defines DISTLAB_SCENARIO_HAVE_<ENGINE>
+// for the ones it compiles (emulator/scenario/CMakeLists.txt).
 void registerLocalEngine();
 #if DISTLAB_SCENARIO_HAVE_DDP
 void registerDdpEngine();

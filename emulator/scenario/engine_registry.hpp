@@ -4,8 +4,12 @@
 // runner: it registers its name, the options it accepts (validated by the
 // parser with file:line errors) and a factory the training driver calls.
 //
-// Registration happens from static registrars in the engine's own source file
-// (linked into the worker through the emulator library's object list).
+// Each engine's source file defines a register<Name>Engine() function that
+// calls registerEngine(); engine_registry.cpp calls those of the engines the
+// build compiles (DISTLAB_SCENARIO_HAVE_<ENGINE>, emulator/scenario/CMakeLists.txt)
+// once, before the first lookup. Explicit calls, not static registrars: the
+// scenario room is a static library, and the linker leaves out an object file
+// that nothing references, registrar and all.
 #include <functional>
 #include <map>
 #include <memory>
@@ -35,9 +39,5 @@ struct EngineInfo {
 void registerEngine(EngineInfo info);
 const EngineInfo* findEngine(const std::string& name);  // nullptr when unknown
 std::vector<std::string> engineNames();                 // sorted
-
-struct EngineRegistrar {
-  explicit EngineRegistrar(EngineInfo info) { registerEngine(std::move(info)); }
-};
 
 }  // namespace distlab::emulator

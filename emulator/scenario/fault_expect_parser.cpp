@@ -11,10 +11,6 @@
 
 namespace distlab::emulator {
 
-const std::vector<std::string> kFaultKinds = {
-    "hang", "crash", "straggler", "mismatch", "skip_collective", "extra_collective",
-    "skip_backward", "unused_param", "uneven_data", "bit_flip", "store_death", "slow_store"};
-
 namespace detail {
 namespace {
 

@@ -16,8 +16,8 @@
 #include "emulator/scenario/rank_processes.hpp"
 #include "emulator/scenario/scenario_parser.hpp"
 #include "emulator/scenario/trace_writer.hpp"
-#include "emulator/trace/scenario_overlap.hpp"
-#include "emulator/trace/step_time_ratio.hpp"
+#include "emulator/scenario/scenario_overlap.hpp"
+#include "emulator/scenario/step_time_ratio.hpp"
 #include "runtime/core/clock.hpp"
 #include "runtime/core/errors.hpp"
 

@@ -4,25 +4,22 @@
 // (scenario_parser.hpp) builds it and validates everything a file can get
 // wrong, so the worker and the runner may assume a well-formed Scenario.
 //
-// Every element remembers where it came from (`SourcePos`) so later checks
-// (a fault on a step that never runs, an expectation on a missing rank) still
-// report `file:line: message`.
+// Every element remembers where it came from (`SourcePos`,
+// emulator/faults/source_pos.hpp) so later checks (a fault on a step that
+// never runs, an expectation on a missing rank) still report
+// `file:line: message`. A [[faults]] entry is a FaultSpec
+// (emulator/faults/fault_spec.hpp): the fault plan below this room reads it.
 #include <cstdint>
 #include <map>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "emulator/faults/fault_spec.hpp"
 #include "emulator/link/link_model.hpp"
 #include "runtime/tensor/dtype.hpp"
 
 namespace distlab::emulator {
-
-struct SourcePos {
-  std::string file;
-  int line = 0;
-  std::string str() const { return file + ":" + std::to_string(line); }
-};
 
 // One step of a collective script. `op` is one of kCollectiveOps (below).
 struct CollectiveStep {
@@ -100,22 +97,6 @@ struct TrainingWorkload {
   }
 };
 
-struct FaultSpec {
-  std::string kind;            // see kFaultKinds
-  std::vector<int> ranks;      // ranks it applies to (store faults: default all)
-  uint64_t atSeq = 0;          // collective sequence number on the world group (0: unset)
-  int atStep = -1;             // training step (from 0; -1: unset)
-  int count = 1;               // consecutive operations affected (straggler)
-  double durationS = -1;       // hang: seconds; < 0 forever
-  double delayMs = 0;          // straggler / slow_store
-  std::string crashMode = "exit";  // exit | abort | sigkill
-  int exitCode = 1;
-  std::string mismatch;        // shape | dtype | op | reduce_op | root | tensor_count
-  int extraBatches = 1;        // uneven_data: batches added on the chosen ranks
-  int bit = 30;                // bit_flip: which bit of the first gradient element
-  SourcePos pos;
-};
-extern const std::vector<std::string> kFaultKinds;
 
 enum class Outcome { kSuccess, kError, kTimeout, kHang };
 std::string outcomeName(Outcome outcome);
@@ -140,7 +121,7 @@ struct OverlapExpectation {
   std::optional<int> launchesInBackwardMin;
   // [expect.step_time_ratio]: this scenario's mean step time over that of the
   // same scenario with the table's engine_options / comm_hook, run right after
-  // it (emulator/trace/step_time_ratio.hpp).
+  // it (emulator/scenario/step_time_ratio.hpp).
   bool stepTimeRatio = false;
   std::optional<double> stepTimeRatioMax;
   std::optional<double> stepTimeRatioMin;

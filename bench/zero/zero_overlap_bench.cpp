@@ -1,5 +1,5 @@
 // ZeRO's step time with and without overlapWithDdp, side by side in one run
-// (not a CTest test; run by hand: build/default/tests/zero/zero_overlap_bench).
+// (not a CTest test; run by hand: build/default/bench/zero/zero_overlap_bench).
 // Two ranks (processes, shm), the MLP 16-32-32-4 of scenarios/zero/overlap_with_ddp
 // (the DDP test MLP), Adam, 4 rows per rank per step, DDP buckets of
 // bucket_cap_mb = 0.0005 as in that scenario. Three models trained in turn:

@@ -1,4 +1,4 @@
-#include "emulator/trace/overlap_bench.hpp"
+#include "emulator/bench/overlap_bench.hpp"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>

@@ -1,4 +1,4 @@
-#include "emulator/trace/scenario_overlap.hpp"
+#include "emulator/scenario/scenario_overlap.hpp"
 
 #include <fmt/format.h>
 

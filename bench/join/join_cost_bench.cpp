@@ -1,5 +1,5 @@
 // Join's cost, measured side by side in one run (not a CTest test; run by
-// hand: build/default/tests/join/join_cost_bench). Two ranks (processes, shm),
+// hand: build/default/bench/join/join_cost_bench). Two ranks (processes, shm),
 // the DDP test MLP with SGD, 4 rows per rank per step:
 //   A. a normal iteration without Join (forward, backward, step; rank 1);
 //   B. a normal iteration inside Join (the vote and the grad-sync allreduce

@@ -1,4 +1,4 @@
-#include "emulator/trace/step_time_ratio.hpp"
+#include "emulator/scenario/step_time_ratio.hpp"
 
 #include <fmt/format.h>
 

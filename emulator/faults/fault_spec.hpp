@@ -1,0 +1,34 @@
+#pragma once
+// FaultSpec: one [[faults]] entry of a scenario file, as the fault plan
+// (fault_plan.hpp) consumes it. It lives in faults/ so the plan needs nothing
+// from the scenario room above it; the scenario parser fills it and checks
+// every field (emulator/scenario/fault_expect_parser.cpp).
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "emulator/faults/source_pos.hpp"
+
+namespace distlab::emulator {
+
+struct FaultSpec {
+  std::string kind;            // see kFaultKinds
+  std::vector<int> ranks;      // ranks it applies to (store faults: default all)
+  uint64_t atSeq = 0;          // collective sequence number on the world group (0: unset)
+  int atStep = -1;             // training step (from 0; -1: unset)
+  int count = 1;               // consecutive operations affected (straggler)
+  double durationS = -1;       // hang: seconds; < 0 forever
+  double delayMs = 0;          // straggler / slow_store
+  std::string crashMode = "exit";  // exit | abort | sigkill
+  int exitCode = 1;
+  std::string mismatch;        // shape | dtype | op | reduce_op | root | tensor_count
+  int extraBatches = 1;        // uneven_data: batches added on the chosen ranks
+  int bit = 30;                // bit_flip: which bit of the first gradient element
+  SourcePos pos;
+};
+
+// Every fault kind a scenario may name (fault_spec.cpp), in the order the
+// parser lists them in its error message.
+extern const std::vector<std::string> kFaultKinds;
+
+}  // namespace distlab::emulator
