@@ -15,6 +15,7 @@
 # looked for everywhere in those files, code included. Every problem is
 # printed as file:line, then the test fails.
 cmake_minimum_required(VERSION 3.25)
+include("${CMAKE_CURRENT_LIST_DIR}/source_lines.cmake")
 
 if(NOT SOURCE_DIR OR NOT IS_DIRECTORY "${SOURCE_DIR}")
   message(FATAL_ERROR "cited_docs: give the repository as -DSOURCE_DIR=<dir>")
@@ -81,14 +82,7 @@ foreach(rel IN LISTS sources)
     continue()
   endif()
 
-  # One list element per line: characters CMake's list syntax reads are
-  # swapped for markers none of which can be part of a cited path.
-  string(REPLACE "\r" "" text "${text}")
-  string(REPLACE "\\" "<bs>" text "${text}")
-  string(REPLACE ";" "<sc>" text "${text}")
-  string(REPLACE "[" "<lb>" text "${text}")
-  string(REPLACE "]" "<rb>" text "${text}")
-  string(REPLACE "\n" ";" lines "${text}")
+  source_lines(lines "${text}")
 
   set(hash_comments FALSE)
   if(rel MATCHES "(\\.(cmake|sh|py)(\\.in)?|CMakeLists\\.txt)$")
@@ -169,14 +163,6 @@ foreach(rel IN LISTS sources)
 endforeach()
 
 list(LENGTH sources n_sources)
-if(problems)
-  foreach(problem IN LISTS problems)
-    string(REPLACE "<lb>" "[" problem "${problem}")
-    string(REPLACE "<rb>" "]" problem "${problem}")
-    message("${problem}")
-  endforeach()
-  list(LENGTH problems n_problems)
-  message(FATAL_ERROR "cited_docs: ${n_problems} problem(s) in ${n_sources} source files")
-endif()
+source_lines_report(cited_docs problems ${n_sources} "source files")
 message(STATUS "cited_docs: ${n_sources} source files, ${checked} citations of .md files, "
                "all in the repository; no outside reference notes named")

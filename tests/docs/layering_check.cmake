@@ -17,6 +17,7 @@
 #     targets the table allows it (the cli links the umbrella distlab::emulator).
 # Every problem is printed as file:line, then the test fails.
 cmake_minimum_required(VERSION 3.25)
+include("${CMAKE_CURRENT_LIST_DIR}/source_lines.cmake")
 
 # Rooms from low to high.
 set(rooms launcher faults link trace analyze scenario bench cli)
@@ -73,14 +74,7 @@ foreach(rel IN LISTS sources)
     continue()  # reported above, once per folder
   endif()
   file(READ "${SOURCE_DIR}/${rel}" text)
-  # One list element per line: characters CMake's list syntax reads are
-  # swapped for markers that no include path of interest contains.
-  string(REPLACE "\r" "" text "${text}")
-  string(REPLACE "\\" "<bs>" text "${text}")
-  string(REPLACE ";" "<sc>" text "${text}")
-  string(REPLACE "[" "<lb>" text "${text}")
-  string(REPLACE "]" "<rb>" text "${text}")
-  string(REPLACE "\n" ";" lines "${text}")
+  source_lines(lines "${text}")
   set(number 0)
   foreach(line IN LISTS lines)
     math(EXPR number "${number} + 1")
@@ -141,15 +135,7 @@ foreach(room IN LISTS rooms)
 endforeach()
 
 list(LENGTH sources n_sources)
-if(problems)
-  foreach(problem IN LISTS problems)
-    string(REPLACE "<lb>" "[" problem "${problem}")
-    string(REPLACE "<rb>" "]" problem "${problem}")
-    message("${problem}")
-  endforeach()
-  list(LENGTH problems n_problems)
-  message(FATAL_ERROR "layering: ${n_problems} problem(s) in ${n_sources} emulator sources")
-endif()
+source_lines_report(layering problems ${n_sources} "emulator sources")
 list(JOIN rooms " < " order)
 message(STATUS "layering: ${n_sources} emulator sources, ${checked} includes of emulator/ and "
                "runtime/, all allowed; rooms ${order}")
