@@ -35,11 +35,11 @@ execute_process(COMMAND ${CMAKE_COMMAND} --build "${WORK_DIR}/build"
                 RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE out)
 if(NOT rc EQUAL 0)
   # The #line directives make the compiler name the .md file and line.
-  doc_snippets_encode(encoded "${out}")  # compiler messages hold semicolons and brackets
+  source_text_encode(encoded "${out}")  # compiler messages hold semicolons and brackets
   string(REGEX MATCHALL "[^\n]*\\.md:[0-9]+:[0-9]+: error:[^\n]*" errors "${encoded}")
   set(named "")
   foreach(error IN LISTS errors)
-    doc_snippets_decode(error "${error}")
+    source_text_decode(error "${error}")
     doc_snippets_fence_of("${error}" "${SOURCE_DIR}" fence)
     string(APPEND named "  ${error}\n    (the snippet at ${fence})\n")
   endforeach()
@@ -53,7 +53,7 @@ foreach(k RANGE ${last})
   foreach(field FILE FENCE MODE RANKS REASON INDEX)
     get_property(${field} GLOBAL PROPERTY DOC_SNIPPET_${k}_${field})
   endforeach()
-  doc_snippets_decode(REASON "${REASON}")
+  source_text_decode(REASON "${REASON}")
   set(where "${FILE}:${FENCE}")
   if(NOT MODE STREQUAL "run")
     if(NOT REASON STREQUAL "")

@@ -1,27 +1,9 @@
 # Finds the ```cpp blocks of the documentation (syntax: README.md beside this
 # file). Included by run_doc_snippets.cmake. Snippet k is kept in the global
 # properties DOC_SNIPPET_<k>_{FILE,FENCE,MODE,RANKS,PREAMBLES,REASON,BODY};
-# BODY holds its lines, encoded (doc_snippets_encode).
+# BODY holds its lines, encoded (source_text_encode, source_lines.cmake).
 
-# A file's lines become a CMake list only if the text holds no character that
-# CMake's list syntax reads: backslashes, semicolons and brackets are swapped
-# for markers and swapped back when written.
-function(doc_snippets_encode out text)
-  string(REPLACE "\r" "" text "${text}")
-  string(REPLACE "\\" "<dl-bs>" text "${text}")
-  string(REPLACE ";" "<dl-sc>" text "${text}")
-  string(REPLACE "[" "<dl-lb>" text "${text}")
-  string(REPLACE "]" "<dl-rb>" text "${text}")
-  set(${out} "${text}" PARENT_SCOPE)
-endfunction()
-
-function(doc_snippets_decode out text)
-  string(REPLACE "<dl-rb>" "]" text "${text}")
-  string(REPLACE "<dl-lb>" "[" text "${text}")
-  string(REPLACE "<dl-sc>" ";" text "${text}")
-  string(REPLACE "<dl-bs>" "\\" text "${text}")
-  set(${out} "${text}" PARENT_SCOPE)
-endfunction()
+include("${CMAKE_CURRENT_LIST_DIR}/source_lines.cmake")
 
 # The .md files of the source tree: the top level and every folder below it
 # except build trees and hidden folders (no git needed, and no dependency's
@@ -95,7 +77,7 @@ endfunction()
 # above the fence; a block without one is `run` at world size 1.
 function(doc_snippets_parse path rel)
   file(READ "${path}" text)
-  doc_snippets_encode(text "${text}")
+  source_text_encode(text "${text}")
   string(REPLACE "\n" ";" lines "${text}")
   set(lineno 0)
   set(state outside)  # outside, other (a non-cpp fence) or cpp

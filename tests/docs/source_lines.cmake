@@ -1,30 +1,43 @@
-# Helpers shared by the source checks of this folder (cited_docs_check.cmake,
-# layering_check.cmake), which run with `cmake -P`.
+# Text as CMake lists, for the scripts of this folder that read source and
+# documentation files with `cmake -P` (cited_docs_check.cmake,
+# layering_check.cmake, the doc_snippets parser).
 
-# Sets `out` to the lines of `text` as a CMake list. The characters CMake's
-# list syntax reads are swapped for markers -- <bs> <sc> <lb> <rb> for \ ; [ ]
-# -- that no path a check looks for contains; source_lines_report() turns the
-# brackets back when it prints.
-function(source_lines out text)
+# A file's text becomes a CMake list only if it holds no character that
+# CMake's list syntax reads: backslashes, semicolons and brackets are swapped
+# for markers (source_text_encode) and swapped back (source_text_decode).
+function(source_text_encode out text)
   string(REPLACE "\r" "" text "${text}")
-  string(REPLACE "\\" "<bs>" text "${text}")
-  string(REPLACE ";" "<sc>" text "${text}")
-  string(REPLACE "[" "<lb>" text "${text}")
-  string(REPLACE "]" "<rb>" text "${text}")
+  string(REPLACE "\\" "<dl-bs>" text "${text}")
+  string(REPLACE ";" "<dl-sc>" text "${text}")
+  string(REPLACE "[" "<dl-lb>" text "${text}")
+  string(REPLACE "]" "<dl-rb>" text "${text}")
+  set(${out} "${text}" PARENT_SCOPE)
+endfunction()
+
+function(source_text_decode out text)
+  string(REPLACE "<dl-rb>" "]" text "${text}")
+  string(REPLACE "<dl-lb>" "[" text "${text}")
+  string(REPLACE "<dl-sc>" ";" text "${text}")
+  string(REPLACE "<dl-bs>" "\\" text "${text}")
+  set(${out} "${text}" PARENT_SCOPE)
+endfunction()
+
+# Sets `out` to the lines of `text`, encoded, as a CMake list.
+function(source_lines out text)
+  source_text_encode(text "${text}")
   string(REPLACE "\n" ";" lines "${text}")
   set(${out} "${lines}" PARENT_SCOPE)
 endfunction()
 
-# Prints every element of the list variable named `problems_var` and fails
-# with "<check>: <n> problem(s) in <count> <what>"; does nothing when the list
-# is empty.
+# Prints every element of the list variable named `problems_var` (decoded) and
+# fails with "<check>: <n> problem(s) in <count> <what>"; does nothing when the
+# list is empty.
 function(source_lines_report check problems_var count what)
   if(NOT ${problems_var})
     return()
   endif()
   foreach(problem IN LISTS ${problems_var})
-    string(REPLACE "<lb>" "[" problem "${problem}")
-    string(REPLACE "<rb>" "]" problem "${problem}")
+    source_text_decode(problem "${problem}")
     message("${problem}")
   endforeach()
   list(LENGTH ${problems_var} n_problems)

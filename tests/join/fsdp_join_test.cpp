@@ -265,18 +265,24 @@ std::string trainWithoutJoin(const RankContext& ctx, nn::Module& model, optim::O
   return "";
 }
 
+// A rank of the failure tests below: the failed collectives dump the flight
+// recorder into `dumps` (not /tmp); the default group exists because
+// fully_shard asks it for the rank; the MLP is sharded on a group of its own.
+ShardedMlp failingRank(RankContext& ctx, const TempDir& dumps) {
+  comm::setFlightRecorderDumpPrefix(dumps.file("fr_rank_"));
+  initWorld(ctx, "shm", seconds(20));
+  return shardedMlp(makeTestGroup(ctx, "shm", "fsdp_uneven", seconds(20)));
+}
+
 // Without Join the uneven run still ends with an error naming the rank that
 // ran out: like the scenario driver, that rank goes on to gather the full
 // parameters, whose all-gather meets its peers' next forward all-gather — a
 // collective mismatch on every rank, naming rank 2.
 TEST(FsdpJoinTest, WithoutJoinEveryRankNamesTheRankThatRanOut) {
   const std::vector<int> batches{4, 4, 2};
-  TempDir dumps;  // the failed collectives dump the flight recorder: here, not in /tmp
+  TempDir dumps;
   spawn(SpawnMode::kProcesses, 3, [&](RankContext& ctx) {
-    comm::setFlightRecorderDumpPrefix(dumps.file("fr_rank_"));
-    initWorld(ctx, "shm", seconds(20));  // fully_shard asks the default group for the rank
-    auto group = makeTestGroup(ctx, "shm", "fsdp_uneven", seconds(20));
-    auto [model, root, opt] = shardedMlp(group);
+    auto [model, root, opt] = failingRank(ctx, dumps);
     std::string error = trainWithoutJoin(ctx, *model, *opt, batches[ctx.rank]);
     if (ctx.rank == 2) {
       EXPECT_EQ(error, "");
@@ -297,12 +303,9 @@ TEST(FsdpJoinTest, WithoutJoinEveryRankNamesTheRankThatRanOut) {
 // an Error naming it there; its process then ends, and its peer's all-gather
 // fails within the group timeout instead of hanging.
 TEST(FsdpJoinTest, RankWithoutAnIterationIsAClearErrorOnEveryRank) {
-  TempDir dumps;  // the failed collectives dump the flight recorder: here, not in /tmp
+  TempDir dumps;
   spawn(SpawnMode::kProcesses, 2, [&](RankContext& ctx) {
-    comm::setFlightRecorderDumpPrefix(dumps.file("fr_rank_"));
-    initWorld(ctx, "shm", seconds(20));  // fully_shard asks the default group for the rank
-    auto group = makeTestGroup(ctx, "shm", "fsdp_uneven", seconds(20));
-    auto [model, root, opt] = shardedMlp(group);
+    auto [model, root, opt] = failingRank(ctx, dumps);
     fsdp::FSDPJoinable joinable(*root, opt.get());
     std::string error;
     try {
