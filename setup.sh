@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # distlab's one entry point for a fresh machine (Debian, root):
-#   ./setup.sh run    install what is missing, build, run the main job
-#   ./setup.sh test   install what is missing, build, run the tests (ctest)
+#   ./setup.sh run    install what is missing, build the `distlab` tool, run the main job
+#   ./setup.sh test   install what is missing, build everything, run the tests (ctest)
 #   ./setup.sh deps   only install what is missing
-#   ./setup.sh build  install what is missing and build
+#   ./setup.sh build  install what is missing and build everything
 # Idempotent: packages already present are not reinstalled, the build is incremental.
 set -euo pipefail
 cd "$(dirname "$0")"
@@ -30,9 +30,14 @@ install_missing() {
   fi
 }
 
+# build [TARGET...]: configure and build the preset; the named targets only, when given.
 build() {
   cmake --preset "$PRESET" >/dev/null
-  cmake --build --preset "$PRESET"
+  if (($#)); then
+    cmake --build --preset "$PRESET" --target "$@"
+  else
+    cmake --build --preset "$PRESET"
+  fi
 }
 
 mode="${1:-}"
@@ -40,7 +45,9 @@ case "$mode" in
   deps) install_missing ;;
   build) install_missing; build ;;
   run)
-    install_missing; build
+    # The main job needs the `distlab` executable only: tests, benchmarks and
+    # CUDA test kernels wait for `./setup.sh test` or `build`.
+    install_missing; build distlab_cli
     exec "build/$PRESET/emulator/cli/distlab" run scenarios/quickstart
     ;;
   test)

@@ -9,9 +9,7 @@
 #include <regex>
 
 #include "emulator/cli/usage_checks.hpp"
-#ifdef DISTLAB_BENCH_HAS_BLAS
 #include "runtime/tensor/blas_info.hpp"
-#endif
 
 namespace distlab::bench {
 namespace {
@@ -163,12 +161,10 @@ void parseBenchArgs(CLI::App& app, int argc, char** argv, const BenchArgsOptions
     std::exit(code == 0 ? 0 : 2);
   }
   if (options.googleBenchmark) initializeGoogleBenchmark(app, argv[0], benchmarkFlags);
-#ifdef DISTLAB_BENCH_HAS_BLAS
   // Note [OpenBLAS kernel family]: in the JSON context, and on stderr for the
   // benches whose stdout is a table.
   if (options.googleBenchmark) benchmark::AddCustomContext("blas", blasSummary());
   std::fprintf(stderr, "# %s\n", blasSummary().c_str());
-#endif
 }
 
 namespace {

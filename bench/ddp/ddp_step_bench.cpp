@@ -2,7 +2,9 @@
 // Linear(1024,10)), batch 32 per rank, cross-entropy, SGD lr 0.01, ranks as
 // processes on the shm backend, one BLAS thread per rank; against the same
 // model trained locally with the same per-rank batch, and PyTorch's DDP (gloo)
-// side by side when python3-torch is installed.
+// side by side when --torch_script names a PyTorch DDP script (run as
+// `python3 SCRIPT WORLD`, it prints "local step_ms=" and "ddp ... step_ms=" lines;
+// the repository ships none, so by default the PyTorch rows are left out).
 //
 //   OPENBLAS_NUM_THREADS=1 ddp_step_bench [--worlds=2,4] [--caps=1,5,10,25,50]
 //       [--rounds=3] [--report=reports/ddp_step] [--torch_script=PATH]
@@ -219,7 +221,7 @@ int main(int argc, char** argv) {
   setenv("OPENBLAS_NUM_THREADS", "1", 0);
   int rounds = 3;
   std::string worldsText = "2,4", capsText = "1,5,10,25,50", report;
-  std::string script = "/work/shared/anchors/torch_ddp_mlp.py";
+  std::string script;  // none: the repository ships no PyTorch DDP script
   CLI::App app{"DDP training step against local training and PyTorch DDP (reports, never gates)",
                "ddp_step_bench"};
   app.add_option("--worlds", worldsText, "comma list of world sizes (2..64)")
@@ -234,8 +236,8 @@ int main(int argc, char** argv) {
       app.add_option("--torch_script", script, "PyTorch DDP anchor script ('' skips its rows)")
           ->capture_default_str());
   bench::parseBenchArgs(app, argc, argv);
-  // A script named on the command line must exist; the default one is optional
-  // (its rows are left out when PyTorch or the script is missing).
+  // A script named on the command line must exist (its rows are left out when
+  // PyTorch is missing or the script prints no figures).
   if (scriptFlag->count() > 0 && !script.empty()) {
     bench::requireReadable(app, "--torch_script", script);
   }
@@ -314,7 +316,7 @@ int main(int argc, char** argv) {
          << (i + 1 < configs.size() ? "," : "") << "\n";
   }
   json << "  ],\n  \"torch\": [";
-  md << "\n| PyTorch (gloo, torch_ddp_mlp.py) | world | local step (ms) | DDP step (ms) | distlab "
+  md << "\n| PyTorch (gloo, --torch_script) | world | local step (ms) | DDP step (ms) | distlab "
         "default DDP step / PyTorch DDP step |\n|---|---|---|---|---|\n";
   for (size_t w = 0; w < worlds.size(); ++w) {
     std::vector<double> tl, td;

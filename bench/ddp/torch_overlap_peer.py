@@ -7,7 +7,7 @@ Usage:
       --batch-size 32 --steps 8 --caps 1,5,25 --latency-us 30 --bandwidth-gbs 1.25 \
       [--threads 1] [--json OUT]
 
-Model: distlab's scenario "mlp" (emulator/scenario/training_model.hpp): Linear+ReLU layers of
+Model: distlab's scenario "mlp" (emulator/workloads/training_model.hpp): Linear+ReLU layers of
 widths sizes[0] -> sizes[1] (len(sizes) - 2 times) -> sizes[-1], an auxiliary head
 Linear(out, out) on the output, loss mse(main, y) + 0.1 * mse(aux, y), y = x @ W_teacher;
 SGD lr 0.001; `batch-size` rows per rank. Step time: mean over ranks of the steps after two of

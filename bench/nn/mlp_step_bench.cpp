@@ -6,10 +6,12 @@
 //       [--torch_script=PATH] [--torch_cpu_script=PATH] [google-benchmark flags]
 // Runs the Google Benchmark case, then `rounds` alternating measurements (3
 // warm-up + 20 timed steps each, the anchor's protocol) of distlab and of
-// PyTorch: the anchor script given by --torch_script ("local step_ms=",
-// wall clock) and bench/nn/torch_mlp_step.py (same step, process CPU time,
-// which stays meaningful when other jobs load the machine). Prints the medians
-// and the ratios; with --report writes <report>.json / .md. Reports, never gates.
+// PyTorch: the anchor script given by --torch_script (run as
+// `python3 SCRIPT 1`, it prints "local step_ms=", wall clock; the repository
+// ships none, so by default there is none and no ratio) and
+// bench/nn/torch_mlp_step.py (same step, process CPU time, which stays
+// meaningful when other jobs load the machine). Prints the medians and the
+// ratios; with --report writes <report>.json / .md. Reports, never gates.
 #include <benchmark/benchmark.h>
 
 #include "bench/common/bench_args.hpp"
@@ -159,7 +161,7 @@ void writeReport(const std::string& base,
 int main(int argc, char** argv) {
   int rounds = 5;
   std::string report;
-  std::string anchor = "/work/shared/anchors/torch_ddp_mlp.py";
+  std::string anchor;  // none: the repository ships no anchor script
   std::string cpuScript = "bench/nn/torch_mlp_step.py";
   CLI::App app{"MLP training step: distlab against PyTorch (reports, never gates)",
                "mlp_step_bench"};
@@ -202,7 +204,8 @@ int main(int argc, char** argv) {
   std::printf("distlab wall_ms=%.2f cpu_ms=%.2f (median of %d rounds)\n", oursWall.median(),
               oursCpu.median(), rounds);
   if (anchorWall.values.empty() || torchCpu.values.empty()) {
-    std::printf("PyTorch unavailable (%s, %s); no ratio\n", anchor.c_str(), cpuScript.c_str());
+    std::printf("PyTorch unavailable (--torch_script '%s', --torch_cpu_script '%s'); no ratio\n",
+                anchor.c_str(), cpuScript.c_str());
     return 0;
   }
   const double ratioWall = oursWall.median() / anchorWall.median();

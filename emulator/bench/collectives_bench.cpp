@@ -27,8 +27,8 @@
 #include "runtime/comm/store/file_store.hpp"
 #include "runtime/core/clock.hpp"
 #include "runtime/core/debug_level.hpp"
-#include "runtime/core/env.hpp"
 #include "runtime/core/errors.hpp"
+#include "runtime/core/runtime_env.hpp"
 
 namespace distlab::emulator {
 namespace {
@@ -331,8 +331,9 @@ double measureMemcpyGBps() {
 
 int runCollectivesBench(const CollectivesBenchOptions& options, std::ostream& out) {
   validate(options);
-  const auto launchedRank = env::getInt("RANK", 0, 1 << 20);
-  const auto launchedWorld = env::getInt("WORLD_SIZE", 1, 1 << 20);
+  const RuntimeEnv env = readRuntimeEnv();  // runtime/core/runtime_env.hpp
+  const auto launchedRank = env.rank;
+  const auto launchedWorld = env.worldSize;
   const bool launched = launchedRank.has_value() && launchedWorld.has_value();
   CollectivesBenchOptions o = options;
   if (launched) o.worldSize = static_cast<int>(*launchedWorld);

@@ -20,6 +20,7 @@
 #include "emulator/launcher/output_pump.hpp"
 #include "runtime/core/clock.hpp"
 #include "runtime/core/errors.hpp"
+#include "runtime/core/runtime_env.hpp"
 
 namespace distlab::emulator {
 namespace fs = std::filesystem;
@@ -37,8 +38,8 @@ fs::path selfDir() {
 }
 
 bool onPath(const std::string& program) {
-  const char* path = std::getenv("PATH");
-  std::stringstream dirs(path != nullptr ? path : "/usr/bin:/bin");
+  // PATH through the one reader (runtime/core/runtime_env.hpp).
+  std::stringstream dirs(readRuntimeEnv().path.value_or("/usr/bin:/bin"));
   for (std::string dir; std::getline(dirs, dir, ':');) {
     if (!dir.empty() && ::access((fs::path(dir) / program).c_str(), X_OK) == 0) return true;
   }

@@ -11,9 +11,9 @@
 #include "emulator/cli/command_registry.hpp"
 #include "emulator/cli/usage_checks.hpp"
 #include "emulator/link/link_model.hpp"
-#include "emulator/scenario/engine_registry.hpp"
-#include "emulator/scenario/scenario.hpp"
 #include "emulator/bench/overlap_bench.hpp"
+#include "emulator/workloads/engine_registry.hpp"
+#include "emulator/workloads/workload_spec.hpp"
 #include "runtime/core/errors.hpp"
 
 namespace distlab::cli {

@@ -26,8 +26,8 @@
 #include <vector>
 
 #include "emulator/scenario/rank_processes.hpp"
-#include "emulator/scenario/rank_result.hpp"
 #include "emulator/scenario/scenario.hpp"
+#include "emulator/workloads/rank_result.hpp"
 
 namespace distlab::emulator {
 

@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "emulator/launcher/launcher.hpp"
+#include "runtime/core/clock.hpp"
 #include "runtime/core/errors.hpp"
 
 namespace distlab::emulator {
@@ -28,10 +29,6 @@ namespace {
 
 using FilePtr = std::unique_ptr<std::FILE, int (*)(std::FILE*)>;
 
-std::chrono::milliseconds msOf(double seconds) {
-  return std::chrono::milliseconds(static_cast<int64_t>(seconds * 1000));
-}
-
 FilePtr openLog(const std::string& path) {
   FilePtr f(std::fopen(path.c_str(), "w"), &std::fclose);
   if (!f) throw Error(fmt::format("cannot write the rank log '{}'", path));
@@ -44,8 +41,8 @@ LaunchOptions optionsFor(const RankLaunch& l) {
   o.masterPort = 0;  // a free port on the loopback interface
   o.runId = "scenario";
   o.monitorInterval = std::chrono::milliseconds(10);
-  o.timeout = msOf(l.deadlineS);
-  o.failureGrace = msOf(l.graceS);
+  o.timeout = millisecondsFromSeconds(l.deadlineS);
+  o.failureGrace = millisecondsFromSeconds(l.graceS);
   o.stopGracePeriod = std::chrono::milliseconds(1000);
   o.dumpStacksOnTimeout = false;
   o.program = {l.executable};

@@ -9,7 +9,8 @@
 // never runs, an expectation on a missing rank) still report
 // `file:line: message`. A [[faults]] entry is a FaultSpec
 // (emulator/faults/fault_spec.hpp): the fault plan below this room reads it.
-#include <cstdint>
+// The [workload] (collective steps, training run) is in the workloads room's
+// terms (emulator/workloads/workload_spec.hpp), whose drivers run it.
 #include <map>
 #include <optional>
 #include <string>
@@ -17,86 +18,9 @@
 
 #include "emulator/faults/fault_spec.hpp"
 #include "emulator/link/link_model.hpp"
-#include "runtime/tensor/dtype.hpp"
+#include "emulator/workloads/workload_spec.hpp"
 
 namespace distlab::emulator {
-
-// One step of a collective script. `op` is one of kCollectiveOps (below).
-struct CollectiveStep {
-  std::string op = "allreduce";
-  int64_t numel = 1024;        // elements of each rank's input (per tensor)
-  DType dtype = DType::kFloat32;
-  std::string reduceOp = "sum";
-  int root = 0;                // broadcast/reduce/gather/scatter root; send/recv peer
-  int tensors = 1;             // allreduce_coalesced: number of tensors
-  std::vector<int> group;      // subgroup (global ranks); empty: the world
-  std::vector<int> ranks;      // ranks that issue the step; empty: every member
-  int repeat = 1;              // issue the step this many times
-  double computeMs = 0;        // op = "compute": sleep this long (emulated compute)
-  bool waitAllRanks = false;   // op = "monitored_barrier": name every missing rank
-  std::map<int, CollectiveStep> perRank;  // fields overridden on one rank
-  SourcePos pos;
-
-  const CollectiveStep& forRank(int rank) const {
-    auto it = perRank.find(rank);
-    return it == perRank.end() ? *this : it->second;
-  }
-  bool issuedBy(int rank) const;       // honours `ranks` and `group`
-  bool countsOnWorld() const;          // a world-group collective (has a seq)
-};
-
-// Collective-script operations; `compute` sleeps, `new_group` creates the
-// step's group (a store round trip), send/recv pair with `root` as the peer,
-// `monitored_barrier` is the store-based barrier that names ranks that never
-// arrive (no collective sequence number).
-extern const std::vector<std::string> kCollectiveOps;
-
-// The GPT of a training run (model = "gpt"; runtime/nn/models/gpt.hpp):
-// `gpt = { vocab, block, embd, heads, layers, tied }` in [workload].
-struct GptWorkload {
-  int64_t vocab = 64;   // vocabulary size (token ids 0..vocab-1)
-  int64_t block = 16;   // tokens per sequence (the context length)
-  int64_t embd = 32;    // embedding width; a multiple of heads
-  int64_t heads = 2;
-  int64_t layers = 2;   // transformer blocks h.0 .. h.<layers-1>
-  bool tied = false;    // lm_head reuses wte.weight
-
-  // The accepted ranges (the scenario parser and `bench overlap --gpt`).
-  static constexpr int64_t kMinVocab = 2, kMaxVocab = 65536, kMaxBlock = 4096,
-                           kMaxEmbd = 4096, kMaxHeads = 256, kMaxLayers = 64;
-};
-
-// A training run (model, engine, data, steps). Engines come from the engine
-// registry (engine_registry.hpp), so new engines need no runner change.
-struct TrainingWorkload {
-  std::string model = "mlp";   // mlp | residual_mlp | two_layer | gpt
-  std::vector<int64_t> sizes{16, 32, 4};  // model sizes (see models in workloads)
-  GptWorkload gpt;             // model = "gpt" only
-  std::string engine = "local";
-  std::map<std::string, std::string> engineOptions;  // validated by the engine
-  std::string commHook;        // "" = the engine's default
-  std::string optimizer = "sgd";
-  double lr = 0.05;
-  int steps = 5;
-  int batchSize = 8;
-  std::map<int, int> batchesPerRank;  // rank -> number of batches (default: steps)
-  int noSyncEvery = 0;         // accumulate k-1 steps under no_sync, sync every k
-  uint64_t seed = 1234;
-  // Uneven inputs: the loop runs inside join::Join over the engine (and ZeRO).
-  bool join = false;
-  bool throwOnEarlyTermination = false;
-  bool divideByInitialWorldSize = true;
-  // "none" | "zero" (ZeroRedundancyOptimizer around `optimizer`).
-  std::string optimizerSharding = "none";
-  bool overlapWithDdp = false;
-  bool parametersAsBucketView = false;
-  SourcePos pos;
-  int batchesOf(int rank) const {
-    auto it = batchesPerRank.find(rank);
-    return it == batchesPerRank.end() ? steps : it->second;
-  }
-};
-
 
 enum class Outcome { kSuccess, kError, kTimeout, kHang };
 std::string outcomeName(Outcome outcome);

@@ -3,38 +3,17 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-#include <algorithm>
 #include <fstream>
 #include <sstream>
 
-#include "emulator/scenario/engine_registry.hpp"
 #include "emulator/scenario/scenario_parts.hpp"
 #include "emulator/scenario/toml_reader.hpp"
+#include "emulator/workloads/engine_registry.hpp"
 #include "runtime/core/errors.hpp"
 
 namespace distlab::emulator {
 
 using detail::TomlReader;
-
-const std::vector<std::string> kCollectiveOps = {
-    "allreduce", "allreduce_coalesced", "broadcast", "reduce", "allgather",
-    "allgather_into_tensor", "gather", "scatter", "reduce_scatter", "reduce_scatter_tensor",
-    "alltoall", "alltoall_single", "barrier", "send", "recv", "compute", "new_group",
-    "monitored_barrier"};
-
-bool CollectiveStep::issuedBy(int rank) const {
-  if (!ranks.empty() && std::find(ranks.begin(), ranks.end(), rank) == ranks.end()) return false;
-  if (!group.empty() && std::find(group.begin(), group.end(), rank) == group.end() &&
-      op != "new_group") {
-    return false;
-  }
-  return true;
-}
-
-bool CollectiveStep::countsOnWorld() const {
-  return group.empty() && op != "send" && op != "recv" && op != "compute" && op != "new_group" &&
-         op != "monitored_barrier";
-}
 
 std::string outcomeName(Outcome outcome) {
   switch (outcome) {

@@ -9,25 +9,21 @@
 #include "emulator/faults/fault_backend.hpp"
 #include "emulator/faults/faulty_store.hpp"
 #include "emulator/link/link_backend.hpp"
-#include "emulator/scenario/engine_registry.hpp"
 #include "emulator/scenario/scenario_parser.hpp"
-#include "emulator/scenario/workloads.hpp"
 #include "emulator/trace/rank_trace.hpp"
+#include "emulator/workloads/engine_registry.hpp"
+#include "emulator/workloads/workloads.hpp"
 #include "runtime/comm/debug/flight_recorder.hpp"
 #include "runtime/comm/group_management.hpp"
 #include "runtime/comm/store/rendezvous.hpp"
 #include "runtime/core/clock.hpp"
 #include "runtime/core/debug_level.hpp"
-#include "runtime/core/env.hpp"
 #include "runtime/core/errors.hpp"
+#include "runtime/core/runtime_env.hpp"
 
 namespace distlab::emulator {
 
 namespace {
-
-std::chrono::milliseconds msOf(double seconds) {
-  return std::chrono::milliseconds(static_cast<int64_t>(seconds * 1000));
-}
 
 // Every rank reaches this point before any leaves (torchelastic's exit
 // barrier): a rank that finishes early must not tear down the store while
@@ -42,7 +38,7 @@ void exitBarrier(comm::Store& store, int rank, int worldSize, std::chrono::milli
 void runRank(const Scenario& s, int rank, FaultPlan& plan,
              const std::shared_ptr<FaultPlan>& planPtr, RankResult& result,
              std::unique_ptr<RankTracer>& tracer, const std::string& tracePath) {
-  auto timeout = msOf(s.collectiveTimeoutS);
+  auto timeout = millisecondsFromSeconds(s.collectiveTimeoutS);
   comm::RendezvousOptions ro;
   ro.timeout = timeout;
   auto rv = comm::rendezvous(ro);
@@ -62,9 +58,12 @@ void runRank(const Scenario& s, int rank, FaultPlan& plan,
     world = comm::initProcessGroup(io);
   }
   if (s.workloadKind == "collectives") {
-    runCollectiveWorkload(s, world, plan);
+    runCollectiveWorkload(s.steps, world, plan);
   } else {
-    runTrainingWorkload(s, rank, world, plan, result);
+    TrainingRunOptions to;
+    to.worldSize = s.worldSize;
+    to.checkReference = s.expect.paramsMatchReference;
+    runTrainingWorkload(s.training, to, rank, world, plan, result);
   }
   // Longer than a collective timeout, so that a peer stuck in a collective
   // reports its own timeout first (it names the collective; this would not).
@@ -82,8 +81,9 @@ int runScenarioRank(const std::string& file, const std::string& resultDir, bool 
   int rank = 0;
   try {
     s = parseScenarioFile(file);
-    rank = static_cast<int>(env::requireInt("RANK", 0, INT_MAX));
-    int worldSize = static_cast<int>(env::requireInt("WORLD_SIZE", 1, INT_MAX));
+    const RuntimeEnv env = readRuntimeEnv();  // runtime/core/runtime_env.hpp
+    rank = env.requiredRank();
+    int worldSize = env.requiredWorldSize();
     if (worldSize != s.worldSize) {
       throw ValueError(fmt::format("WORLD_SIZE={} but {} has world_size = {}", worldSize, file,
                                    s.worldSize));
@@ -95,7 +95,8 @@ int runScenarioRank(const std::string& file, const std::string& resultDir, bool 
   result.rank = rank;
   setDebugLevel(parseDebugLevel(s.debugLevel, "debug"));
   auto log = std::make_shared<EventLog>(fmt::format("{}/rank{}.events", resultDir, rank));
-  auto plan = std::make_shared<FaultPlan>(s.faults, rank, log, msOf(s.runTimeoutS + 30));
+  auto plan = std::make_shared<FaultPlan>(s.faults, rank, log,
+                                          millisecondsFromSeconds(s.runTimeoutS + 30));
   setActiveFaultPlan(plan);
   installFaultInjection(plan);
   installLinkEmulation(s.link);

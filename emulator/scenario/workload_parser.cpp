@@ -5,8 +5,8 @@
 #include <algorithm>
 #include <limits>
 
-#include "emulator/scenario/engine_registry.hpp"
 #include "emulator/scenario/scenario_parts.hpp"
+#include "emulator/workloads/engine_registry.hpp"
 #include "runtime/core/errors.hpp"
 
 namespace distlab::emulator::detail {

@@ -30,6 +30,7 @@
 #include "runtime/comm/store/store.hpp"
 #include "runtime/comm/types.hpp"
 #include "runtime/comm/work.hpp"
+#include "runtime/core/runtime_env.hpp"
 #include "runtime/tensor/tensor.hpp"
 
 namespace distlab::comm {
@@ -47,6 +48,10 @@ struct BackendContext {
   // Backend-specific settings ("shm.slot_bytes" = "1048576", ...); unknown keys
   // are ignored by backends that do not own them.
   std::map<std::string, std::string> options;
+  // The environment as read for this group (Note [Environment read once] in
+  // runtime_env.hpp): backends and decorators take their environment settings
+  // from here. A context built by hand holds the defaults (nothing set).
+  RuntimeEnv env;
 };
 
 class Backend : public std::enable_shared_from_this<Backend> {

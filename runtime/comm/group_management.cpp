@@ -12,6 +12,7 @@
 #include "runtime/comm/world.hpp"
 #include "runtime/core/errors.hpp"
 #include "runtime/core/logging.hpp"
+#include "runtime/core/runtime_env.hpp"
 
 namespace distlab::comm {
 namespace {
@@ -39,6 +40,9 @@ ProcessGroupPtr initProcessGroup(const InitOptions& options) {
     throw ValueError("initProcessGroup: store and initMethod are mutually exclusive");
   }
   validateBackendOptions(options.backendOptions);  // before the rendezvous can block
+  // Every variable, once per initialization, before anything can block: a bad
+  // value fails here, naming it (Note [Environment read once]).
+  const RuntimeEnv env = readRuntimeEnv();
   // The unset timeout resolves to its documented default before anything uses
   // it, the rendezvous included (it would refuse kUnsetTimeout as negative).
   const std::string spec = options.backend.empty() ? defaultBackendSpec() : options.backend;
@@ -52,7 +56,7 @@ ProcessGroupPtr initProcessGroup(const InitOptions& options) {
     rv = {options.store, options.rank, options.worldSize};
   } else {
     rv = detail::rendezvous(options.initMethod.empty() ? "env://" : options.initMethod,
-                            options.rank, options.worldSize, timeout);
+                            options.rank, options.worldSize, timeout, env);
   }
   if (rv.rank < 0 || rv.rank >= rv.worldSize) {
     throw ValueError(fmt::format("initProcessGroup: rank {} should be a number between 0 and "
@@ -66,6 +70,7 @@ ProcessGroupPtr initProcessGroup(const InitOptions& options) {
   world.backendSpec = spec;
   world.timeout = timeout;
   world.backendOptions = options.backendOptions;
+  world.env = env;
   installDebugDecorators();  // DETAIL wrapper, flight recorder, watchdog (runtime/comm/debug)
   ProcessGroupConfig config;
   config.store = rv.store;
@@ -75,6 +80,7 @@ ProcessGroupPtr initProcessGroup(const InitOptions& options) {
   config.description = options.groupDesc;
   config.timeout = timeout;
   config.backendSpec = spec;
+  config.env = env;
   world.defaultGroup = createProcessGroup(config, options.backendOptions);
   setLogRank(rv.rank);
   return world.defaultGroup;
@@ -159,6 +165,7 @@ ProcessGroupPtr newGroup(const NewGroupOptions& options) {
   config.timeout = options.timeout.count() > 0 ? options.timeout : world.timeout;
   config.globalRanks = ranks;
   config.backendSpec = options.backend.empty() ? world.backendSpec : options.backend;
+  config.env = world.env;
   auto opts = world.backendOptions;
   for (const auto& [k, v] : options.backendOptions) opts[k] = v;
   ProcessGroupPtr group = createProcessGroup(config, opts);

@@ -48,6 +48,9 @@ struct ProcessGroupConfig {
   Milliseconds timeout = kDefaultProcessGroupTimeout;
   std::vector<int> globalRanks;  // empty: identity (0..size-1)
   std::string backendSpec;       // "shm", "cpu:shm,cuda:nccl" (for backendName())
+  // The environment read the group's backends get (BackendContext::env);
+  // unset: createProcessGroup reads it (Note [Environment read once]).
+  std::optional<RuntimeEnv> env;
 };
 
 // One entry of batch_isend_irecv (PyTorch P2POp): peer is a group rank.

@@ -42,6 +42,7 @@ ProcessGroupPtr createProcessGroup(ProcessGroupConfig config,
   if (config.globalRanks.empty()) {
     for (int r = 0; r < config.size; ++r) config.globalRanks.push_back(r);
   }
+  if (!config.env) config.env = readRuntimeEnv();  // Note [Environment read once]
   const auto routes = parseBackendSpec(config.backendSpec);
   auto group = std::make_shared<ProcessGroup>(config);
   std::map<std::string, BackendPtr> byName;  // one backend per name serves several devices
@@ -58,6 +59,7 @@ ProcessGroupPtr createProcessGroup(ProcessGroupConfig config,
       ctx.groupDesc = config.description;
       ctx.globalRanks = config.globalRanks;
       ctx.options = backendOptions;
+      ctx.env = *config.env;
       backend = applyBackendDecorators(createBackend(backendName, ctx), ctx);
     }
     group->setBackend(device == "cuda" ? DeviceType::kCUDA : DeviceType::kCPU,
@@ -105,6 +107,7 @@ std::shared_ptr<ProcessGroup> ProcessGroup::split(const std::vector<int>& ranks,
   config.timeout = timeout();
   config.globalRanks = global;
   config.backendSpec = config_.backendSpec;
+  config.env = config_.env;  // the parent's read
   return createProcessGroup(config);
 }
 

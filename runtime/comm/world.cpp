@@ -22,14 +22,22 @@ World& currentWorld() {
   return processWorld;
 }
 
-Rendezvous rendezvous(const std::string& url, int rank, int worldSize, Milliseconds timeout) {
+Rendezvous rendezvous(const std::string& url, int rank, int worldSize, Milliseconds timeout,
+                      const RuntimeEnv& env) {
 #if DISTLAB_HAVE_RENDEZVOUS
-  RendezvousResult r = rendezvousFromUrl(url, rank, worldSize, timeout);
+  RendezvousOptions options;
+  options.initMethod = url;
+  options.rank = rank;
+  options.worldSize = worldSize;
+  options.timeout = timeout;
+  options.env = env;
+  RendezvousResult r = comm::rendezvous(options);
   return Rendezvous{r.store, r.rank, r.worldSize};
 #else
   (void)rank;
   (void)worldSize;
   (void)timeout;
+  (void)env;
   throw ValueError("initProcessGroup: init method '" + url +
                    "' needs the rendezvous module; pass a store instead");
 #endif

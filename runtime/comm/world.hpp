@@ -19,6 +19,7 @@ struct World {
   std::string backendSpec;
   Milliseconds timeout = kDefaultProcessGroupTimeout;
   std::map<std::string, std::string> backendOptions;
+  RuntimeEnv env;  // initProcessGroup's read, for every group of this world
   int generation = 0;  // initProcessGroup count: keeps group names unique across re-inits
   int groupCounter = 0;
   std::map<std::string, int> localCounters;  // useLocalSynchronization names per rank set
@@ -33,7 +34,9 @@ struct Rendezvous {
   int worldSize = -1;
 };
 // "env://", "tcp://host:port", "file:///path" -> store, rank, world size (rank and
-// worldSize override what the URL/environment say when >= 0).
-Rendezvous rendezvous(const std::string& url, int rank, int worldSize, Milliseconds timeout);
+// worldSize override what the URL/environment say when >= 0; `env` is the
+// caller's read of the environment).
+Rendezvous rendezvous(const std::string& url, int rank, int worldSize, Milliseconds timeout,
+                      const RuntimeEnv& env);
 
 }  // namespace distlab::comm::detail

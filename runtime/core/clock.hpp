@@ -47,6 +47,12 @@ class Deadline {
   Clock::time_point at_;
 };
 
+// `seconds` as whole milliseconds, truncated. Callers pass validated, bounded
+// durations (scenario timeouts, deadlines); this is a unit change, not a check.
+inline Milliseconds millisecondsFromSeconds(double seconds) {
+  return Milliseconds(static_cast<int64_t>(seconds * 1000));
+}
+
 // Measures elapsed time from construction (or the last reset).
 class Stopwatch {
  public:

@@ -5,23 +5,15 @@
 
 #include <fmt/format.h>
 
-#include "runtime/core/env.hpp"
 #include "runtime/core/errors.hpp"
 #include "runtime/core/logging.hpp"
+#include "runtime/core/runtime_env.hpp"
 
 namespace distlab {
 namespace {
 
-constexpr const char* kDebugEnv = "TORCH_DISTRIBUTED_DEBUG";
-
 std::atomic<int> gLevel{-1};  // -1: not yet read from the environment
 std::once_flag gInitOnce;
-
-DebugLevel readEnvLevel() {
-  auto text = env::getString(kDebugEnv);
-  if (!text) return DebugLevel::kOff;
-  return parseDebugLevel(*text, fmt::format("environment variable {}", kDebugEnv));
-}
 
 }  // namespace
 
@@ -48,7 +40,7 @@ DebugLevel debugLevel() {
   std::call_once(gInitOnce, [] {
     if (gLevel.load() >= 0) return;  // set explicitly before first read
     try {
-      gLevel.store(static_cast<int>(readEnvLevel()));
+      gLevel.store(static_cast<int>(readDistributedDebugEnv()));
     } catch (const ValueError& e) {
       // Reading the level must not throw from deep inside a collective; the
       // explicit entry points (setDebugLevelFromEnv, initProcessGroup) throw.
@@ -66,6 +58,6 @@ void setDebugLevel(DebugLevel level) {
   refreshLogLevel();
 }
 
-void setDebugLevelFromEnv() { setDebugLevel(readEnvLevel()); }
+void setDebugLevelFromEnv() { setDebugLevel(readDistributedDebugEnv()); }
 
 }  // namespace distlab

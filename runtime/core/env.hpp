@@ -1,8 +1,9 @@
 #pragma once
-// Environment variables are read here and nowhere else in the runtime
-// (docs/DESIGN.md, house style 2: "environment variables are read in one
-// place"). Each reader validates the value and throws ValueError naming the variable, the value
-// found and what is allowed, so bad input never turns into a silent default.
+// The validated getters behind the one reader of the environment,
+// runtime_env.hpp (Note [Environment read once]; docs/DESIGN.md, house style 2:
+// "environment variables are read in one place"): only runtime_env.cpp calls
+// them. Each validates the value and throws ValueError naming the variable, the
+// value found and what is allowed, so bad input never turns into a silent default.
 #include <cstdint>
 #include <optional>
 #include <string>

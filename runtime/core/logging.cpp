@@ -11,31 +11,25 @@
 
 #include "runtime/core/clock.hpp"
 #include "runtime/core/debug_level.hpp"
-#include "runtime/core/env.hpp"
 #include "runtime/core/errors.hpp"
+#include "runtime/core/runtime_env.hpp"
 
 namespace distlab {
 namespace {
-
-constexpr const char* kLogEnv = "TORCH_CPP_LOG_LEVEL";
 
 std::atomic<int> gCppLevel{-1};        // from TORCH_CPP_LOG_LEVEL; -1 = not read yet
 std::atomic<int> gEffective{-1};       // cached effective level
 std::atomic<int> gRank{-2};            // -2 = not read yet
 std::mutex gWriteMutex;
 
-LogLevel readEnvCppLevel() {
-  auto text = env::getString(kLogEnv);
-  if (!text) return LogLevel::kWarning;
-  return parseLogLevel(*text, std::string("environment variable ") + kLogEnv);
-}
-
+// Start-up: TORCH_CPP_LOG_LEVEL through the one reader (Note [Environment read
+// once] in runtime_env.hpp); a bad value is reported, never thrown from a log call.
 LogLevel cppLevel() {
   int v = gCppLevel.load(std::memory_order_relaxed);
   if (v >= 0) return static_cast<LogLevel>(v);
   LogLevel level = LogLevel::kWarning;
   try {
-    level = readEnvCppLevel();
+    level = readCppLogLevelEnv();
   } catch (const ValueError& e) {
     std::fprintf(stderr, "[E distlab] %s; using WARNING\n", e.what());
   }
@@ -100,7 +94,7 @@ void setCppLogLevel(LogLevel level) {
   refreshLogLevel();
 }
 
-void setLogLevelFromEnv() { setCppLogLevel(readEnvCppLevel()); }
+void setLogLevelFromEnv() { setCppLogLevel(readCppLogLevelEnv()); }
 
 void refreshLogLevel() { gEffective.store(static_cast<int>(computeEffective())); }
 
@@ -110,7 +104,7 @@ int logRank() {
   int rank = gRank.load();
   if (rank != -2) return rank;
   try {
-    rank = static_cast<int>(env::getInt("RANK", 0, 1 << 30).value_or(-1));
+    rank = readRankEnv().value_or(-1);
   } catch (const ValueError&) {
     rank = -1;  // initProcessGroup reports a malformed RANK with the proper error
   }

@@ -6,7 +6,9 @@
 //   TORCH_CPP_LOG_LEVEL=ERROR|WARNING|INFO   -> Error | Warning | Info
 //   TORCH_CPP_LOG_LEVEL=INFO + debug INFO    -> Debug
 //   TORCH_CPP_LOG_LEVEL=INFO + debug DETAIL  -> Trace
-// Unset TORCH_CPP_LOG_LEVEL means WARNING (PyTorch's default).
+// Unset TORCH_CPP_LOG_LEVEL means WARNING (PyTorch's default). Both variables
+// are read at start-up (their first use) through runtime_env.hpp's
+// single-variable readers; a bad value is reported once and the default used.
 //
 // Every line carries the level, wall time, the process's rank (or '-') and the
 // source location:  "[I 12:03:04.512 rank 1 reducer.cpp:88] message".
@@ -29,14 +31,14 @@ std::string_view logLevelName(LogLevel level);
 LogLevel logLevel();
 // Overrides TORCH_CPP_LOG_LEVEL (the debug-level matrix still applies).
 void setCppLogLevel(LogLevel level);
-// Re-reads TORCH_CPP_LOG_LEVEL; throws ValueError on a bad value.
+// Re-reads TORCH_CPP_LOG_LEVEL (readCppLogLevelEnv); throws ValueError on a bad value.
 void setLogLevelFromEnv();
 // Recomputes the effective level after the debug level changed.
 void refreshLogLevel();
 inline bool logEnabled(LogLevel level) { return level >= logLevel(); }
 
-// The rank printed in each line; -1 prints '-'. Read from RANK at start-up,
-// set by initProcessGroup.
+// The rank printed in each line; -1 prints '-'. Read from RANK at start-up
+// (readRankEnv; a malformed RANK prints '-'), set by initProcessGroup.
 void setLogRank(int rank);
 int logRank();
 

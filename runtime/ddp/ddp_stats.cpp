@@ -5,7 +5,6 @@
 #include <fmt/format.h>
 
 #include "runtime/core/debug_level.hpp"
-#include "runtime/core/env.hpp"
 #include "runtime/core/logging.hpp"
 #include "runtime/ddp/distributed_data_parallel.hpp"
 
@@ -24,7 +23,7 @@ std::string cTypeName(DType dtype) {
 
 }  // namespace
 
-void DistributedDataParallel::fillConstructionData() {
+void DistributedDataParallel::fillConstructionData(const RuntimeEnv& env) {
   DDPLoggingData& d = logging_;
   d.rank = group_->rank();
   d.worldSize = group_->size();
@@ -46,8 +45,8 @@ void DistributedDataParallel::fillConstructionData() {
   }
   d.dtypes.clear();
   for (const auto& t : dtypes) d.dtypes += (d.dtypes.empty() ? "" : ", ") + t;
-  d.masterAddr = env::getString("MASTER_ADDR").value_or("N/A");
-  d.masterPort = env::getString("MASTER_PORT").value_or("N/A");
+  d.masterAddr = env.masterAddr.value_or("N/A");
+  d.masterPort = env.masterPort ? std::to_string(*env.masterPort) : "N/A";
   d.torchDistributedDebug = std::string(debugLevelName(debugLevel()));
   d.bucketSizes.clear();
   if (reducer_) {

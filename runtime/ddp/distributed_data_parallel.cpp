@@ -45,6 +45,7 @@ DistributedDataParallel::DistributedDataParallel(std::shared_ptr<nn::Module> mod
       group_(std::move(group)),
       options_(std::move(options)) {
   validate(options_);
+  const RuntimeEnv env = readRuntimeEnv();  // before any collective: a bad value fails alone
   if (!module_) throw ValueError("DistributedDataParallel: module is null");
   if (!group_ || !group_->isMember()) {
     throw ValueError(
@@ -68,14 +69,15 @@ DistributedDataParallel::DistributedDataParallel(std::shared_ptr<nn::Module> mod
     broadcastCoalesced(group_, states, kBroadcastBucketBytes, 0);
   }
   setUpDelayedAllReduce(params);
-  buildReducer(params);
-  fillConstructionData();
+  buildReducer(params, env);
+  fillConstructionData(env);
   if (debugLevel() != DebugLevel::kOff) DL_LOG(INFO, "{}", formatInitLog(logging_));
 }
 
 DistributedDataParallel::~DistributedDataParallel() { delayedHookHandle_.remove(); }
 
-void DistributedDataParallel::buildReducer(const nn::NamedTensors& params) {
+void DistributedDataParallel::buildReducer(const nn::NamedTensors& params,
+                                           const RuntimeEnv& env) {
   const std::set<std::string> delayed(options_.delayAllReduceNamedParams.begin(),
                                       options_.delayAllReduceNamedParams.end());
   std::vector<Tensor> tensors;
@@ -107,6 +109,7 @@ void DistributedDataParallel::buildReducer(const nn::NamedTensors& params) {
   ro.gradientAsBucketView = options_.gradientAsBucketView;
   ro.staticGraph = options_.staticGraph;
   ro.skipAllReduceUnusedParams = options_.skipAllReduceUnusedParams;
+  ro.setLastBucketCap = env.ddpSetLastBucketCap;
   reducer_ = std::make_unique<Reducer>(std::move(tensors), std::move(names),
                                        std::move(assignment.buckets),
                                        std::move(assignment.sizeLimits), group_, ro);

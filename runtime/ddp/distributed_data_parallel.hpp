@@ -12,7 +12,10 @@
 // raises "DDP expects same model across all ranks ..." or the shape message,
 // so no rank is left waiting), broadcasts parameters and buffers from rank 0
 // (coalesced, 250 MiB chunks), builds the Reducer (reducer.hpp) and logs
-// "DDP Initialized with:" at TORCH_DISTRIBUTED_DEBUG >= INFO.
+// "DDP Initialized with:" at TORCH_DISTRIBUTED_DEBUG >= INFO. The constructor
+// reads the environment once (readRuntimeEnv, Note [Environment read once]):
+// DDP_SET_LAST_BUCKET_CAP goes to ReducerOptions, MASTER_ADDR/MASTER_PORT to
+// the logging data; a bad variable is a ValueError naming it.
 //
 // forward (a collective when buffers are broadcast): with grad mode on and
 // gradient sync enabled, starts a reducer iteration, raises if the previous
@@ -38,6 +41,7 @@
 #include <vector>
 
 #include "runtime/comm/process_group.hpp"
+#include "runtime/core/runtime_env.hpp"
 #include "runtime/ddp/ddp_logging.hpp"
 #include "runtime/ddp/ddp_options.hpp"
 #include "runtime/ddp/grad_bucket.hpp"
@@ -111,10 +115,10 @@ class DistributedDataParallel : public nn::Module, public join::Joinable {
   const Reducer* reducer() const { return reducer_.get(); }
 
  private:
-  void buildReducer(const nn::NamedTensors& params);
+  void buildReducer(const nn::NamedTensors& params, const RuntimeEnv& env);
   void setUpDelayedAllReduce(const nn::NamedTensors& params);
   void onDelayedAllReduceHook();
-  void fillConstructionData();
+  void fillConstructionData(const RuntimeEnv& env);
   void updateRuntimeStats();
   bool willSyncModuleBuffers() const;
   // Join helpers (ddp_join.cpp).

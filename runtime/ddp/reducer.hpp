@@ -66,6 +66,10 @@ struct ReducerOptions {
   bool gradientAsBucketView = false;
   bool staticGraph = false;
   bool skipAllReduceUnusedParams = false;
+  // DDP_SET_LAST_BUCKET_CAP (DistributedDataParallel fills it from its read of
+  // the environment): the rebuild gives the small first-bucket cap to the last
+  // bucket instead.
+  bool setLastBucketCap = false;
 };
 
 // One bucket's layout (for Join shadowing, ZeRO overlap, logging).

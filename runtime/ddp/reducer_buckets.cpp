@@ -4,7 +4,6 @@
 
 #include <fmt/format.h>
 
-#include "runtime/core/env.hpp"
 #include "runtime/core/errors.hpp"
 #include "runtime/core/logging.hpp"
 #include "runtime/ddp/reducer_internal.hpp"
@@ -109,7 +108,7 @@ bool Reducer::rebuildBuckets() {
         params_.size(), rebuiltParamIndices_.size()));
   }
   std::vector<size_t> order = rebuiltParamIndices_;
-  const bool lastSmall = env::getString("DDP_SET_LAST_BUCKET_CAP").value_or("") == "1";
+  const bool lastSmall = options_.setLastBucketCap;
   if (lastSmall) std::reverse(order.begin(), order.end());
   std::vector<TensorSpec> specs;
   for (size_t v : order) {

@@ -10,7 +10,7 @@
 namespace distlab::optim {
 namespace {
 
-void validate(const Options& o) {
+void validateAdam(const Options& o) {
   DL_CHECK_T(ValueError, o.at("lr") >= 0.0, "Invalid learning rate: ", o.at("lr"));
   DL_CHECK_T(ValueError, o.at("eps") >= 0.0, "Invalid epsilon value: ", o.at("eps"));
   DL_CHECK_T(ValueError, o.at("beta1") >= 0.0 && o.at("beta1") < 1.0,
@@ -53,7 +53,7 @@ Adam::Adam(std::string name,
            const AdamOptions& defaults,
            bool decoupled)
     : Optimizer(std::move(name), defaults.toMap(), std::move(groups)), decoupled_(decoupled) {
-  for (const auto& g : paramGroups()) validate(g.options);
+  for (const auto& g : paramGroups()) validateAdam(g.options);
 }
 
 AdamW::AdamW(std::vector<Tensor> params, const AdamWOptions& options)

@@ -8,7 +8,7 @@
 namespace distlab::optim {
 namespace {
 
-void validate(const Options& o) {
+void validateSgd(const Options& o) {
   DL_CHECK_T(ValueError, o.at("lr") >= 0.0, "Invalid learning rate: ", o.at("lr"));
   DL_CHECK_T(ValueError, o.at("momentum") >= 0.0, "Invalid momentum value: ", o.at("momentum"));
   DL_CHECK_T(ValueError, o.at("weight_decay") >= 0.0,
@@ -38,7 +38,7 @@ SGD::SGD(std::vector<Tensor> params, const SgdOptions& options)
 
 SGD::SGD(std::vector<ParamGroup> groups, const SgdOptions& defaults)
     : Optimizer("SGD", defaults.toMap(), std::move(groups)) {
-  for (const auto& g : paramGroups()) validate(g.options);
+  for (const auto& g : paramGroups()) validateSgd(g.options);
 }
 
 void SGD::step() {

@@ -60,8 +60,6 @@ const auto kDivide = [](auto u, auto v) { return u / v; };
 const auto kMax = [](auto u, auto v) { return u != u ? u : (v != v ? v : (u > v ? u : v)); };
 const auto kMin = [](auto u, auto v) { return u != u ? u : (v != v ? v : (u < v ? u : v)); };
 
-DType floatResult(DType d) { return isFloatingPoint(d) ? d : DType::kFloat32; }
-
 Scalar negate(const Scalar& s) {
   return s.isIntegral() ? Scalar(-s.toInt()) : Scalar(-s.toDouble());
 }
@@ -90,7 +88,7 @@ Tensor Tensor::mul(const Tensor& other) const {
 
 Tensor Tensor::div(const Tensor& other) const {
   return detail::binaryOutOfPlace("div", *this, other,
-                                  floatResult(detail::resultType(*this, other)),
+                                  detail::floatResult(detail::resultType(*this, other)),
                                   tensorFactory(kDivide));
 }
 
@@ -121,7 +119,7 @@ Tensor Tensor::mul(Scalar other) const {
 }
 
 Tensor Tensor::div(Scalar other) const {
-  return detail::unaryOutOfPlace("div", *this, floatResult(detail::resultType(*this, other)),
+  return detail::unaryOutOfPlace("div", *this, detail::floatResult(detail::resultType(*this, other)),
                                  scalarFactory(other, kDivide), {other.toDouble()});
 }
 
@@ -149,7 +147,7 @@ Tensor& Tensor::mul_(const Tensor& other) {
 
 Tensor& Tensor::div_(const Tensor& other) {
   return detail::binaryInPlace("div_", *this, other,
-                               floatResult(detail::resultType(*this, other)),
+                               detail::floatResult(detail::resultType(*this, other)),
                                tensorFactory(kDivide));
 }
 
@@ -174,7 +172,7 @@ Tensor& Tensor::mul_(Scalar other) {
 }
 
 Tensor& Tensor::div_(Scalar other) {
-  detail::checkInplaceCast("div_", floatResult(detail::resultType(*this, other)), dtype());
+  detail::checkInplaceCast("div_", detail::floatResult(detail::resultType(*this, other)), dtype());
   return detail::unaryInPlace("div_", *this, scalarFactory(other, kDivide), {other.toDouble()});
 }
 

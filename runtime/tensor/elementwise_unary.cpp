@@ -8,9 +8,8 @@
 namespace distlab {
 namespace {
 
+using detail::floatResult;
 using detail::OpMathT;
-
-DType floatResult(DType d) { return isFloatingPoint(d) ? d : DType::kFloat32; }
 
 template <typename Fn>
 auto factoryOf(Fn fn) {

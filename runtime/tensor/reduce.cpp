@@ -86,7 +86,7 @@ using SumAcc = std::conditional_t<std::is_same_v<T, float> || std::is_same_v<T, 
 
 DType sumDtype(DType d) { return isFloatingPoint(d) ? d : DType::kInt64; }
 
-void checkFloating(const char* op, DType dtype) {
+void checkFloatingInput(const char* op, DType dtype) {
   if (!isFloatingPoint(dtype)) {
     throw ValueError(detail::concat(op, ": input dtype must be a floating point dtype, got ",
                                     dtypeName(dtype)));
@@ -142,7 +142,7 @@ Tensor Tensor::sum(const Shape& dims, bool keepdim) const {
 }
 
 Tensor Tensor::mean(const Shape& dims, bool keepdim) const {
-  checkFloating("mean", dtype());
+  checkFloatingInput("mean", dtype());
   const auto p = detail::planReduction("mean", *this, dims, keepdim);
   const double count = static_cast<double>(p.reduce);
   return foldInto<SumAccOf>("mean", p, dtype(), kSumOp, [count](auto a) {
@@ -156,7 +156,7 @@ Tensor Tensor::prod(const Shape& dims, bool keepdim) const {
 }
 
 Tensor Tensor::norm(double pNorm, const Shape& dims, bool keepdim) const {
-  checkFloating("norm", dtype());
+  checkFloatingInput("norm", dtype());
   if (std::isinf(pNorm)) {
     const Tensor a = abs();
     return pNorm > 0 ? a.amax(dims, keepdim) : a.amin(dims, keepdim);
@@ -188,7 +188,7 @@ Tensor Tensor::norm(double pNorm, const Shape& dims, bool keepdim) const {
 }
 
 Tensor Tensor::var(const Shape& dims, bool unbiased, bool keepdim) const {
-  checkFloating("var", dtype());
+  checkFloatingInput("var", dtype());
   const auto p = detail::planReduction("var", *this, dims, keepdim);
   const Tensor centered = sub(mean(dims, true));
   Tensor total = centered.mul(centered).sum(dims, keepdim);

@@ -50,7 +50,7 @@ Tensor emptyOn(const Shape& shape, const TensorOptions& options) {
   return detail::makeEmpty(shape, options.dtype, factoryDevice(options.device));
 }
 
-void checkFloating(const char* op, DType dtype) {
+void checkFloatingFactory(const char* op, DType dtype) {
   if (!isFloatingPoint(dtype)) {
     throw ValueError(detail::concat(op, ": expects a floating point dtype, got ",
                                     dtypeName(dtype)));
@@ -116,13 +116,13 @@ Tensor rand(const Shape& shape, Generator& gen, TensorOptions options) {
 }
 
 Tensor randn(const Shape& shape, Generator& gen, TensorOptions options) {
-  checkFloating("randn", options.dtype);
+  checkFloatingFactory("randn", options.dtype);
   return finish(generate(shape, options, [&] { return gen.normal(); }), options);
 }
 
 Tensor uniform(const Shape& shape, double low, double high, Generator& gen,
                TensorOptions options) {
-  checkFloating("uniform", options.dtype);
+  checkFloatingFactory("uniform", options.dtype);
   if (!(low <= high)) {
     throw ValueError(detail::concat("uniform: expects low <= high, got low=", low,
                                     " high=", high));

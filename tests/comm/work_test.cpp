@@ -162,7 +162,7 @@ TEST(WorkTest, TensorMetadataOnDemandIsTheSameOnEveryThread) {
 }
 
 // Records the transitions it is told of, in order.
-class RecordingObserver : public WorkObserver {
+class StateRecorder : public WorkObserver {
  public:
   void onScheduled(const Work&) override { seen.push_back(WorkState::kScheduled); }
   void onStarted(const Work&) override { seen.push_back(WorkState::kStarted); }
@@ -187,7 +187,7 @@ TEST(WorkTest, UnsharedExecutionEndsAsTheBracketWould) {
   ASSERT_EQ(work->result().size(), 1u);
   EXPECT_EQ(work->result()[0].rawData(), output.rawData());
   EXPECT_EQ(work->getFuture()->value().size(), 1u);
-  auto observer = std::make_shared<RecordingObserver>();
+  auto observer = std::make_shared<StateRecorder>();
   work->addObserver(observer);
   EXPECT_EQ(observer->seen, (std::vector<WorkState>{WorkState::kScheduled, WorkState::kStarted,
                                                     WorkState::kCompleted}));
@@ -206,7 +206,7 @@ TEST(WorkTest, UnsharedFailureIsWhatWaitThrows) {
 // it must take the locked bracket.
 TEST(WorkTest, UnsharedExecutionRefusesAnObservedOrAwaitedWork) {
   auto observed = makeWork();
-  observed->addObserver(std::make_shared<RecordingObserver>());
+  observed->addObserver(std::make_shared<StateRecorder>());
   EXPECT_THROW(observed->startUnshared(monotonicNowNs()), Error);
   EXPECT_EQ(observed->state(), WorkState::kScheduled);
   auto awaited = makeWork();

@@ -60,28 +60,6 @@ TEST(DdpFidelityTest, StaticGraphSurvivesAForwardWithoutBackward) {
   });
 }
 
-// a.weight (index 0) is used on rank 0 only; b.weight (index 1) everywhere.
-class Branchy : public nn::Module {
- public:
-  explicit Branchy(bool useA) : nn::Module("Branchy"), useA_(useA) {
-    Generator gen(1);
-    a_ = registerModule("a", std::make_shared<nn::Linear>(10, 10, gen, false));
-    b_ = registerModule("b", std::make_shared<nn::Linear>(10, 1, gen, false));
-  }
-  nn::TensorList forwardAll(const nn::TensorList& in) override {
-    return useA_ ? b_->call(a_->call(in)) : b_->call(in);
-  }
-
- private:
-  bool useA_;
-  std::shared_ptr<nn::Linear> a_, b_;
-};
-
-Tensor sameInput() {
-  Generator gen(3);
-  return randn({4, 10}, gen);
-}
-
 // PyTorch (reducer.cpp, mark_variable_ready): with find_unused_parameters the
 // used map is allreduced whether or not skip_all_reduce_unused_params is set;
 // the option only skips buckets whose parameters are all unused locally. Here

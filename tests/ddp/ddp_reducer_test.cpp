@@ -18,30 +18,6 @@ namespace {
 using ddp::DDPOptions;
 using ddp::DistributedDataParallel;
 
-Tensor sameInput(int rows = 4) {
-  Generator gen(3);
-  return randn({rows, 10}, gen);
-}
-
-// a.weight (index 0, 10x10) and b.weight (index 1, 1x10); forward computes
-// b(a(x)) when useA, else b(x): a.weight is then absent from the graph.
-class Branchy : public nn::Module {
- public:
-  explicit Branchy(bool useA) : nn::Module("Branchy"), useA_(useA) {
-    Generator gen(1);
-    a_ = registerModule("a", std::make_shared<nn::Linear>(10, 10, gen, false));
-    b_ = registerModule("b", std::make_shared<nn::Linear>(10, 1, gen, false));
-  }
-  void setUseA(bool useA) { useA_ = useA; }
-  nn::TensorList forwardAll(const nn::TensorList& in) override {
-    return useA_ ? b_->call(a_->call(in)) : b_->call(in);
-  }
-
- private:
-  bool useA_;
-  std::shared_ptr<nn::Linear> a_, b_;
-};
-
 std::vector<std::vector<size_t>> layoutOf(const ddp::Reducer& r) {
   std::vector<std::vector<size_t>> out;
   for (const auto& b : r.bucketInfos()) out.push_back(b.variableIndices);

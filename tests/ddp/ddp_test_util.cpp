@@ -5,6 +5,7 @@
 #include "runtime/autograd/engine.hpp"
 #include "runtime/autograd/grad_mode.hpp"
 #include "runtime/autograd/ops.hpp"
+#include "runtime/nn/layers.hpp"
 #include "runtime/nn/loss.hpp"
 #include "runtime/nn/models/gpt.hpp"
 #include "runtime/nn/models/mlp.hpp"
@@ -168,6 +169,21 @@ bool identicalAcrossRanks(const comm::ProcessGroupPtr& group, const std::vector<
   for (int r = 0; r < group->size(); ++r) all.push_back(emptyLike(mine));
   group->allgather(all, mine)->wait();
   return std::all_of(all.begin(), all.end(), [&](const Tensor& t) { return t.equal(mine); });
+}
+
+Branchy::Branchy(bool useA) : nn::Module("Branchy"), useA_(useA) {
+  Generator gen(1);
+  a_ = registerModule("a", std::make_shared<nn::Linear>(10, 10, gen, false));
+  b_ = registerModule("b", std::make_shared<nn::Linear>(10, 1, gen, false));
+}
+
+nn::TensorList Branchy::forwardAll(const nn::TensorList& in) {
+  return useA_ ? b_->call(a_->call(in)) : b_->call(in);
+}
+
+Tensor sameInput(int rows) {
+  Generator gen(3);
+  return randn({rows, 10}, gen);
 }
 
 }  // namespace distlab::testing

@@ -95,4 +95,21 @@ bool identicalAcrossRanks(const comm::ProcessGroupPtr& group, const std::vector<
 Tensor flatten(const std::vector<Tensor>& tensors);
 std::vector<Tensor> copies(const std::vector<Tensor>& tensors);
 
+// Two bias-free linear layers, a (10x10, parameter index 0) and b (1x10, index 1):
+// forward computes b(a(x)) when useA, else b(x), so a.weight is then absent from the
+// graph (an unused parameter, for find_unused_parameters and bucket-order tests).
+class Branchy : public nn::Module {
+ public:
+  explicit Branchy(bool useA);
+  void setUseA(bool useA) { useA_ = useA; }
+  nn::TensorList forwardAll(const nn::TensorList& in) override;
+
+ private:
+  bool useA_;
+  std::shared_ptr<nn::Module> a_, b_;
+};
+
+// The same `rows` x 10 input on every rank and every call (seeded).
+Tensor sameInput(int rows = 4);
+
 }  // namespace distlab::testing

@@ -1,4 +1,4 @@
-// model = "gpt" in training scenarios (emulator/scenario/training_model.hpp):
+// model = "gpt" in training scenarios (emulator/workloads/training_model.hpp):
 // the batches are int64 token ids with the teacher's targets, seeded per
 // (seed, rank, step % 2); the model is nn::Gpt with its own FQNs; the loss is
 // the cross entropy of the logits (checked against a sum written out here)
@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "emulator/scenario/training_model.hpp"
+#include "emulator/workloads/training_model.hpp"
 #include "runtime/autograd/engine.hpp"
 #include "runtime/autograd/grad_mode.hpp"
 #include "runtime/optim/sgd.hpp"

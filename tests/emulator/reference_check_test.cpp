@@ -7,8 +7,8 @@
 
 #include <algorithm>
 
-#include "emulator/scenario/reference_check.hpp"
-#include "emulator/scenario/training_model.hpp"
+#include "emulator/workloads/reference_check.hpp"
+#include "emulator/workloads/training_model.hpp"
 #include "runtime/autograd/engine.hpp"
 #include "runtime/autograd/grad_mode.hpp"
 #include "runtime/optim/adam.hpp"
@@ -18,27 +18,25 @@ namespace {
 
 constexpr int kRanks = 3;
 
-Scenario adamwScenario() {
-  Scenario s;
-  s.worldSize = kRanks;
-  s.training.model = "residual_mlp";
-  s.training.sizes = {16, 32, 64, 4};
-  s.training.engine = "ddp";
-  s.training.optimizer = "adamw";
-  s.training.lr = 0.01;
-  s.training.steps = 4;
-  s.expect.paramsMatchReference = true;
-  return s;
+TrainingWorkload adamwTraining() {
+  TrainingWorkload tr;
+  tr.model = "residual_mlp";
+  tr.sizes = {16, 32, 64, 4};
+  tr.engine = "ddp";
+  tr.optimizer = "adamw";
+  tr.lr = 0.01;
+  tr.steps = 4;
+  return tr;
 }
 
 // What a DDP engine computes, with its own reduction order: every rank's
 // local gradient divided by n, summed over ranks in `order`.
-std::vector<Tensor> engineGradients(nn::Module& model, const Scenario& s, int step,
+std::vector<Tensor> engineGradients(nn::Module& model, const TrainingWorkload& tr, int step,
                                     const std::vector<int>& order) {
   std::vector<std::vector<Tensor>> local(kRanks);
   for (int q = 0; q < kRanks; ++q) {
     model.zeroGrad();
-    auto [x, y] = scenarioBatch(s.training, q, step);
+    auto [x, y] = scenarioBatch(tr, q, step);
     autograd::backward(scenarioLoss(model.call({x}), y, true));
     for (const auto& p : model.parameters()) local[q].push_back(p.grad().div(Scalar(kRanks)));
   }
@@ -56,15 +54,15 @@ std::vector<Tensor> engineGradients(nn::Module& model, const Scenario& s, int st
 // gradients (before the check) or the parameters (after the step).
 ReferenceVerdict train(const std::vector<int>& order,
                        const std::function<void(int, std::vector<Tensor>&)>& tamper) {
-  Scenario s = adamwScenario();
-  ReferenceChecker checker(s, kRanks);
-  auto model = buildScenarioModel(s.training);
+  const TrainingWorkload tr = adamwTraining();
+  ReferenceChecker checker(tr, kRanks);
+  auto model = buildScenarioModel(tr);
   auto params = model->parameters();
   optim::AdamWOptions o;
-  o.lr = s.training.lr;
+  o.lr = tr.lr;
   optim::AdamW opt(params, o);
-  for (int step = 0; step < s.training.steps; ++step) {
-    auto grads = engineGradients(*model, s, step, order);
+  for (int step = 0; step < tr.steps; ++step) {
+    auto grads = engineGradients(*model, tr, step, order);
     for (size_t i = 0; i < params.size(); ++i) params[i].setGrad(grads[i]);
     tamper(step, params);
     checker.afterBackward(step, true, params);

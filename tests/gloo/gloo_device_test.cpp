@@ -36,20 +36,25 @@ TEST(GlooDevice, ParsesCommaSeparatedInterfaceLists) {
 }
 
 TEST(GlooDevice, OptionsTakePrecedenceAndDefaultIsBindable) {
-  auto spec = resolveDeviceSpec({{"gloo.socket_ifname", "lo,lo"}});
+  // The second argument is GLOO_SOCKET_IFNAME as read (BackendContext::env).
+  auto spec = resolveDeviceSpec({{"gloo.socket_ifname", "lo,lo"}}, {"eth9"});
   EXPECT_EQ(spec.ifnames, (std::vector<std::string>{"lo", "lo"}));
   EXPECT_EQ(spec.source, "option gloo.socket_ifname");
-  spec = resolveDeviceSpec({{"gloo.hostname", "127.0.0.1"}});
-  // GLOO_SOCKET_IFNAME (if the environment sets it) outranks gloo.hostname.
-  if (spec.ifnames.empty()) {
-    EXPECT_EQ(spec.hostname, "127.0.0.1");
-  }
+  // GLOO_SOCKET_IFNAME outranks gloo.hostname.
+  spec = resolveDeviceSpec({{"gloo.hostname", "127.0.0.1"}}, {"lo"});
+  EXPECT_EQ(spec.ifnames, (std::vector<std::string>{"lo"}));
+  EXPECT_EQ(spec.source, "GLOO_SOCKET_IFNAME");
+  spec = resolveDeviceSpec({{"gloo.hostname", "127.0.0.1"}}, {});
+  EXPECT_TRUE(spec.ifnames.empty());
+  EXPECT_EQ(spec.hostname, "127.0.0.1");
+  EXPECT_EQ(spec.source, "option gloo.hostname");
   EXPECT_FALSE(comm::gloo_backend::defaultHostname().empty());
 }
 
 TEST(GlooDevice, UnknownInterfaceIsAValueErrorNamingIt) {
   try {
-    comm::gloo_backend::createDevices(resolveDeviceSpec({{"gloo.socket_ifname", "nosuchif0"}}));
+    comm::gloo_backend::createDevices(
+        resolveDeviceSpec({{"gloo.socket_ifname", "nosuchif0"}}, {}));
     ADD_FAILURE() << "created a device on a missing interface";
   } catch (const ValueError& e) {
     EXPECT_NE(std::string(e.what()).find("nosuchif0"), std::string::npos) << e.what();

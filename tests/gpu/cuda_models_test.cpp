@@ -32,8 +32,8 @@ namespace {
 using CudaModels = CudaTest;
 
 constexpr int kSteps = 4;
-constexpr double kRtol = 1e-4;
-constexpr double kAtol = 1e-5;
+constexpr double kModelRtol = 1e-4;
+constexpr double kModelAtol = 1e-5;
 constexpr double kAdamEps = 1e-4;
 
 // Copies `from`'s parameters and buffers into `to` (same architecture).
@@ -51,7 +51,7 @@ void expectSameParameters(nn::Module& gpu, nn::Module& cpu) {
   ASSERT_EQ(g.size(), c.size());
   for (size_t i = 0; i < g.size(); ++i) {
     ASSERT_TRUE(g[i].second.device().isCuda()) << g[i].first;
-    EXPECT_TRUE(g[i].second.to(Device::cpu()).allclose(c[i].second, kRtol, kAtol))
+    EXPECT_TRUE(g[i].second.to(Device::cpu()).allclose(c[i].second, kModelRtol, kModelAtol))
         << g[i].first << " differs after " << kSteps << " steps";
   }
 }
@@ -97,7 +97,7 @@ TEST_F(CudaModels, GptWithAdamWTrainsLikeTheCpu) {
       Tensor tokens = countingTokens(8, 8, o.vocabSize, data);
       const double lc = gptStep(cpu, cpuOpt, tokens);
       const double lg = gptStep(gpu, gpuOpt, tokens.to(Device::cuda(0)));
-      EXPECT_NEAR(lg, lc, kRtol * std::abs(lc)) << "tied=" << tied << " step " << step;
+      EXPECT_NEAR(lg, lc, kModelRtol * std::abs(lc)) << "tied=" << tied << " step " << step;
     }
     expectSameParameters(gpu, cpu);
   }

@@ -149,7 +149,7 @@ TEST(RendezvousTest, TcpUrlWithQueryOrArguments) {
 }
 
 TEST(RendezvousTest, FileUrl) {
-  testing::TempDir dir;
+  distlab::testing::TempDir dir;
   std::string url = "file://" + dir.file("rdzv");
   auto r1 = rendezvous({.initMethod = url + "?world_size=2", .rank = 1});
   auto r0 = rendezvous({.initMethod = url, .rank = 0, .worldSize = 2});

@@ -15,8 +15,6 @@ namespace {
 using comm::Bytes;
 using std::chrono::milliseconds;
 
-Bytes b(const std::string& s) { return Bytes(s.begin(), s.end()); }
-std::string s(const Bytes& v) { return std::string(v.begin(), v.end()); }
 
 class StoreContractTest : public ::testing::TestWithParam<StoreKind> {
  protected:

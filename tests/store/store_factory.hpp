@@ -24,4 +24,8 @@ std::vector<StoreKind> allStoreKinds();
 
 inline void PrintTo(const StoreKind& kind, std::ostream* os) { *os << kind.name; }
 
+// Text as store bytes and back; short names because the store suites write many literals.
+inline comm::Bytes b(const std::string& text) { return comm::Bytes(text.begin(), text.end()); }
+inline std::string s(const comm::Bytes& v) { return std::string(v.begin(), v.end()); }
+
 }  // namespace distlab::testing

@@ -19,8 +19,6 @@ using comm::Store;
 using Model = std::map<std::string, std::string>;
 using Cmd = rc::state::Command<Model, Store>;
 
-Bytes b(const std::string& s) { return Bytes(s.begin(), s.end()); }
-std::string s(const Bytes& v) { return std::string(v.begin(), v.end()); }
 
 // A small key space so commands collide; values mix counters and text.
 rc::Gen<std::string> genKey() { return rc::gen::element<std::string>("a", "b", "c", "d"); }

@@ -7,6 +7,26 @@
 #include "runtime/core/debug_level.hpp"
 
 namespace distlab::comm {
+namespace {
+
+// The monitor's process-wide settings from a group's read of the environment
+// (Note [Environment read once]).
+FlightRecorderSettings recorderSettingsFromEnv(const RuntimeEnv& env) {
+  FlightRecorderSettings s;
+  s.bufferSize = static_cast<size_t>(env.frBufferSize);
+  s.dumpPrefix = env.frDumpPrefix;
+  return s;
+}
+
+WatchdogSettings watchdogSettingsFromEnv(const RuntimeEnv& env) {
+  WatchdogSettings s;
+  s.enabled = env.watchdog;
+  s.mode = static_cast<ErrorHandlingMode>(env.asyncErrorHandling);
+  s.dumpSignal = env.frDumpSignal;
+  return s;
+}
+
+}  // namespace
 
 void installDebugDecorators() {
   addBackendDecorator("debug.wrapper", kLayerDebug,
@@ -16,6 +36,8 @@ void installDebugDecorators() {
                       });
   addBackendDecorator("debug.monitor", kLayerMonitor,
                       [](BackendPtr inner, const BackendContext& ctx) -> BackendPtr {
+                        configureFlightRecorder(recorderSettingsFromEnv(ctx.env));
+                        configureWatchdog(watchdogSettingsFromEnv(ctx.env));
                         if (flightRecorderBufferSize() == 0 && !watchdogEnabled()) return inner;
                         return std::make_shared<MonitorBackend>(std::move(inner), ctx);
                       });

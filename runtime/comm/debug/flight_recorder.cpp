@@ -17,7 +17,7 @@
 #include <nlohmann/json.hpp>
 
 #include "runtime/core/clock.hpp"
-#include "runtime/core/env.hpp"
+#include "runtime/core/host_name.hpp"
 #include "runtime/core/logging.hpp"
 
 namespace distlab::comm {
@@ -91,10 +91,10 @@ json entryJson(const FlightRecorder& fr, const FlightRecorderEntry& e) {
 
 struct Config {
   std::mutex mutex;
-  bool sizeSet = false;
+  bool sizeSet = false;  // by setFlightRecorderBufferSize: configure keeps it
   size_t size = kDefaultFlightRecorderBufferSize;
-  bool prefixSet = false;
-  std::string prefix = "/tmp/distlab_fr_rank_";
+  bool prefixSet = false;  // by setFlightRecorderDumpPrefix
+  std::string prefix = kDefaultFrDumpPrefix;
 };
 
 Config& config() {
@@ -122,12 +122,6 @@ std::vector<FlightRecorderPtr> liveRecorders() {
     if (auto p = w.lock()) out.push_back(p);
   }
   return out;
-}
-
-std::string hostName() {
-  char buf[256] = {0};
-  gethostname(buf, sizeof(buf) - 1);
-  return buf;
 }
 
 }  // namespace
@@ -237,15 +231,16 @@ std::vector<FlightRecorderEntry> FlightRecorder::entries() const {
   return out;
 }
 
+void configureFlightRecorder(const FlightRecorderSettings& settings) {
+  Config& c = config();
+  std::lock_guard<std::mutex> lock(c.mutex);
+  if (!c.sizeSet) c.size = settings.bufferSize;
+  if (!c.prefixSet) c.prefix = settings.dumpPrefix;
+}
+
 size_t flightRecorderBufferSize() {
   Config& c = config();
   std::lock_guard<std::mutex> lock(c.mutex);
-  if (!c.sizeSet) {
-    auto v = env::getInt("TORCH_FR_BUFFER_SIZE", 0, int64_t{1} << 30);
-    if (!v) v = env::getInt("TORCH_NCCL_TRACE_BUFFER_SIZE", 0, int64_t{1} << 30);
-    if (v) c.size = static_cast<size_t>(*v);
-    c.sizeSet = true;
-  }
   return c.size;
 }
 
@@ -259,12 +254,6 @@ void setFlightRecorderBufferSize(size_t entries) {
 std::string flightRecorderDumpPrefix() {
   Config& c = config();
   std::lock_guard<std::mutex> lock(c.mutex);
-  if (!c.prefixSet) {
-    auto v = env::getString("TORCH_FR_DUMP_TEMP_FILE");
-    if (!v) v = env::getString("TORCH_NCCL_DEBUG_INFO_TEMP_FILE");
-    if (v && !v->empty()) c.prefix = *v;
-    c.prefixSet = true;
-  }
   return c.prefix;
 }
 

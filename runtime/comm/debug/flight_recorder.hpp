@@ -7,11 +7,13 @@
 // Note [Flight recorder dumps]
 // One file per global rank: "<prefix><global rank>.json", holding every group
 // of that rank in this process. The prefix comes from TORCH_FR_DUMP_TEMP_FILE
-// (also TORCH_NCCL_DEBUG_INFO_TEMP_FILE), default "/tmp/distlab_fr_rank_", or
-// setFlightRecorderDumpPrefix(). A dump replaces the previous file atomically
-// (write + rename), so the last dump holds the most complete picture and the
-// file is never missing once written. A process that ends with _exit calls
-// settleFlightRecorderDumps() first, so no dump is cut off half-way.
+// (also TORCH_NCCL_DEBUG_INFO_TEMP_FILE), default "/tmp/distlab_fr_rank_",
+// given to configureFlightRecorder() by the monitor decorator from its group's
+// read of the environment, or from setFlightRecorderDumpPrefix(). A dump
+// replaces the previous file atomically (write + rename), so the last dump
+// holds the most complete picture and the file is never missing once written.
+// A process that ends with _exit calls settleFlightRecorderDumps() first, so
+// no dump is cut off half-way.
 // Triggers: "timeout" (watchdog), "error" (an operation failed), "mismatch"
 // (DETAIL check), "signal" (SIGUSR2 by default, see watchdog.hpp), "peer"
 // (another rank asked through the store), "request" (dumpFlightRecorders()).
@@ -28,7 +30,7 @@
 // timed_out, error}. Times are wall-clock ns since the Unix epoch.
 //
 // Buffer size: TORCH_FR_BUFFER_SIZE (also TORCH_NCCL_TRACE_BUFFER_SIZE),
-// default 2000 entries per group; 0 disables recording.
+// default 2000 entries per group; 0 disables recording. Configured the same way.
 // Thread-safety: every function here is thread-safe.
 #include <chrono>
 #include <cstdint>
@@ -38,10 +40,11 @@
 #include <vector>
 
 #include "runtime/comm/work.hpp"
+#include "runtime/core/runtime_env.hpp"
 
 namespace distlab::comm {
 
-inline constexpr size_t kDefaultFlightRecorderBufferSize = 2000;
+inline constexpr size_t kDefaultFlightRecorderBufferSize = kDefaultFrBufferSize;
 
 struct FlightRecorderEntry {
   uint64_t recordId = 0;
@@ -118,10 +121,19 @@ class FlightRecorder {
 using FlightRecorderPtr = std::shared_ptr<FlightRecorder>;
 
 // ---- configuration (Note [Flight recorder dumps]) -------------------------------------
-size_t flightRecorderBufferSize();  // env on first use; throws ValueError on a bad value
-void setFlightRecorderBufferSize(size_t entries);
+// Process-wide, because one dump writes every group of the rank.
+struct FlightRecorderSettings {
+  size_t bufferSize = kDefaultFlightRecorderBufferSize;  // entries per group; 0: none
+  std::string dumpPrefix = kDefaultFrDumpPrefix;
+};
+// Takes `settings` for every field no setter has set (the monitor decorator
+// calls it with each group's read of the environment, before the group's
+// recorder is made; Note [Environment read once]).
+void configureFlightRecorder(const FlightRecorderSettings& settings);
+size_t flightRecorderBufferSize();  // as set, configured, or the default
+void setFlightRecorderBufferSize(size_t entries);  // wins over configureFlightRecorder
 std::string flightRecorderDumpPrefix();
-void setFlightRecorderDumpPrefix(std::string prefix);
+void setFlightRecorderDumpPrefix(std::string prefix);  // wins over configureFlightRecorder
 
 // ---- registry and dumps -------------------------------------------------------------------
 // Recorders register on creation and are dumped while alive (weak references).

@@ -11,15 +11,10 @@
 #include <thread>
 
 #include "runtime/core/clock.hpp"
+#include "runtime/core/host_name.hpp"
 
 namespace distlab::comm {
 namespace {
-
-std::string hostName() {
-  char buf[256] = {0};
-  if (gethostname(buf, sizeof(buf) - 1) != 0) return "unknown-host";
-  return buf;
-}
 
 std::string aliveKey(int globalRank) { return fmt::format("dbg/alive/{}", globalRank); }
 

@@ -58,8 +58,9 @@
 // later rounds use the store. Other backends (gloo: a helper would add a
 // second full mesh of sockets per group) use the store exchange under
 // "dbg/<group>/c/<seq>/" (StoreExchange), as does every backend when
-// DISTLAB_DETAIL_EXCHANGE=store. History lines come from the fingerprints
-// this rank received, so both ways give identical reports.
+// DISTLAB_DETAIL_EXCHANGE=store (as read for the group: BackendContext::env).
+// History lines come from the fingerprints this rank received, so both ways
+// give identical reports.
 #include <condition_variable>
 #include <deque>
 #include <map>

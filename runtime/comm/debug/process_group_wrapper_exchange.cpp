@@ -6,7 +6,6 @@
 #include "runtime/comm/backend_registry.hpp"
 #include "runtime/comm/debug/process_group_wrapper.hpp"
 #include "runtime/comm/rank_errors.hpp"
-#include "runtime/core/env.hpp"
 #include "runtime/core/errors.hpp"
 
 namespace distlab::comm {
@@ -18,15 +17,12 @@ namespace {
 constexpr int64_t kSlotBytes = 512;
 constexpr uint32_t kInStoreFlag = 0x80000000u;
 
-bool exchangeThroughBackend() {
-  const auto choice = env::getChoice("DISTLAB_DETAIL_EXCHANGE", {"backend", "store"});
-  return !choice || *choice == "backend";
-}
-
 }  // namespace
 
 BackendPtr ProcessGroupWrapper::makeHelper(const BackendPtr& inner, const BackendContext& ctx) {
-  if (ctx.size < 2 || !exchangeThroughBackend() || !isBackendRegistered(inner->name())) {
+  // DISTLAB_DETAIL_EXCHANGE, as read for the group (BackendContext::env).
+  if (ctx.size < 2 || ctx.env.detailExchange == DetailExchange::kStore ||
+      !isBackendRegistered(inner->name())) {
     return nullptr;
   }
   const BackendInfo& info = lookupBackend(inner->name());

@@ -14,7 +14,6 @@
 
 #include "runtime/core/clock.hpp"
 #include "runtime/core/current_pid.hpp"
-#include "runtime/core/env.hpp"
 #include "runtime/core/errors.hpp"
 #include "runtime/core/logging.hpp"
 
@@ -29,9 +28,10 @@ void onDumpSignal(int) { gSignalDump.store(true); }
 
 struct Settings {
   std::mutex mutex;
-  bool modeSet = false, enabledSet = false;
+  bool modeSet = false, enabledSet = false;  // by a setter: configureWatchdog keeps them
   ErrorHandlingMode mode = ErrorHandlingMode::kCleanUpOnly;
   bool enabled = true;
+  FrDumpSignal dumpSignal = FrDumpSignal::kUsr2;
 };
 Settings& settings() {
   static Settings* s = new Settings();
@@ -123,13 +123,15 @@ void WatchdogThread::ensureThread() {
   // Every monitored operation asks: currentPid() is no system call.
   if (threadPid_ == currentPid()) return;
   threadPid_ = currentPid();  // after fork() the child restarts the thread
-  std::string sig = "USR2";
-  try {
-    sig = env::getChoice("DISTLAB_FR_DUMP_SIGNAL", {"USR1", "USR2", "OFF"}).value_or("USR2");
-  } catch (const std::exception& e) {
-    DL_LOG(ERROR, "{}", e.what());
+  FrDumpSignal sig;
+  {
+    Settings& st = settings();
+    std::lock_guard<std::mutex> lock(st.mutex);
+    sig = st.dumpSignal;
   }
-  if (sig != "OFF") std::signal(sig == "USR1" ? SIGUSR1 : SIGUSR2, onDumpSignal);
+  if (sig != FrDumpSignal::kOff) {
+    std::signal(sig == FrDumpSignal::kUsr1 ? SIGUSR1 : SIGUSR2, onDumpSignal);
+  }
   std::thread([this] { loop(); }).detach();
 }
 
@@ -339,15 +341,17 @@ void WatchdogThread::loop() {
 
 }  // namespace
 
+void configureWatchdog(const WatchdogSettings& settingsIn) {
+  Settings& s = settings();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  if (!s.modeSet) s.mode = settingsIn.mode;
+  if (!s.enabledSet) s.enabled = settingsIn.enabled;
+  s.dumpSignal = settingsIn.dumpSignal;
+}
+
 ErrorHandlingMode errorHandlingMode() {
   Settings& s = settings();
   std::lock_guard<std::mutex> lock(s.mutex);
-  if (!s.modeSet) {
-    auto v = env::getInt("DISTLAB_ASYNC_ERROR_HANDLING", 0, 3);
-    if (!v) v = env::getInt("TORCH_NCCL_ASYNC_ERROR_HANDLING", 0, 3);
-    if (v) s.mode = static_cast<ErrorHandlingMode>(*v);
-    s.modeSet = true;
-  }
   return s.mode;
 }
 
@@ -361,10 +365,6 @@ void setErrorHandlingMode(ErrorHandlingMode mode) {
 bool watchdogEnabled() {
   Settings& s = settings();
   std::lock_guard<std::mutex> lock(s.mutex);
-  if (!s.enabledSet) {
-    s.enabled = env::getBool("DISTLAB_WATCHDOG").value_or(true);
-    s.enabledSet = true;
-  }
   return s.enabled;
 }
 

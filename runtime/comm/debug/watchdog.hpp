@@ -16,7 +16,7 @@
 // point-to-point). Then the flight recorder is dumped on this rank, the other
 // ranks are asked to dump through the store (key "dbg/fr/dump_request"), and
 // the error-handling mode decides the rest (TORCH_NCCL_ASYNC_ERROR_HANDLING,
-// also DISTLAB_ASYNC_ERROR_HANDLING):
+// also DISTLAB_ASYNC_ERROR_HANDLING; WatchdogSettings::mode):
 //   0 kNoHandling    report and dump only; the backend fails the Work later
 //                    (at timeout + grace);
 //   1 kTearDown      fail the Work with the report, abort the group, then end
@@ -31,8 +31,12 @@
 // A Work that fails for another reason triggers an "error" dump here and a
 // dump request to the other ranks.
 // The thread also dumps on a signal (DISTLAB_FR_DUMP_SIGNAL: USR1, USR2
-// (default) or OFF; the handler only sets a flag) and when another rank asks
-// through the store. Thread-safe.
+// (default) or OFF, installed when the thread starts; the handler only sets a
+// flag) and when another rank asks through the store.
+// Settings: process-wide (one thread watches every group). The monitor
+// decorator passes each group's read of the environment to configureWatchdog()
+// before the group's first operation (Note [Environment read once]); the
+// setters win over it. Thread-safe.
 #include <chrono>
 #include <functional>
 #include <memory>
@@ -43,6 +47,7 @@
 #include "runtime/comm/debug/rank_names.hpp"
 #include "runtime/comm/store/store.hpp"
 #include "runtime/comm/work.hpp"
+#include "runtime/core/runtime_env.hpp"
 
 namespace distlab::comm {
 
@@ -50,9 +55,18 @@ enum class ErrorHandlingMode { kNoHandling = 0, kTearDown = 1, kCleanUpOnly = 2,
 
 inline constexpr int kWatchdogExitCode = 86;
 
-ErrorHandlingMode errorHandlingMode();  // env on first use (default kCleanUpOnly)
+struct WatchdogSettings {
+  bool enabled = true;                                       // DISTLAB_WATCHDOG
+  ErrorHandlingMode mode = ErrorHandlingMode::kCleanUpOnly;  // ..._ASYNC_ERROR_HANDLING
+  FrDumpSignal dumpSignal = FrDumpSignal::kUsr2;             // DISTLAB_FR_DUMP_SIGNAL
+};
+// Takes `settings` for every field no setter has set; the dump signal is
+// installed when the thread (re)starts, so the first configuration before it
+// decides it.
+void configureWatchdog(const WatchdogSettings& settings);
+ErrorHandlingMode errorHandlingMode();  // as set, configured, or kCleanUpOnly
 void setErrorHandlingMode(ErrorHandlingMode mode);
-// Whether the watchdog watches new groups (DISTLAB_WATCHDOG, default on).
+// Whether the watchdog watches new groups (default on).
 bool watchdogEnabled();
 void setWatchdogEnabled(bool enabled);
 // Extra time the inner backend gets: timeout / 2 clamped to [500 ms, 10 s].

@@ -8,8 +8,8 @@
 #include "runtime/comm/store/file_store.hpp"
 #include "runtime/comm/store/prefix_store.hpp"
 #include "runtime/comm/store/tcp_store.hpp"
-#include "runtime/core/env.hpp"
 #include "runtime/core/errors.hpp"
+#include "runtime/core/runtime_env.hpp"
 
 namespace distlab::comm {
 namespace {
@@ -50,9 +50,13 @@ void checkRankAndSize(const std::string& what, int rank, int worldSize) {
   }
 }
 
+// The options' read of the environment, or one made now.
+RuntimeEnv environmentOf(const RendezvousOptions& o) {
+  return o.env ? *o.env : readRuntimeEnv();
+}
+
 std::shared_ptr<Store> tcpStore(const std::string& host, int port, int rank, int worldSize,
-                                std::chrono::milliseconds timeout) {
-  bool external = env::getBool("DISTLAB_STORE_EXTERNAL").value_or(false);
+                                std::chrono::milliseconds timeout, bool external) {
   TCPStoreOptions o;
   o.host = host;
   o.port = port;
@@ -65,24 +69,24 @@ std::shared_ptr<Store> tcpStore(const std::string& host, int port, int rank, int
 
 RendezvousResult envRendezvous(const RendezvousOptions& o, const InitMethod& m) {
   std::string url = o.initMethod.empty() ? "env://" : o.initMethod;
+  const RuntimeEnv env = environmentOf(o);
   int rank = merge(url, "rank", o.rank, m, "rank");
   int worldSize = merge(url, "world_size", o.worldSize, m, "world_size");
-  if (worldSize < 0) worldSize = static_cast<int>(env::requireInt("WORLD_SIZE", 1, INT_MAX));
-  if (rank < 0) rank = static_cast<int>(env::requireInt("RANK", 0, INT_MAX));
+  if (worldSize < 0) worldSize = env.requiredWorldSize();
+  if (rank < 0) rank = env.requiredRank();
   checkRankAndSize(url, rank, worldSize);
-  auto addr = env::getString("MASTER_ADDR");
-  if (!addr || addr->empty()) {
+  std::string addr = env.masterAddr.value_or("");
+  if (addr.empty()) {
     if (rank != 0) {
       throw ValueError("environment variable MASTER_ADDR is not set; set it to the address of "
                        "the rank 0 host (env:// needs it on every rank but 0)");
     }
     addr = "127.0.0.1";
   }
-  int port = static_cast<int>(env::requireInt("MASTER_PORT", 1, 65535));
-  std::shared_ptr<Store> store = tcpStore(*addr, port, rank, worldSize, o.timeout);
-  if (auto prefix = env::getString("DISTLAB_STORE_PREFIX"); prefix && !prefix->empty()) {
-    store = std::make_shared<PrefixStore>(*prefix, store);
-  }
+  const int port = env.requiredMasterPort();
+  std::shared_ptr<Store> store = tcpStore(addr, port, rank, worldSize, o.timeout,
+                                          env.storeExternal);
+  if (!env.storePrefix.empty()) store = std::make_shared<PrefixStore>(env.storePrefix, store);
   return {store, rank, worldSize};
 }
 
@@ -100,7 +104,8 @@ RendezvousResult tcpRendezvous(const RendezvousOptions& o, const InitMethod& m) 
     host = host.substr(1, host.size() - 2);  // [::1]:port
   }
   int port = parseIntParam(url, "port", m.location.substr(colon + 1), 1, 65535);
-  return {tcpStore(host, port, rank, worldSize, o.timeout), rank, worldSize};
+  const bool external = environmentOf(o).storeExternal;
+  return {tcpStore(host, port, rank, worldSize, o.timeout, external), rank, worldSize};
 }
 
 RendezvousResult fileRendezvous(const RendezvousOptions& o, const InitMethod& m) {

@@ -14,10 +14,14 @@
 //                            required. Use a fresh (absent or empty) file each job.
 //
 // With DISTLAB_STORE_EXTERNAL=1 in the environment (the launcher sets it) a
-// server already runs at MASTER_ADDR:MASTER_PORT, so rank 0 connects as a
-// client too. With DISTLAB_STORE_PREFIX=p (the launcher sets it per restart
-// round) env:// returns PrefixStore(p, store), so a restarted group never sees
-// the keys of an earlier round.
+// server already runs at MASTER_ADDR:MASTER_PORT (or the tcp:// address), so
+// rank 0 connects as a client too. With DISTLAB_STORE_PREFIX=p (the launcher
+// sets it per restart round) env:// returns PrefixStore(p, store), so a
+// restarted group never sees the keys of an earlier round.
+// These variables come from RendezvousOptions::env (initProcessGroup passes its
+// read); when it is unset, env:// and tcp:// read the environment through the
+// one reader, readRuntimeEnv() (Note [Environment read once] in
+// runtime/core/runtime_env.hpp), and fail on any bad variable it reports.
 //
 // Errors: bad or missing input is a ValueError naming the variable, URL part or
 // argument; a server that cannot be reached is a DistNetworkError; workers that
@@ -26,9 +30,11 @@
 #include <chrono>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "runtime/comm/store/store.hpp"
+#include "runtime/core/runtime_env.hpp"
 
 namespace distlab::comm {
 
@@ -38,6 +44,7 @@ struct RendezvousOptions {
   int rank = -1;                   // -1: from the URL or the environment
   int worldSize = -1;              // -1: from the URL or the environment
   std::chrono::milliseconds timeout = Store::kDefaultTimeout;
+  std::optional<RuntimeEnv> env;   // unset: read when the method needs it
 };
 
 struct RendezvousResult {
@@ -48,8 +55,8 @@ struct RendezvousResult {
 
 RendezvousResult rendezvous(const RendezvousOptions& options);
 
-// Shorthand for initProcessGroup: rendezvous({url, nullptr, rank, worldSize,
-// timeout}); an empty url means "env://".
+// Shorthand: rendezvous({url, nullptr, rank, worldSize, timeout}), reading the
+// environment itself; an empty url means "env://".
 RendezvousResult rendezvousFromUrl(const std::string& url, int rank, int worldSize,
                                    std::chrono::milliseconds timeout);
 

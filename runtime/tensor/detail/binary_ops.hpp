@@ -104,6 +104,10 @@ Tensor unaryOutOfPlace(const char* op, const Tensor& a, DType compute, Factory f
   return out;
 }
 
+// The dtype a floating-point function computes and returns in: floating inputs keep
+// theirs, integer and bool inputs give float32 (PyTorch's default float dtype).
+inline DType floatResult(DType d) { return isFloatingPoint(d) ? d : DType::kFloat32; }
+
 // self = f(self) in self's dtype.
 template <typename Factory>
 Tensor& unaryInPlace(const char* op, Tensor& self, Factory factory,

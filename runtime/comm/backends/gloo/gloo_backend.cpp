@@ -65,7 +65,7 @@ void ignoreSigpipe() {
 GlooBackend::GlooBackend(const BackendContext& context)
     : Backend(context.rank, context.size), ctx_(context) {
   ignoreSigpipe();
-  for (auto& dev : createDevices(resolveDeviceSpec(ctx_.options)))
+  for (auto& dev : createDevices(resolveDeviceSpec(ctx_.options, ctx_.env.glooSocketIfnames)))
     devices_.push_back(trackBuffers(std::move(dev), buffers_));
   checkInterfaceCount();
   connect();

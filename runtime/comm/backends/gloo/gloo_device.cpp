@@ -7,7 +7,6 @@
 
 #include <gloo/transport/tcp/device.h>
 
-#include "runtime/core/env.hpp"
 #include "runtime/core/errors.hpp"
 
 namespace distlab::comm::gloo_backend {
@@ -59,15 +58,16 @@ std::vector<std::string> parseIfnameList(std::string_view text, std::string_view
   return out;
 }
 
-DeviceSpec resolveDeviceSpec(const std::map<std::string, std::string>& options) {
+DeviceSpec resolveDeviceSpec(const std::map<std::string, std::string>& options,
+                             const std::vector<std::string>& envIfnames) {
   DeviceSpec spec;
   if (auto it = options.find("gloo.socket_ifname"); it != options.end()) {
     spec.ifnames = parseIfnameList(it->second, "option gloo.socket_ifname");
     spec.source = "option gloo.socket_ifname";
     return spec;
   }
-  if (auto env = env::getString("GLOO_SOCKET_IFNAME"); env && !env->empty()) {
-    spec.ifnames = parseIfnameList(*env, "GLOO_SOCKET_IFNAME");
+  if (!envIfnames.empty()) {
+    spec.ifnames = envIfnames;
     spec.source = "GLOO_SOCKET_IFNAME";
     return spec;
   }

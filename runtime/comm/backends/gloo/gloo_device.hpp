@@ -3,7 +3,8 @@
 //
 // Order of precedence (Note [Gloo interfaces]):
 //   1. BackendContext option "gloo.socket_ifname" (comma list), then
-//   2. GLOO_SOCKET_IFNAME (comma list, read through runtime/core/env.hpp), then
+//   2. GLOO_SOCKET_IFNAME (comma list; RuntimeEnv::glooSocketIfnames, which the
+//      backend gets as BackendContext::env), then
 //   3. option "gloo.hostname", then
 //   4. the host's default: this host's name when it resolves to an address a
 //      socket can bind, else 127.0.0.1 (PyTorch does the same).
@@ -31,8 +32,10 @@ struct DeviceSpec {
 // for an empty list or an empty entry.
 std::vector<std::string> parseIfnameList(std::string_view text, std::string_view what);
 
-// Applies the precedence above to the backend options and the environment.
-DeviceSpec resolveDeviceSpec(const std::map<std::string, std::string>& options);
+// Applies the precedence above to the backend options and `envIfnames`
+// (GLOO_SOCKET_IFNAME as read, already split; empty: unset).
+DeviceSpec resolveDeviceSpec(const std::map<std::string, std::string>& options,
+                             const std::vector<std::string>& envIfnames);
 
 // This host's name if it resolves to a bindable address, else "127.0.0.1".
 std::string defaultHostname();

@@ -1,6 +1,6 @@
 # runtime/comm/backends/gloo: the Gloo backend (paths relative to runtime/comm).
 # Built only when the top-level CMake found libgloo (DISTLAB_HAVE_GLOO).
-if(DISTLAB_HAVE_GLOO AND TARGET distlab_tensor)
+if(DISTLAB_HAVE_GLOO)
   list(APPEND DISTLAB_COMM_SOURCES
     backends/gloo/gloo_store_adapter.cpp
     backends/gloo/gloo_device.cpp

@@ -10,7 +10,6 @@
 
 #include "runtime/comm/backend_registry.hpp"
 #include "runtime/comm/backends/nccl/nccl_util.hpp"
-#include "runtime/core/env.hpp"
 #include "runtime/core/errors.hpp"
 #include "runtime/core/logging.hpp"
 
@@ -19,14 +18,11 @@ namespace distlab::comm {
 namespace nccl_backend {
 namespace {
 
-// TORCH_NCCL_BLOCKING_WAIT (also DISTLAB_NCCL_BLOCKING_WAIT); the backend
-// option "nccl.blocking_wait" wins.
-bool resolveBlockingWait(const std::map<std::string, std::string>& options) {
-  if (auto it = options.find("nccl.blocking_wait"); it != options.end()) {
-    return parseOptionFlag(it->first, it->second);
-  }
-  if (auto v = env::getBool("TORCH_NCCL_BLOCKING_WAIT")) return *v;
-  return env::getBool("DISTLAB_NCCL_BLOCKING_WAIT").value_or(false);
+// The backend option "nccl.blocking_wait" wins over `fromEnv`
+// (TORCH_NCCL_BLOCKING_WAIT, also DISTLAB_NCCL_BLOCKING_WAIT, as read into
+// BackendContext::env).
+bool resolveBlockingWait(const std::map<std::string, std::string>& options, bool fromEnv) {
+  return readOption(options, "nccl.blocking_wait", fromEnv, parseOptionFlag);
 }
 
 std::optional<int> resolveDeviceId(const std::map<std::string, std::string>& options) {
@@ -87,7 +83,7 @@ void NcclCall::grouped(const std::function<void()>& body) const {
 NcclBackend::NcclBackend(const BackendContext& context)
     : Backend(context.rank, context.size),
       ctx_(context),
-      blockingWait_(resolveBlockingWait(context.options)),
+      blockingWait_(resolveBlockingWait(context.options, context.env.ncclBlockingWait)),
       deviceId_(resolveDeviceId(context.options)) {
   completion_ = std::make_unique<CompletionThread>(
       ctx_.groupName, [this]() -> std::optional<std::string> {

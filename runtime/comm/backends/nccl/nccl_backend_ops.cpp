@@ -25,13 +25,7 @@ void checkOp(ReduceOp op, DType dtype, std::string_view where) {
 // counts (equal shapes, or the per-rank sizes all ranks were given), so all
 // ranks leave out the same zero-element NCCL calls, and an operation with
 // nothing to move only records its events.
-size_t count(const Tensor& t) { return static_cast<size_t>(t.numel()); }
 ncclDataType_t type(const Tensor& t) { return ncclType(t.dtype()); }
-
-std::vector<Tensor> concat(std::vector<Tensor> a, const std::vector<Tensor>& b) {
-  a.insert(a.end(), b.begin(), b.end());
-  return a;
-}
 
 void copyOnStream(const NcclCall& c, void* dst, const void* src, size_t bytes) {
   if (bytes == 0) return;

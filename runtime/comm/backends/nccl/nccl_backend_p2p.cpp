@@ -10,11 +10,6 @@
 namespace distlab::comm::nccl_backend {
 namespace {
 
-std::vector<Tensor> concat(std::vector<Tensor> a, const std::vector<Tensor>& b) {
-  a.insert(a.end(), b.begin(), b.end());
-  return a;
-}
-
 // One side of an exchange with `peer`: a copy when peer is this rank.
 struct Transfer {
   const void* send = nullptr;  // null: nothing to send
@@ -43,8 +38,6 @@ void exchange(const NcclCall& c, int me, DType dtype, const std::vector<Transfer
     }
   });
 }
-
-size_t count(const Tensor& t) { return static_cast<size_t>(t.numel()); }
 
 }  // namespace
 

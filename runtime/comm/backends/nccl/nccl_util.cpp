@@ -85,4 +85,9 @@ std::string ncclVersionString() {
   return fmt::format("{}.{}.{}", v / 10000, (v / 100) % 100, v % 100);
 }
 
+std::vector<Tensor> concat(std::vector<Tensor> a, const std::vector<Tensor>& b) {
+  a.insert(a.end(), b.begin(), b.end());
+  return a;
+}
+
 }  // namespace distlab::comm::nccl_backend

@@ -5,9 +5,11 @@
 
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "runtime/comm/types.hpp"
 #include "runtime/tensor/dtype.hpp"
+#include "runtime/tensor/tensor.hpp"
 
 namespace distlab::comm::nccl_backend {
 
@@ -45,5 +47,11 @@ void checkNccl(ncclResult_t result, std::string_view what, ncclComm_t comm = nul
 
 // "2.28.3" (the library's version, not the header's).
 std::string ncclVersionString();
+
+// t's element count, as NCCL calls take it (Note [Empty NCCL calls]).
+inline size_t count(const Tensor& t) { return static_cast<size_t>(t.numel()); }
+
+// a followed by b: every tensor one call reads or writes, for its stream bookkeeping.
+std::vector<Tensor> concat(std::vector<Tensor> a, const std::vector<Tensor>& b);
 
 }  // namespace distlab::comm::nccl_backend

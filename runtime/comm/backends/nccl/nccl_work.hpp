@@ -9,8 +9,8 @@
 //           event and returns at once (PyTorch's ProcessGroupNCCL::Work::wait);
 //           a Work already failed rethrows its error.
 //   wait()  in blocking-wait mode (TORCH_NCCL_BLOCKING_WAIT=1, also
-//           DISTLAB_NCCL_BLOCKING_WAIT, or the backend option
-//           "nccl.blocking_wait"): waits on the host until the operation is
+//           DISTLAB_NCCL_BLOCKING_WAIT, as read into BackendContext::env; the
+//           backend option "nccl.blocking_wait" wins): waits on the host until the operation is
 //           done or the timeout passes; a timeout aborts the communicator
 //           (ncclCommAbort) and raises DistTimeoutError. barrier() always
 //           waits on the host (PyTorch synchronises the device there).

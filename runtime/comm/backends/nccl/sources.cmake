@@ -2,7 +2,7 @@
 # Built only when the top-level CMake found CUDA and NCCL (DISTLAB_HAVE_NCCL);
 # without it, asking for "nccl" says "distlab was built without NCCL"
 # (backend_registry.cpp).
-if(DISTLAB_HAVE_NCCL AND TARGET distlab_tensor)
+if(DISTLAB_HAVE_NCCL)
   list(APPEND DISTLAB_COMM_SOURCES
     backends/nccl/nccl_util.cpp
     backends/nccl/nccl_work.cpp

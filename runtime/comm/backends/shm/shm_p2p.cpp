@@ -10,16 +10,18 @@
 #include "runtime/core/errors.hpp"
 
 namespace distlab::comm::shm {
-namespace {
 
-struct MsgHeader {
+// A member type, not file-local: Incoming (a member type) holds one.
+struct ShmP2P::MsgHeader {
   uint32_t magic;
   int32_t tag;
   uint64_t bytes;
   uint64_t seq;
   uint64_t pad;
 };
-static_assert(sizeof(MsgHeader) == 32);
+
+namespace {
+
 constexpr uint32_t kMsgMagic = 0x6d736731;
 
 void ringWrite(uint8_t* ring, uint64_t cap, uint64_t pos, const uint8_t* src, uint64_t n) {
@@ -88,6 +90,7 @@ ShmP2P::ShmP2P(ShmSegment& segment, ShmPeers& peers, std::string groupName, Fail
       onFailure_(std::move(onFailure)),
       rank_(segment.rank()),
       size_(segment.size()) {
+  static_assert(sizeof(MsgHeader) == 32, "a message header is four 8-byte words in the ring");
   sends_.resize(size_);
   incoming_.resize(size_);
   thread_ = std::thread([this] { loop(); });

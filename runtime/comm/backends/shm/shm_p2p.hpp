@@ -67,6 +67,7 @@ class ShmP2P {
 
  private:
   struct Send;
+  struct MsgHeader;
   struct Recv;
   struct Incoming;
   struct Unexpected;

@@ -1,7 +1,7 @@
 // Engine "local": the module as is, no gradient synchronisation. With
 // world_size > 1 every rank trains on its own data (a baseline for DDP).
-#include "emulator/scenario/engine_registry.hpp"
-#include "emulator/scenario/training_engine.hpp"
+#include "emulator/workloads/engine_registry.hpp"
+#include "emulator/workloads/training_engine.hpp"
 
 namespace distlab::emulator {
 

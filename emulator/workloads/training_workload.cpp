@@ -7,11 +7,11 @@
 #include <cstring>
 #include <optional>
 
-#include "emulator/scenario/engine_registry.hpp"
-#include "emulator/scenario/reference_check.hpp"
-#include "emulator/scenario/training_engine.hpp"
-#include "emulator/scenario/training_model.hpp"
-#include "emulator/scenario/workloads.hpp"
+#include "emulator/workloads/engine_registry.hpp"
+#include "emulator/workloads/reference_check.hpp"
+#include "emulator/workloads/training_engine.hpp"
+#include "emulator/workloads/training_model.hpp"
+#include "emulator/workloads/workloads.hpp"
 #include "runtime/autograd/engine.hpp"
 #include "runtime/autograd/grad_mode.hpp"
 #include "runtime/autograd/ops.hpp"
@@ -118,14 +118,13 @@ std::unique_ptr<join::Join> makeJoin(const TrainingWorkload& tr, TrainingEngine&
 
 }  // namespace
 
-void runTrainingWorkload(const Scenario& s, int rank, const comm::ProcessGroupPtr& world,
-                         FaultPlan& plan, RankResult& result) {
-  const auto& tr = s.training;
+void runTrainingWorkload(const TrainingWorkload& tr, const TrainingRunOptions& options, int rank,
+                         const comm::ProcessGroupPtr& world, FaultPlan& plan, RankResult& result) {
   const EngineInfo* info = findEngine(tr.engine);
   EngineContext ctx;
-  ctx.scenario = &s;
+  ctx.training = &tr;
   ctx.rank = rank;
-  ctx.worldSize = s.worldSize;
+  ctx.worldSize = options.worldSize;
   ctx.module = buildScenarioModel(tr);
   nn::labelModulesForTrace(*ctx.module);
   ctx.group = world;
@@ -140,8 +139,8 @@ void runTrainingWorkload(const Scenario& s, int rank, const comm::ProcessGroupPt
   }
   // Note [Checking an engine against the single-process reference].
   std::unique_ptr<ReferenceChecker> reference;
-  if (s.expect.paramsMatchReference && rank == 0) {
-    reference = std::make_unique<ReferenceChecker>(s, info->distributed ? s.worldSize : 1);
+  if (options.checkReference && rank == 0) {
+    reference = std::make_unique<ReferenceChecker>(tr, info->distributed ? options.worldSize : 1);
   }
   // Note [Join in the training driver]: with join = true the whole loop is
   // the Join scope; a rank that ran out of batches shadows in exit().
@@ -180,7 +179,7 @@ void runTrainingWorkload(const Scenario& s, int rank, const comm::ProcessGroupPt
       plan.recordFired(*f, 0, fmt::format("bit {}", f->bit));
       flipGradientBit(params, f->bit);
     }
-    if (s.expect.paramsMatchReference) {
+    if (options.checkReference) {
       auto full = engine->referenceParameters();
       if (reference) {
         trace::SuppressGuard untraced;  // the single-process reference is not this rank's work
@@ -189,7 +188,7 @@ void runTrainingWorkload(const Scenario& s, int rank, const comm::ProcessGroupPt
     }
     if (syncStep(tr, step)) {
       opt.stepAndZeroGrad();
-      if (s.expect.paramsMatchReference) {
+      if (options.checkReference) {
         auto full = engine->referenceParameters();
         if (reference) {
           trace::SuppressGuard untraced;

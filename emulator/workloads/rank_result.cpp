@@ -1,4 +1,4 @@
-#include "emulator/scenario/rank_result.hpp"
+#include "emulator/workloads/rank_result.hpp"
 
 #include <fmt/format.h>
 

@@ -1,4 +1,4 @@
-#include "emulator/scenario/engine_registry.hpp"
+#include "emulator/workloads/engine_registry.hpp"
 
 #include <mutex>
 
@@ -6,15 +6,10 @@
 
 namespace distlab::emulator {
 
-// Engine sources define these; the build defines DISTLAB_SCENARIO_HAVE_<ENGINE>
-// for the ones it compiles (emulator/scenario/CMakeLists.txt).
+// Engine sources define these (local_engine.cpp, ddp_engine.cpp, fsdp_engine.cpp).
 void registerLocalEngine();
-#if DISTLAB_SCENARIO_HAVE_DDP
 void registerDdpEngine();
-#endif
-#if DISTLAB_SCENARIO_HAVE_FSDP
 void registerFsdpEngine();
-#endif
 
 namespace {
 std::map<std::string, EngineInfo>& registry() {
@@ -25,12 +20,8 @@ void ensureBuiltins() {
   static std::once_flag once;
   std::call_once(once, [] {
     registerLocalEngine();
-#if DISTLAB_SCENARIO_HAVE_DDP
     registerDdpEngine();
-#endif
-#if DISTLAB_SCENARIO_HAVE_FSDP
     registerFsdpEngine();
-#endif
   });
 }
 }  // namespace

@@ -1,4 +1,4 @@
-#include "emulator/scenario/reference_check.hpp"
+#include "emulator/workloads/reference_check.hpp"
 
 #include <fmt/format.h>
 
@@ -6,7 +6,7 @@
 #include <cstring>
 #include <limits>
 
-#include "emulator/scenario/training_model.hpp"
+#include "emulator/workloads/training_model.hpp"
 #include "runtime/autograd/engine.hpp"
 #include "runtime/autograd/grad_mode.hpp"
 
@@ -38,11 +38,11 @@ bool bitwiseEqual(const Tensor& a, const Tensor& b) {
 
 }  // namespace
 
-ReferenceChecker::ReferenceChecker(const Scenario& scenario, int ranks)
-    : scenario_(scenario), ranks_(ranks), model_(buildScenarioModel(scenario.training)) {
+ReferenceChecker::ReferenceChecker(const TrainingWorkload& training, int ranks)
+    : training_(training), ranks_(ranks), model_(buildScenarioModel(training)) {
   for (const auto& [name, p] : model_->namedParameters()) names_.push_back(name);
   accumulated_.resize(static_cast<size_t>(ranks));
-  std::tie(commUnitRoundoff_, commHalfSubnormal_) = commRounding(scenario.training);
+  std::tie(commUnitRoundoff_, commHalfSubnormal_) = commRounding(training);
 }
 
 void ReferenceChecker::checkParametersUnchanged(int step, const std::vector<Tensor>& engineParams) {
@@ -65,7 +65,7 @@ void ReferenceChecker::afterBackward(int step, bool synced,
     autograd::NoGradGuard noGrad;
     for (size_t i = 0; i < refParams.size(); ++i) refParams[i].copy_(engineParams[i]);
   }
-  const auto& tr = scenario_.training;
+  const auto& tr = training_;
   for (int q = 0; q < ranks_; ++q) {
     model_->zeroGrad();
     auto [x, y] = scenarioBatch(tr, q, step);

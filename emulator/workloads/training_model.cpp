@@ -1,4 +1,4 @@
-#include "emulator/scenario/training_model.hpp"
+#include "emulator/workloads/training_model.hpp"
 
 #include <fmt/format.h>
 

@@ -6,7 +6,7 @@
 #include <memory>
 #include <vector>
 
-#include "emulator/scenario/scenario.hpp"
+#include "emulator/workloads/workload_spec.hpp"
 #include "runtime/comm/process_group.hpp"
 #include "runtime/join/join.hpp"
 #include "runtime/nn/module.hpp"
@@ -21,7 +21,7 @@ class Optimizer;
 namespace distlab::emulator {
 
 struct EngineContext {
-  const Scenario* scenario = nullptr;
+  const TrainingWorkload* training = nullptr;  // model, engine options, hooks
   int rank = 0;
   int worldSize = 1;
   std::shared_ptr<nn::Module> module;

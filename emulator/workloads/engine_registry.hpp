@@ -5,10 +5,10 @@
 // parser with file:line errors) and a factory the training driver calls.
 //
 // Each engine's source file defines a register<Name>Engine() function that
-// calls registerEngine(); engine_registry.cpp calls those of the engines the
-// build compiles (DISTLAB_SCENARIO_HAVE_<ENGINE>, emulator/scenario/CMakeLists.txt)
+// calls registerEngine(); engine_registry.cpp calls every one of them (the
+// engines' runtime libraries are always built: emulator/workloads/CMakeLists.txt)
 // once, before the first lookup. Explicit calls, not static registrars: the
-// scenario room is a static library, and the linker leaves out an object file
+// workloads room is a static library, and the linker leaves out an object file
 // that nothing references, registrar and all.
 #include <functional>
 #include <map>

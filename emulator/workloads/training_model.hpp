@@ -26,7 +26,7 @@
 #include <memory>
 #include <utility>
 
-#include "emulator/scenario/scenario.hpp"
+#include "emulator/workloads/workload_spec.hpp"
 #include "runtime/nn/module.hpp"
 
 namespace distlab::emulator {

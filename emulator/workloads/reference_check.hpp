@@ -37,7 +37,7 @@
 #include <string>
 #include <vector>
 
-#include "emulator/scenario/scenario.hpp"
+#include "emulator/workloads/workload_spec.hpp"
 #include "runtime/nn/module.hpp"
 
 namespace distlab::emulator {
@@ -52,7 +52,8 @@ struct ReferenceVerdict {
 class ReferenceChecker {
  public:
   // `ranks`: how many ranks' batches make one global step (1 for local engines).
-  ReferenceChecker(const Scenario& scenario, int ranks);
+  // `training` must outlive the checker.
+  ReferenceChecker(const TrainingWorkload& training, int ranks);
 
   // After the engine's backward of `step`, before the optimizer: recompute and
   // accumulate every rank's local gradient at `engineParams`; when `synced`,
@@ -67,7 +68,7 @@ class ReferenceChecker {
   void checkParametersUnchanged(int step, const std::vector<Tensor>& engineParams);
   void compareSynced(int step, const std::vector<Tensor>& engineParams);
 
-  const Scenario& scenario_;
+  const TrainingWorkload& training_;
   int ranks_;
   std::shared_ptr<nn::Module> model_;
   std::vector<std::string> names_;

@@ -19,8 +19,8 @@
 
 #include <set>
 
-#include "emulator/scenario/engine_registry.hpp"
-#include "emulator/scenario/training_engine.hpp"
+#include "emulator/workloads/engine_registry.hpp"
+#include "emulator/workloads/training_engine.hpp"
 #include "runtime/comm/group_management.hpp"
 #include "runtime/core/errors.hpp"
 #include "runtime/fsdp/fsdp_join.hpp"
@@ -58,7 +58,7 @@ void wrapBlocks(const std::shared_ptr<nn::Module>& m, const std::set<std::string
 }
 
 fsdp::FullyShardOptions shardOptions(const EngineContext& ctx) {
-  const auto& o = ctx.scenario->training.engineOptions;
+  const auto& o = ctx.training->engineOptions;
   fsdp::FullyShardOptions s;
   if (auto it = o.find("reshard_after_forward"); it != o.end()) s.reshardAfterForward = it->second == "true";
   const std::string pd = option(o, "param_dtype", "float32");
@@ -82,7 +82,7 @@ fsdp::FullyShardOptions shardOptions(const EngineContext& ctx) {
 class FsdpEngine : public TrainingEngine {
  public:
   explicit FsdpEngine(const EngineContext& ctx) : module_(ctx.module), group_(ctx.group) {
-    const auto& o = ctx.scenario->training.engineOptions;
+    const auto& o = ctx.training->engineOptions;
     fsdp::FullyShardOptions s = shardOptions(ctx);
     const std::string wrap = option(o, "wrap", "block");
     if (wrap != "block" && wrap != "root") {
@@ -90,7 +90,7 @@ class FsdpEngine : public TrainingEngine {
     }
     const bool rootOnly = wrap == "root" ||
                           std::stoi(option(o, "root_only_rank", "-1")) == ctx.rank;
-    if (!rootOnly) wrapBlocks(module_, blockTypes(ctx.scenario->training), s);
+    if (!rootOnly) wrapBlocks(module_, blockTypes(*ctx.training), s);
     root_ = fsdp::fullyShard(module_, s);
     if (auto it = o.find("prefetch"); it != o.end() && it->second != "true") {
       root_->setImplicitPrefetch(false, false);

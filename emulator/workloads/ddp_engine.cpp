@@ -2,8 +2,8 @@
 // built-in communication hooks. Options use PyTorch's argument names.
 #include <fmt/format.h>
 
-#include "emulator/scenario/engine_registry.hpp"
-#include "emulator/scenario/training_engine.hpp"
+#include "emulator/workloads/engine_registry.hpp"
+#include "emulator/workloads/training_engine.hpp"
 #include "runtime/core/errors.hpp"
 #include "runtime/ddp/comm_hooks/default_hooks.hpp"
 #include "runtime/ddp/comm_hooks/powersgd_hook.hpp"
@@ -54,7 +54,7 @@ void registerHook(ddp::DistributedDataParallel& model, const std::string& hook,
 class DdpEngine : public TrainingEngine {
  public:
   explicit DdpEngine(const EngineContext& ctx) {
-    const auto& tr = ctx.scenario->training;
+    const auto& tr = *ctx.training;
     model_ = std::make_shared<ddp::DistributedDataParallel>(ctx.module, ctx.group,
                                                             ddpOptions(tr.engineOptions));
     // With overlap_with_ddp the hook is ZeRO's, registered by overlapZero.

@@ -5,7 +5,7 @@
 #include <map>
 #include <thread>
 
-#include "emulator/scenario/workloads.hpp"
+#include "emulator/workloads/workloads.hpp"
 #include "runtime/comm/debug/monitored_barrier.hpp"
 #include "runtime/comm/group_management.hpp"
 #include "runtime/core/errors.hpp"
@@ -92,12 +92,13 @@ void issue(const CollectiveStep& st, const ProcessGroupPtr& pg) {
 
 }  // namespace
 
-void runCollectiveWorkload(const Scenario& s, const ProcessGroupPtr& world, FaultPlan& plan) {
+void runCollectiveWorkload(const std::vector<CollectiveStep>& steps, const ProcessGroupPtr& world,
+                           FaultPlan& plan) {
   const int rank = world->rank();
   // Subgroups used by steps are created up front, in script order, by every
   // rank (group creation is collective over the world, Note [Issue order]).
   std::map<std::vector<int>, ProcessGroupPtr> groups;
-  for (const auto& step : s.steps) {
+  for (const auto& step : steps) {
     const auto& mine = step.forRank(rank);
     if (mine.op == "new_group" || mine.group.empty() || groups.count(mine.group)) continue;
     comm::NewGroupOptions o;
@@ -105,7 +106,7 @@ void runCollectiveWorkload(const Scenario& s, const ProcessGroupPtr& world, Faul
     groups[mine.group] = comm::newGroup(o);
   }
   int index = 0;
-  for (const auto& step : s.steps) {
+  for (const auto& step : steps) {
     const auto& mine = step.forRank(rank);
     plan.log().write(fmt::format("step {}", index++));
     if (!mine.issuedBy(rank)) continue;
