@@ -45,8 +45,8 @@ case "$mode" in
   deps) install_missing ;;
   build) install_missing; build ;;
   run)
-    # The main job needs the `distlab` executable only: tests, benchmarks and
-    # CUDA test kernels wait for `./setup.sh test` or `build`.
+    # The main job needs the `distlab` executable only: the tests and
+    # benchmarks wait for `./setup.sh test` or `build`.
     install_missing; build distlab_cli
     exec "build/$PRESET/emulator/cli/distlab" run scenarios/quickstart
     ;;
