@@ -1,14 +1,8 @@
 #include "runtime/comm/world.hpp"
 
 #include "runtime/comm/group_management.hpp"
-#include "runtime/core/errors.hpp"
-
-#if __has_include("runtime/comm/store/rendezvous.hpp")
 #include "runtime/comm/store/rendezvous.hpp"
-#define DISTLAB_HAVE_RENDEZVOUS 1
-#else
-#define DISTLAB_HAVE_RENDEZVOUS 0
-#endif
+#include "runtime/core/errors.hpp"
 
 namespace distlab::comm {
 namespace detail {
@@ -24,23 +18,9 @@ World& currentWorld() {
 
 Rendezvous rendezvous(const std::string& url, int rank, int worldSize, Milliseconds timeout,
                       const RuntimeEnv& env) {
-#if DISTLAB_HAVE_RENDEZVOUS
-  RendezvousOptions options;
-  options.initMethod = url;
-  options.rank = rank;
-  options.worldSize = worldSize;
-  options.timeout = timeout;
-  options.env = env;
-  RendezvousResult r = comm::rendezvous(options);
+  RendezvousResult r = comm::rendezvous(
+      {.initMethod = url, .rank = rank, .worldSize = worldSize, .timeout = timeout, .env = env});
   return Rendezvous{r.store, r.rank, r.worldSize};
-#else
-  (void)rank;
-  (void)worldSize;
-  (void)timeout;
-  (void)env;
-  throw ValueError("initProcessGroup: init method '" + url +
-                   "' needs the rendezvous module; pass a store instead");
-#endif
 }
 
 }  // namespace detail

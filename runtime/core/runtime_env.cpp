@@ -47,24 +47,9 @@ std::string trimBlanks(std::string_view s) {
 }
 
 std::vector<std::string> readIfnameListVar(const char* name) {
-  std::vector<std::string> out;
   const auto text = readNonEmptyVar(name);
-  if (!text) return out;
-  size_t start = 0;
-  while (true) {
-    const size_t comma = text->find(',', start);
-    std::string item = trimBlanks(std::string_view(*text).substr(
-        start, comma == std::string::npos ? std::string::npos : comma - start));
-    if (item.empty()) {
-      throw ValueError(fmt::format("environment variable {}='{}': empty interface name; give a "
-                                   "comma-separated list such as 'eth0,eth1'",
-                                   name, *text));
-    }
-    out.push_back(std::move(item));
-    if (comma == std::string::npos) break;
-    start = comma + 1;
-  }
-  return out;
+  if (!text) return {};
+  return parseIfnameList(*text, fmt::format("environment variable {}", name));
 }
 
 DetailExchange readDetailExchangeVar() {
@@ -88,6 +73,26 @@ void readFlightRecorderVars(RuntimeEnv& e) {
 }
 
 }  // namespace
+
+std::vector<std::string> parseIfnameList(std::string_view text, std::string_view what) {
+  std::vector<std::string> out;
+  size_t start = 0;
+  while (true) {
+    const size_t comma = text.find(',', start);
+    std::string item = trimBlanks(
+        text.substr(start, comma == std::string_view::npos ? std::string_view::npos
+                                                           : comma - start));
+    if (item.empty()) {
+      throw ValueError(fmt::format(
+          "{}='{}': empty interface name; give a comma-separated list such as 'eth0,eth1'",
+          what, text));
+    }
+    out.push_back(std::move(item));
+    if (comma == std::string_view::npos) break;
+    start = comma + 1;
+  }
+  return out;
+}
 
 DebugLevel readDistributedDebugEnv() {
   const char* name = "TORCH_DISTRIBUTED_DEBUG";

@@ -125,6 +125,10 @@ DebugLevel readDistributedDebugEnv();   // TORCH_DISTRIBUTED_DEBUG
 LogLevel readCppLogLevelEnv();          // TORCH_CPP_LOG_LEVEL
 std::optional<int> readRankEnv();       // RANK
 
+// Splits "eth0, eth1" into {"eth0", "eth1"} (GLOO_SOCKET_IFNAME and the gloo.socket_ifname
+// option); throws ValueError naming `what` for an empty list or an empty entry.
+std::vector<std::string> parseIfnameList(std::string_view text, std::string_view what);
+
 // One row per variable; a second spelling shares its row (`meaning` says
 // which one wins).
 struct EnvVarInfo {

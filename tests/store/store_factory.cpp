@@ -5,10 +5,7 @@
 #include "runtime/comm/store/file_store.hpp"
 #include "runtime/comm/store/hash_store.hpp"
 #include "runtime/comm/store/prefix_store.hpp"
-#if __has_include("runtime/comm/store/tcp_store.hpp")
 #include "runtime/comm/store/tcp_store.hpp"
-#define DISTLAB_TEST_HAVE_TCP_STORE 1
-#endif
 
 namespace distlab::testing {
 
@@ -28,7 +25,6 @@ std::vector<StoreKind> allStoreKinds() {
                      auto inner = std::make_shared<comm::HashStore>(t);
                      return std::shared_ptr<Store>(std::make_shared<comm::PrefixStore>("pg0", inner));
                    }});
-#ifdef DISTLAB_TEST_HAVE_TCP_STORE
   kinds.push_back({"TCP", [](const TempDir&, std::chrono::milliseconds t) {
                      comm::TCPStoreOptions o;
                      o.host = "127.0.0.1";
@@ -41,7 +37,6 @@ std::vector<StoreKind> allStoreKinds() {
                      store->setTimeout(t);
                      return std::shared_ptr<Store>(store);
                    }});
-#endif
   return kinds;
 }
 

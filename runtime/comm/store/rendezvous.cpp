@@ -173,14 +173,4 @@ RendezvousResult rendezvous(const RendezvousOptions& options) {
   return fileRendezvous(options, m);
 }
 
-RendezvousResult rendezvousFromUrl(const std::string& url, int rank, int worldSize,
-                                   std::chrono::milliseconds timeout) {
-  RendezvousOptions options;
-  options.initMethod = url;
-  options.rank = rank;
-  options.worldSize = worldSize;
-  options.timeout = timeout;
-  return rendezvous(options);
-}
-
 }  // namespace distlab::comm

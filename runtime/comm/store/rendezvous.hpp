@@ -55,11 +55,6 @@ struct RendezvousResult {
 
 RendezvousResult rendezvous(const RendezvousOptions& options);
 
-// Shorthand: rendezvous({url, nullptr, rank, worldSize, timeout}), reading the
-// environment itself; an empty url means "env://".
-RendezvousResult rendezvousFromUrl(const std::string& url, int rank, int worldSize,
-                                   std::chrono::milliseconds timeout);
-
 // A parsed init URL: scheme ("env", "tcp", "file"), the part after "://"
 // without the query, and the query parameters. Throws ValueError.
 struct InitMethod {

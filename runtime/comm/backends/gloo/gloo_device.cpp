@@ -12,13 +12,6 @@
 namespace distlab::comm::gloo_backend {
 namespace {
 
-std::string trim(std::string_view s) {
-  size_t b = 0, e = s.size();
-  while (b < e && (s[b] == ' ' || s[b] == '\t')) ++b;
-  while (e > b && (s[e - 1] == ' ' || s[e - 1] == '\t')) --e;
-  return std::string(s.substr(b, e - b));
-}
-
 // True when `host` resolves to at least one address we can bind a socket to.
 bool resolvesToBindable(const std::string& host) {
   addrinfo hints{};
@@ -37,26 +30,6 @@ bool resolvesToBindable(const std::string& host) {
 }
 
 }  // namespace
-
-std::vector<std::string> parseIfnameList(std::string_view text, std::string_view what) {
-  std::vector<std::string> out;
-  size_t start = 0;
-  while (true) {
-    size_t comma = text.find(',', start);
-    std::string item = trim(text.substr(start, comma == std::string_view::npos
-                                                   ? std::string_view::npos
-                                                   : comma - start));
-    if (item.empty()) {
-      throw ValueError(fmt::format(
-          "{}='{}': empty interface name; give a comma-separated list such as 'eth0,eth1'",
-          what, text));
-    }
-    out.push_back(std::move(item));
-    if (comma == std::string_view::npos) break;
-    start = comma + 1;
-  }
-  return out;
-}
 
 DeviceSpec resolveDeviceSpec(const std::map<std::string, std::string>& options,
                              const std::vector<std::string>& envIfnames) {

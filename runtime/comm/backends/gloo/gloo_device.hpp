@@ -20,6 +20,8 @@
 
 #include <gloo/transport/device.h>
 
+#include "runtime/core/runtime_env.hpp"
+
 namespace distlab::comm::gloo_backend {
 
 struct DeviceSpec {
@@ -28,9 +30,8 @@ struct DeviceSpec {
   std::string source;                // where the choice came from (for messages)
 };
 
-// Splits "eth0, eth1" into {"eth0", "eth1"}; throws ValueError naming `what`
-// for an empty list or an empty entry.
-std::vector<std::string> parseIfnameList(std::string_view text, std::string_view what);
+// The option and the variable share one list syntax (runtime/core/runtime_env.hpp).
+using distlab::parseIfnameList;
 
 // Applies the precedence above to the backend options and `envIfnames`
 // (GLOO_SOCKET_IFNAME as read, already split; empty: unset).
