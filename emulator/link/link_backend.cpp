@@ -8,6 +8,7 @@
 
 #include "runtime/comm/backend_registry.hpp"
 #include "runtime/comm/comm_trace.hpp"
+#include "runtime/comm/work_completion.hpp"
 #include "runtime/core/trace.hpp"
 
 namespace distlab::emulator {
@@ -88,17 +89,17 @@ TimerThread& timer() {
 class Relay : public comm::WorkObserver {
  public:
   Relay(WorkPtr outer, SteadyClock::time_point end) : outer_(std::move(outer)), end_(end) {}
-  void onStarted(const comm::Work&) override { outer_->markStarted(); }
+  void onStarted(const comm::Work&) override { comm::WorkCompletion::markStarted(*outer_); }
   void onCompleted(const comm::Work& inner) override {
     if (!inner.isSuccess()) {
-      outer_->finish(inner.exception());
+      comm::WorkCompletion::finish(*outer_, inner.exception());
       return;
     }
     int source = inner.sourceRank();
     auto outer = outer_;
     scheduleAt(end_, [outer, source] {
-      if (source >= 0) outer->setSourceRank(source);
-      outer->finish();
+      if (source >= 0) comm::WorkCompletion::setSourceRank(*outer, source);
+      comm::WorkCompletion::finish(*outer);
     });
   }
 
@@ -139,7 +140,7 @@ WorkPtr LinkBackend::delay(WorkPtr inner, OpType op, int64_t bytes, std::vector<
     linkFreeAt_ = end;
   }
   if (trace::enabled()) traceTransfer(inner->info(), start, end);
-  auto outer = std::make_shared<comm::Work>(inner->info(), std::move(outputs));
+  auto outer = std::make_shared<comm::RelayedWork>(inner->info(), std::move(outputs), inner);
   inner->addObserver(std::make_shared<Relay>(outer, end));
   return outer;
 }

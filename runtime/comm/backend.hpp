@@ -136,7 +136,7 @@ class Backend : public std::enable_shared_from_this<Backend> {
   // The watchdog's three steps on a timeout, in this order:
   //   announceTimeout(reason)  tell peers (failure record / control block)
   //                            without touching the running operation;
-  //   Work::finish(DistTimeoutError)  the rank's own error;
+  //   Work::abort(DistTimeoutError)   the rank's own error;
   //   abortAfterTimeout(reason)  abort(), with peers told it was a timeout.
   // Announcing first matters: once the work is finished the caller may end
   // the process before the abort runs, and peers would then see a silent

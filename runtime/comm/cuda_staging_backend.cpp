@@ -10,6 +10,7 @@
 
 #include "runtime/comm/comm_trace.hpp"
 #include "runtime/comm/forwarding_backend.hpp"
+#include "runtime/comm/work_completion.hpp"
 #include "runtime/core/errors.hpp"
 #include "runtime/tensor/cuda/cuda_allocator.hpp"
 #include "runtime/tensor/cuda/cuda_runtime.hpp"
@@ -148,22 +149,15 @@ class StagingPlan {
 
 // The Work returned to the caller: completed once the host operation
 // completed and its outputs are back on the device.
-class StagedWork : public Work {
+class StagedWork : public RelayedWork {
  public:
   StagedWork(WorkPtr inner, std::vector<Tensor> deviceOutputs)
-      : Work(inner->info(), std::move(deviceOutputs)), inner_(std::move(inner)) {}
+      : RelayedWork(inner->info(), std::move(deviceOutputs), inner) {}
 
   bool wait(Milliseconds timeout) override {
-    inner_->wait(timeout);  // helps run the host operation (Note [Waiting helps])
+    inner()->wait(timeout);  // helps run the host operation (Note [Waiting helps])
     return Work::wait(timeout);
   }
-  void abort(const std::string& reason) override {
-    inner_->abort(reason);
-    Work::abort(reason);
-  }
-
- private:
-  WorkPtr inner_;
 };
 
 class CudaStagingBackend : public ForwardingBackend {
@@ -196,7 +190,11 @@ class CudaStagingBackend : public ForwardingBackend {
     // `inner` is held here), so the raw pointer is alive whenever it runs.
     inner->getFuture()->addCallback([work = outer, plan, source = inner.get()](Future& f) {
       std::exception_ptr error = f.exception();
-      work->setSourceRank(source->sourceRank());  // recv from any source
+      WorkCompletion::setSourceRank(*work, source->sourceRank());  // recv from any source
+      // The copy out writes the caller's tensors: inside the bracket, and not
+      // at all once the outer Work failed (Note [Work failure and the
+      // caller's tensors]). A failure arriving during the copy waits for it.
+      if (!WorkCompletion::beginExecution(*work, [](std::exception_ptr) {})) return;
       if (!error) {
         try {
           plan->copyOut();
@@ -204,7 +202,7 @@ class CudaStagingBackend : public ForwardingBackend {
           error = std::current_exception();
         }
       }
-      work->finish(error);
+      WorkCompletion::endExecution(*work, error);
     });
     return outer;
   }

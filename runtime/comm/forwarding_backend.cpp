@@ -3,6 +3,14 @@
 #include "runtime/core/check.hpp"
 
 namespace distlab::comm {
+
+void RelayedWork::abort(std::exception_ptr error) {
+  inner_->abort(error);
+  // Complete (and so done with the tensors) before or during the abort: the
+  // relay may not run for a while (the link's modelled delay), fail now.
+  if (inner_->isCompleted()) Work::abort(std::move(error));
+}
+
 namespace {
 
 // A single tensor as a span (no copy).

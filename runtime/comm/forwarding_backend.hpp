@@ -33,6 +33,26 @@
 
 namespace distlab::comm {
 
+// A decorator's own Work standing for the inner backend's (the link
+// emulator's delayed one, DETAIL's checked point-to-point one, CUDA
+// staging's): the decorator completes it from the inner Work (Note [Who
+// completes a Work] in work_completion.hpp). A failure from outside goes to
+// the inner Work first, whose backend publishes it once it let go of the
+// caller's tensors (Note [Work failure and the caller's tensors] in
+// work.hpp), and reaches this one through the decorator's relay; once the
+// inner Work is complete nothing touches the tensors, and this one fails at
+// once. So the guarantee holds whichever Work of the chain is aborted.
+class RelayedWork : public Work {
+ public:
+  RelayedWork(WorkInfo info, std::vector<Tensor> outputs, WorkPtr inner)
+      : Work(std::move(info), std::move(outputs)), inner_(std::move(inner)) {}
+  void abort(std::exception_ptr error) override;
+  const WorkPtr& inner() const { return inner_; }
+
+ private:
+  WorkPtr inner_;
+};
+
 class ForwardingBackend : public Backend {
  public:
   explicit ForwardingBackend(BackendPtr inner);

@@ -186,7 +186,7 @@ class ProcessGroup : public std::enable_shared_from_this<ProcessGroup> {
   std::array<BackendPtr, 2> backends_{};                 // by DeviceType; GUARDED_BY(mutex_)
   // Note [Backends without a lock]: every issue looks its backend up, and a
   // lock and a shared_ptr copy there were a tenth of a small allreduce's
-  // instructions. setBackend publishes the raw pointer here, and a backend it
+  // cost (reports/collectives_shm_notes.md). setBackend publishes the raw pointer here, and a backend it
   // replaces moves to replaced_, so a pointer read here stays valid as long
   // as the group (replacing a backend is rare: set-up and tests).
   std::array<std::atomic<Backend*>, 2> backendPtrs_{};

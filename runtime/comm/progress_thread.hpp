@@ -66,8 +66,8 @@
 //
 // Note [Claimed without the lock]
 // A blocking call on an idle queue claims the run with one compare-exchange
-// and ends it with one atomic AND: two lock/unlock pairs cost ~350
-// instructions, an eighth of a small allreduce (callgrind). `claim_` holds
+// and ends it with one atomic AND: two lock/unlock pairs were a measurable
+// part of a small allreduce (reports/collectives_shm_notes.md). `claim_` holds
 // kBusy (a task runs, on the thread or a caller) and kQueued (the queue is not
 // empty), both changed only by atomic operations:
 //   - only holders of the lock change the queue, and they keep kQueued equal

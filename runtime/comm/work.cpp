@@ -176,8 +176,13 @@ std::shared_ptr<Future> Work::getFuture() {
 }
 
 void Work::abort(const std::string& reason) {
-  finish(std::make_exception_ptr(
+  abort(std::make_exception_ptr(
       DistBackendError(fmt::format("{} aborted: {}", info().describe(), reason))));
+}
+
+void Work::abort(std::exception_ptr error) {
+  DL_CHECK(error != nullptr, "Work::abort: ", info().describe(), " needs an error to fail with");
+  finish(std::move(error));
 }
 
 WorkState Work::state() const {

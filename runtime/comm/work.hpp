@@ -4,8 +4,9 @@
 //
 // Lifecycle: kScheduled (issued, queued) -> kStarted (the backend began running
 // it) -> kCompleted | kFailed. Timestamps (monotonic ns) are set at each
-// transition. Backends call markStarted() and finish(); everything else is for
-// callers and observers.
+// transition. Only the backend running the operation makes them (Note [Who
+// completes a Work] in work_completion.hpp); callers and observers read them,
+// and may fail a Work from outside with abort().
 //
 // wait(timeout) contract, written as code:
 //   block until isCompleted() or the timeout passes;
@@ -33,7 +34,10 @@
 // and the failure is published by endExecution() -- after the backend's last
 // access -- taking precedence over the backend's own result. Outside the
 // bracket a failure is published at once, and beginExecution() then returns
-// false: the backend must not start the operation.
+// false: the backend must not start the operation. Every CPU backend and the
+// CUDA staging decorator bracket their accesses; the nccl backend cannot (its
+// kernels stop only when the communicator is aborted, which may block), so a
+// failed NCCL Work's tensors are undefined, as in PyTorch.
 //
 // Note [Unshared execution]
 // A blocking operation that its backend runs inline at once runs before the
@@ -63,7 +67,7 @@
 //   (Note [Tensor metadata without allocation]); one whose input and output
 //   are that tensor leaves them to be filled on demand (Note [Tensor
 //   metadata on demand]), and makeWorkInfo copies its strings straight in
-//   (each by-value string pass is a move of ~20 instructions);
+//   (a by-value string pass adds a move);
 // - a blocking operation run inline at once changes the Work's state
 //   without its lock (Note [Unshared execution]), claims the queue without
 //   one (Note [Claimed without the lock] in progress_thread.hpp) and, on the
@@ -158,9 +162,9 @@ inline constexpr int64_t kScheduledAtStart = -1;
 // reduce) makes its Work with kMetaFromOutput and a WorkInfo without tensor
 // metadata; info() fills `inputs`, `outputs`, `numelIn` and `numelOut` from
 // the Work's output tensor the first time anyone asks (a tensor's shape and
-// dtype never change), once, whatever thread asks. Building them costs ~250
-// instructions, an eighth of a small blocking allreduce (callgrind), and
-// with no flight recorder or trace nobody asks.
+// dtype never change), once, whatever thread asks. Building them costs an
+// eighth of a small blocking allreduce (reports/collectives_shm_notes.md),
+// and with no flight recorder or trace nobody asks.
 struct MetaFromOutputTag {
   explicit MetaFromOutputTag() = default;
 };
@@ -175,7 +179,8 @@ class Work {
   // or kScheduledAtStart.
   Work(WorkInfo info, std::vector<Tensor> outputs, int64_t scheduledNs = 0);
   // The same for an operation with one output (Note [Per-operation cost]);
-  // moved once: a WorkInfo move is ~150 instructions (callgrind).
+  // the WorkInfo is moved once (a move is not free: it holds strings and
+  // inline metadata).
   Work(WorkInfo&& info, Tensor output, int64_t scheduledNs = 0);
   // Either of the above with the WorkInfo that `makeInfo()` returns built in
   // place, not moved (a backend that builds it only when needed: Note
@@ -222,7 +227,12 @@ class Work {
   std::shared_ptr<Future> getFuture();
   // Best effort: fails the Work with `reason` if not yet completed (the backend
   // may still be running it; Backend::abort stops that).
-  virtual void abort(const std::string& reason = "aborted");
+  void abort(const std::string& reason = "aborted");
+  // Fails the Work with `error` (non-null), as abort(reason) does with a
+  // DistBackendError: a failure from outside the backend, such as the
+  // watchdog's timeout. Never completes it successfully. A Work that wraps
+  // another (a decorator's) passes the failure on to it.
+  virtual void abort(std::exception_ptr error);
 
   // ---- observers ------------------------------------------------------------------
   const WorkInfo& info() const {
@@ -235,7 +245,9 @@ class Work {
   int64_t completedNs() const;
   void addObserver(std::shared_ptr<WorkObserver> observer);
 
-  // ---- backends -----------------------------------------------------------------
+ private:
+  // ---- the backend that runs it (Note [Who completes a Work]) ---------------------
+  friend class WorkCompletion;
   void markStarted();
   // Completes the Work (error == null: success). Idempotent: later calls are
   // ignored. Inside an execution bracket (Note [Work failure and the caller's
@@ -265,7 +277,6 @@ class Work {
   // handing the Work to anyone but the backend.
   void setInlineRunner(std::weak_ptr<InlineRunner> runner, uint64_t ticket);
 
- private:
   void complete(std::exception_ptr error);
   // kScheduled -> kStarted with the lock held; copies the observers to notify.
   // Returns false (and changes nothing) when the Work was already started.
@@ -318,8 +329,8 @@ WorkInfo makeWorkInfo(const std::string& groupName, int rank, OpType opType, uin
                       std::string_view reduceOp = {});
 // The same from spans: a single-tensor operation passes std::span(&t, 1)
 // instead of building two temporary vectors (Note [Per-operation cost]).
-// The strings are copied straight into the WorkInfo (by value they cost a
-// move each on top: ~170 instructions per operation in all, callgrind).
+// The strings are copied straight into the WorkInfo (by value they would
+// cost a move each on top).
 WorkInfo makeWorkInfo(const std::string& groupName, int rank, OpType opType, uint64_t seq,
                       std::span<const Tensor> inputs, std::span<const Tensor> outputs,
                       Milliseconds timeout, int peer = -1, int tag = 0,

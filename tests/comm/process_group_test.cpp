@@ -11,6 +11,7 @@
 #include "runtime/comm/process_group.hpp"
 #include "runtime/comm/reduce_kernels.hpp"
 #include "runtime/comm/store/hash_store.hpp"
+#include "runtime/comm/work_completion.hpp"
 #include "runtime/core/errors.hpp"
 #include "tests/comm/comm_test_util.hpp"
 #include "tests/support/spawn.hpp"
@@ -51,8 +52,8 @@ TEST(Work, ObserversSeeTransitionsAndLateObserversReplay) {
   work->addObserver(early);
   EXPECT_FALSE(work->isCompleted());
   EXPECT_THROW(work->wait(std::chrono::milliseconds(1)), DistTimeoutError);
-  work->markStarted();
-  work->finish();
+  comm::WorkCompletion::markStarted(*work);
+  comm::WorkCompletion::finish(*work);
   auto late = std::make_shared<RecordingObserver>();
   work->addObserver(late);
   const std::vector<std::string> all = {"scheduled", "started", "completed"};

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "runtime/comm/work.hpp"
+#include "runtime/comm/work_completion.hpp"
 #include "runtime/core/clock.hpp"
 #include "runtime/core/errors.hpp"
 #include "tests/comm/comm_test_util.hpp"
@@ -78,7 +79,7 @@ TEST(WorkTest, ObserversSeeCompletionBeforeWaitReturns) {
     });
     const Deadline deadline = Deadline::after(std::chrono::seconds(10));
     while (!waiting && !deadline.expired()) std::this_thread::yield();
-    work->finish(failing ? std::make_exception_ptr(DistBackendError("boom")) : nullptr);
+    comm::WorkCompletion::finish(*work, failing ? std::make_exception_ptr(DistBackendError("boom")) : nullptr);
     waiter.join();
     EXPECT_FALSE(observer->waiterReturnedDuringObserver) << "failing=" << failing;
     EXPECT_TRUE(observerDoneAtReturn) << "failing=" << failing;
@@ -90,20 +91,20 @@ TEST(WorkTest, FailureDuringExecutionIsPublishedAfterTheBackendLetGo) {
   auto work = makeWork();
   std::exception_ptr cancelledWith;
   int cancels = 0;
-  ASSERT_TRUE(work->beginExecution([&](std::exception_ptr why) {
+  ASSERT_TRUE(comm::WorkCompletion::beginExecution(*work, [&](std::exception_ptr why) {
     cancelledWith = why;
     ++cancels;
   }));
   EXPECT_EQ(work->state(), WorkState::kStarted);
   work->abort("the watchdog gave up");
-  work->finish(std::make_exception_ptr(DistTimeoutError("a second failure")));
+  comm::WorkCompletion::finish(*work, std::make_exception_ptr(DistTimeoutError("a second failure")));
   EXPECT_EQ(cancels, 1);
   ASSERT_TRUE(cancelledWith);
   // Not published while the backend may still touch the tensors.
   EXPECT_FALSE(work->isCompleted());
   EXPECT_THROW(work->wait(std::chrono::milliseconds(20)), DistTimeoutError);
   // The backend lets go (its own result: success); the first failure wins.
-  work->endExecution(nullptr);
+  comm::WorkCompletion::endExecution(*work, nullptr);
   EXPECT_TRUE(work->isCompleted());
   EXPECT_FALSE(work->isSuccess());
   expectThrows<DistBackendError>([&] { work->wait(std::chrono::seconds(1)); },
@@ -120,9 +121,9 @@ TEST(WorkTest, OneOutputWorkGivesItAsItsResult) {
   auto early = work->getFuture();  // taken before completion
   EXPECT_TRUE(work->result().empty());
   const int64_t startedNs = monotonicNowNs();
-  ASSERT_TRUE(work->beginExecution([](std::exception_ptr) {}, startedNs));
+  ASSERT_TRUE(comm::WorkCompletion::beginExecution(*work, [](std::exception_ptr) {}, startedNs));
   EXPECT_EQ(work->startedNs(), startedNs);
-  work->endExecution(nullptr);
+  comm::WorkCompletion::endExecution(*work, nullptr);
   ASSERT_EQ(work->result().size(), 1u);
   EXPECT_EQ(work->result()[0].rawData(), output.rawData());
   ASSERT_EQ(early->value().size(), 1u);
@@ -178,8 +179,8 @@ TEST(WorkTest, UnsharedExecutionEndsAsTheBracketWould) {
   auto work = std::make_shared<Work>(allreduceInfo(), output, kScheduledAtStart);
   EXPECT_EQ(work->scheduledNs(), 0);  // not reached until it starts
   const int64_t startedNs = monotonicNowNs();
-  work->startUnshared(startedNs);
-  work->finishUnshared(nullptr);
+  comm::WorkCompletion::startUnshared(*work, startedNs);
+  comm::WorkCompletion::finishUnshared(*work, nullptr);
   EXPECT_EQ(work->scheduledNs(), startedNs);
   EXPECT_EQ(work->startedNs(), startedNs);
   EXPECT_GE(work->completedNs(), startedNs);
@@ -195,8 +196,8 @@ TEST(WorkTest, UnsharedExecutionEndsAsTheBracketWould) {
 
 TEST(WorkTest, UnsharedFailureIsWhatWaitThrows) {
   auto work = makeWork();
-  work->startUnshared(monotonicNowNs());
-  work->finishUnshared(std::make_exception_ptr(DistBackendError("peer gone")));
+  comm::WorkCompletion::startUnshared(*work, monotonicNowNs());
+  comm::WorkCompletion::finishUnshared(*work, std::make_exception_ptr(DistBackendError("peer gone")));
   EXPECT_EQ(work->state(), WorkState::kFailed);
   expectThrows<DistBackendError>([&] { work->wait(std::chrono::seconds(1)); }, {"peer gone"});
   EXPECT_TRUE(work->getFuture()->hasError());
@@ -207,11 +208,11 @@ TEST(WorkTest, UnsharedFailureIsWhatWaitThrows) {
 TEST(WorkTest, UnsharedExecutionRefusesAnObservedOrAwaitedWork) {
   auto observed = makeWork();
   observed->addObserver(std::make_shared<StateRecorder>());
-  EXPECT_THROW(observed->startUnshared(monotonicNowNs()), Error);
+  EXPECT_THROW(comm::WorkCompletion::startUnshared(*observed, monotonicNowNs()), Error);
   EXPECT_EQ(observed->state(), WorkState::kScheduled);
   auto awaited = makeWork();
   awaited->getFuture();
-  EXPECT_THROW(awaited->startUnshared(monotonicNowNs()), Error);
+  EXPECT_THROW(comm::WorkCompletion::startUnshared(*awaited, monotonicNowNs()), Error);
   EXPECT_EQ(awaited->state(), WorkState::kScheduled);
 }
 
@@ -219,7 +220,7 @@ TEST(WorkTest, WorkFailedWhileQueuedIsNeverStarted) {
   auto work = makeWork();
   work->abort("dropped while queued");
   bool cancelled = false;
-  EXPECT_FALSE(work->beginExecution([&](std::exception_ptr) { cancelled = true; }));
+  EXPECT_FALSE(comm::WorkCompletion::beginExecution(*work, [&](std::exception_ptr) { cancelled = true; }));
   EXPECT_FALSE(cancelled);
   EXPECT_EQ(work->state(), WorkState::kFailed);
   expectThrows<DistBackendError>([&] { work->wait(std::chrono::seconds(1)); },

@@ -14,7 +14,9 @@
 #     here, with its dependencies, before it is used);
 #   - a room may include only rooms below it in the order (no cycle);
 #   - each room's CMakeLists.txt links exactly the distlab::emulator_<room>
-#     targets the table allows it (the cli links the umbrella distlab::emulator).
+#     targets the table allows it (the cli links the umbrella distlab::emulator);
+#   - only a backend includes runtime/comm/work_completion.hpp (Note [Who
+#     completes a Work]): the files listed in `completes_work` below.
 # Every problem is printed as file:line, then the test fails.
 cmake_minimum_required(VERSION 3.25)
 include("${CMAKE_CURRENT_LIST_DIR}/source_lines.cmake")
@@ -133,6 +135,39 @@ foreach(room IN LISTS rooms)
       list(APPEND problems "${lists}: room '${room}' may include '${dep}' but does not link distlab::emulator_${dep}")
     endif()
   endforeach()
+endforeach()
+
+# Who may complete a Work: the backends, the decorators that hand the caller
+# a Work of their own, and the tests of Work itself (regular expressions on
+# the path from the repository's root).
+set(completes_work
+  "^runtime/comm/work_completion\\.hpp$"
+  "^runtime/comm/backends/"
+  "^runtime/comm/cuda_staging_backend\\.cpp$"
+  "^runtime/comm/debug/process_group_wrapper_p2p\\.cpp$"
+  "^emulator/link/link_backend\\.cpp$"
+  "^tests/comm/work_test\\.cpp$"
+  "^tests/comm/process_group_test\\.cpp$")
+file(GLOB_RECURSE all_sources LIST_DIRECTORIES false RELATIVE "${SOURCE_DIR}"
+     "${SOURCE_DIR}/runtime/*.cpp" "${SOURCE_DIR}/runtime/*.hpp" "${SOURCE_DIR}/runtime/*.cu"
+     "${SOURCE_DIR}/emulator/*.cpp" "${SOURCE_DIR}/emulator/*.hpp"
+     "${SOURCE_DIR}/bench/*.cpp" "${SOURCE_DIR}/bench/*.hpp"
+     "${SOURCE_DIR}/tests/*.cpp" "${SOURCE_DIR}/tests/*.hpp")
+list(SORT all_sources)
+foreach(rel IN LISTS all_sources)
+  file(STRINGS "${SOURCE_DIR}/${rel}" hits REGEX "^[ \t]*#[ \t]*include[ \t]*\"runtime/comm/work_completion\\.hpp\"")
+  if(NOT hits)
+    continue()
+  endif()
+  set(allowed FALSE)
+  foreach(pattern IN LISTS completes_work)
+    if(rel MATCHES "${pattern}")
+      set(allowed TRUE)
+    endif()
+  endforeach()
+  if(NOT allowed)
+    list(APPEND problems "${rel}: includes runtime/comm/work_completion.hpp, but only a backend completes a Work (Note [Who completes a Work], the list `completes_work` in tests/docs/layering_check.cmake)")
+  endif()
 endforeach()
 
 list(LENGTH sources n_sources)

@@ -3,7 +3,7 @@
 //     survivor, far within the timeout; the group then refuses work and says why;
 //   - a collective past its timeout is DistTimeoutError naming group, seq, op;
 //   - abort() fails pending work promptly; a collective failed from outside
-//     never writes the caller's tensor afterwards; a p2p timeout fails only
+//     (a receive too) never writes the caller's tensor afterwards; a p2p timeout fails only
 //     that operation; a dead peer fails a pending receive.
 #include <gtest/gtest.h>
 
@@ -132,7 +132,45 @@ TEST(GlooFailure, FailedWorkNeverWritesTheCallersTensorAfterwards) {
     ctx.store->setString("failed", "1");
     ctx.store->wait({"joined"}, std::chrono::seconds(20));
     g->getBackend(DeviceType::kCPU)->shutdown(std::chrono::seconds(5));  // drained
-    if (!t.equal(atFailure)) throw std::runtime_error("the failed allreduce wrote the tensor");
+    if (!t.equal(atFailure)) {
+      const float* now = t.data<float>();
+      const float* then = atFailure.data<float>();
+      int64_t first = 0, changed = 0;
+      for (int64_t i = t.numel() - 1; i >= 0; --i) {
+        if (now[i] != then[i]) first = i, ++changed;
+      }
+      throw std::runtime_error("the failed allreduce wrote the tensor: " +
+                               std::to_string(changed) + " elements changed, the first at " +
+                               std::to_string(first) + " from " + std::to_string(then[first]) +
+                               " to " + std::to_string(now[first]));
+    }
+  });
+}
+
+// The same guarantee for a receive: failed from outside while it waits, it
+// never writes the caller's tensor, not even when the message comes after;
+// the message goes to the next receive from that peer and tag instead.
+TEST(GlooFailure, FailedReceiveNeverWritesTheCallersTensorAfterwards) {
+  spawn(SpawnMode::kProcesses, 2, [](RankContext& ctx) {
+    auto g = makeGroup(ctx, std::chrono::seconds(10));
+    g->barrier()->wait();
+    if (ctx.rank == 1) {
+      ctx.store->wait({"failed"}, std::chrono::seconds(20));
+      g->send(full({1 << 12}, 7.0), 0, {.tag = 5});
+      return;
+    }
+    Tensor t = full({1 << 12}, -1.0);
+    auto work = g->irecv(t, 1, {.tag = 5});
+    auto signal = std::make_shared<StartedSignal>();
+    work->addObserver(signal);
+    if (!signal->waitFor(std::chrono::seconds(20))) throw std::runtime_error("never started");
+    work->abort("test");
+    expectThrows<DistBackendError>([&] { work->wait(); }, {"aborted: test"});
+    ctx.store->setString("failed", "1");
+    Tensor next = empty({1 << 12});
+    EXPECT_EQ(g->recv(next, 1, {.tag = 5}), 1);
+    expectEqualTensor(next, full({1 << 12}, 7.0), "the message, taken by the next receive");
+    expectEqualTensor(t, full({1 << 12}, -1.0), "the failed receive's tensor");
   });
 }
 

@@ -102,6 +102,7 @@ class ProcessGroupWrapper : public ForwardingBackend {
     bool isSend = false;
     bool paired = false;
     Clock::time_point deadline{};
+    std::exception_ptr failure;  // the mismatch found; the outer Work's error
   };
 
   // Collectives (process_group_wrapper.cpp).

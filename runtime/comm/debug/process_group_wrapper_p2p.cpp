@@ -17,6 +17,7 @@
 #include "runtime/comm/debug/flight_recorder.hpp"
 #include "runtime/comm/debug/liveness.hpp"
 #include "runtime/comm/debug/process_group_wrapper.hpp"
+#include "runtime/comm/work_completion.hpp"
 #include "runtime/core/errors.hpp"
 #include "runtime/core/logging.hpp"
 
@@ -92,7 +93,7 @@ WorkPtr ProcessGroupWrapper::checkedP2P(const Operation& op) {
     return forward(op);
   }
   p.inner = forward(op);
-  p.outer = std::make_shared<Work>(p.inner->info(), std::vector<Tensor>{tensor});
+  p.outer = std::make_shared<RelayedWork>(p.inner->info(), std::vector<Tensor>{tensor}, p.inner);
   WorkPtr outer = p.outer;
   {
     std::lock_guard<std::mutex> lock(p2pMutex_);
@@ -105,7 +106,7 @@ WorkPtr ProcessGroupWrapper::checkedP2P(const Operation& op) {
 
 // Returns true when the entry is settled (its outer Work completed).
 bool ProcessGroupWrapper::checkPending(PendingP2P& p) {
-  if (p.inner->state() != WorkState::kScheduled) p.outer->markStarted();
+  if (p.inner->state() != WorkState::kScheduled) WorkCompletion::markStarted(*p.outer);
   if (!p.paired) {
     bool present = false;
     try {
@@ -119,25 +120,31 @@ bool ProcessGroupWrapper::checkPending(PendingP2P& p) {
       if (!text.empty()) {
         DL_LOG(ERROR, "{}", text);
         dumpFlightRecorders("mismatch", text, globalRanks_[rank_]);
-        p.outer->finish(std::make_exception_ptr(DistBackendError(text)));
+        // The caller learns it once the backend let go of the tensor: the
+        // inner Work fails first (Note [Work failure and the caller's tensors]).
+        p.failure = std::make_exception_ptr(DistBackendError(text));
+        p.inner->abort(p.failure);
         inner()->abort(text);
-        return true;
       }
       p.paired = true;
     }
   }
   if (!p.inner->isCompleted()) return false;
+  if (p.failure) {
+    WorkCompletion::finish(*p.outer, p.failure);
+    return true;
+  }
   if (!p.paired && p.inner->isSuccess()) {  // wait for the peer's record, up to the timeout
     if (Clock::now() < p.deadline) return false;
     const std::string text = describeOne(p);
-    p.outer->finish(std::make_exception_ptr(DistTimeoutError(fmt::format(
+    WorkCompletion::finish(*p.outer, std::make_exception_ptr(DistTimeoutError(fmt::format(
         "[{}] {} completed in the backend, but its peer never posted the matching "
         "operation in time: {}",
         names_.name(rank_, true), sideName(p.mine, p.isSend, names_), text))));
     return true;
   }
-  p.outer->setSourceRank(p.inner->sourceRank());
-  p.outer->finish(p.inner->exception());
+  WorkCompletion::setSourceRank(*p.outer, p.inner->sourceRank());
+  WorkCompletion::finish(*p.outer, p.inner->exception());
   return true;
 }
 

@@ -251,7 +251,7 @@ void WatchdogThread::handleTimeout(const Entry& e) {
     // Backend::announceTimeout: peers are told before the caller can exit.
     auto b = e.w.backend.lock();
     if (b) b->announceTimeout(msg);
-    e.w.work->finish(std::make_exception_ptr(DistTimeoutError(msg)));
+    e.w.work->abort(std::make_exception_ptr(DistTimeoutError(msg)));
     if (b) b->abortAfterTimeout(msg);
   }
   if (mode == ErrorHandlingMode::kTearDown || mode == ErrorHandlingMode::kSkipCleanUp) {

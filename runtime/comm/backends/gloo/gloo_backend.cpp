@@ -14,6 +14,7 @@
 #include "runtime/comm/backends/gloo/gloo_device.hpp"
 #include "runtime/comm/backends/gloo/gloo_p2p.hpp"
 #include "runtime/comm/backends/gloo/gloo_store_adapter.hpp"
+#include "runtime/comm/work_completion.hpp"
 #include "runtime/core/errors.hpp"
 #include "runtime/core/logging.hpp"
 
@@ -185,20 +186,20 @@ WorkPtr GlooBackend::submit(WorkInfo workInfo, std::vector<Tensor> outputs, bool
                             Body body) {
   auto work = std::make_shared<Work>(std::move(workInfo), std::move(outputs));
   if (stopped_.load()) {
-    work->finish(refusedWorkError(work->info().describe(), ctx_.groupName,
+    WorkCompletion::finish(*work, refusedWorkError(work->info().describe(), ctx_.groupName,
                                   errorReason().value_or(FailureReason::shutDown())));
     return work;
   }
   auto task = [this, work, body = std::move(body)]() {
     const WorkInfo& wi = work->info();
     if (auto why = errorReason()) {
-      work->finish(refusedWorkError(wi.describe(), ctx_.groupName, *why));
+      WorkCompletion::finish(*work, refusedWorkError(wi.describe(), ctx_.groupName, *why));
       return;
     }
     // Note [Work failure and the caller's tensors]: a failure from outside
     // (the watchdog, Work::abort) interrupts the Gloo algorithm and is
     // published by endExecution(), after the algorithm let go of the tensors.
-    if (!work->beginExecution([this](std::exception_ptr why) { cancel(std::move(why)); })) {
+    if (!WorkCompletion::beginExecution(*work, [this](std::exception_ptr why) { cancel(std::move(why)); })) {
       return;  // failed while queued: never touch its tensors
     }
     const auto started = Clock::now();
@@ -216,10 +217,10 @@ WorkPtr GlooBackend::submit(WorkInfo workInfo, std::vector<Tensor> outputs, bool
     monitor_->opEnd();
     if (std::exception_ptr cancelled = takeCancelError()) error = cancelled;
     if (error) markFailed(failureReasonOf(error));
-    work->endExecution(error);
+    WorkCompletion::endExecution(*work, error);
   };
   const uint64_t ticket = progress_->runOrEnqueue(std::move(task), !asyncOp);
-  if (ticket != 0) work->setInlineRunner(progress_, ticket);  // Note [Waiting helps]
+  if (ticket != 0) WorkCompletion::setInlineRunner(*work, progress_, ticket);  // Note [Waiting helps]
   return work;
 }
 

@@ -8,6 +8,7 @@
 #include "runtime/comm/backends/gloo/gloo_p2p.hpp"
 #include "runtime/comm/op_checks.hpp"
 #include "runtime/comm/reduce_kernels.hpp"
+#include "runtime/comm/work_completion.hpp"
 #include "runtime/core/errors.hpp"
 
 namespace distlab::comm::gloo_backend {
@@ -272,7 +273,7 @@ WorkPtr GlooBackend::recvAnysource(const Tensor& tensor, const RecvOptions& opts
 
 void GlooBackend::postP2P(const WorkPtr& work, const std::function<void()>& post) {
   if (auto why = errorReason(); why || stopped_.load() || !p2p_) {
-    work->finish(refusedWorkError(work->info().describe(), ctx_.groupName,
+    WorkCompletion::finish(*work, refusedWorkError(work->info().describe(), ctx_.groupName,
                                   why.value_or(FailureReason::shutDown())));
     return;
   }
@@ -282,7 +283,7 @@ void GlooBackend::postP2P(const WorkPtr& work, const std::function<void()>& post
   } catch (...) {
     auto e = translate(std::current_exception(), work->info(), started);
     markFailed(failureReasonOf(e));
-    work->finish(e);
+    WorkCompletion::finish(*work, e);
   }
 }
 

@@ -8,6 +8,7 @@
 
 #include "runtime/comm/backends/gloo/gloo_backend.hpp"
 #include "runtime/comm/backends/gloo/gloo_peer_monitor.hpp"
+#include "runtime/comm/work_completion.hpp"
 #include "runtime/core/errors.hpp"
 
 namespace distlab::comm::gloo_backend {
@@ -41,6 +42,9 @@ struct GlooP2P::Op {
   Deadline deadline = Deadline::after(Milliseconds(0));
   Clock::time_point started = Clock::now();
   std::atomic<bool> expired{false};
+  // A failure from outside (Work::abort, the watchdog) arrived while the
+  // operation ran: the timer aborts its wait as for a timeout.
+  std::atomic<bool> cancelled{false};
   std::atomic<bool> done{false};
   std::thread waiter;
 };
@@ -66,16 +70,18 @@ void GlooP2P::send(const WorkPtr& work, const Tensor& tensor, int dst, int tag,
   op->tag = tag;
   op->self = dst == context_->rank;
   op->deadline = Deadline::after(timeout);
+  // The bracket covers the only access to the caller's tensor: the copy into
+  // staging. A send is buffered, so it ends with that copy.
+  if (!WorkCompletion::beginExecution(*work, [](std::exception_ptr) {})) return;
   op->staging.assign(static_cast<const uint8_t*>(tensor.rawData()),
                      static_cast<const uint8_t*>(tensor.rawData()) + tensor.nbytes());
-  work->markStarted();
   if (op->self) {
     {
       std::lock_guard<std::mutex> lock(mutex_);
       selfQueue_[tag].push_back(std::move(op->staging));
     }
     cv_.notify_all();
-    work->finish();
+    WorkCompletion::endExecution(*work, nullptr);
     return;
   }
   op->staging.resize(std::max<size_t>(op->staging.size(), 1));
@@ -83,8 +89,9 @@ void GlooP2P::send(const WorkPtr& work, const Tensor& tensor, int dst, int tag,
   op->buf->send(dst, p2pSlot(tag), 0, tensor.nbytes());
   // Buffered send: the staged copy is ours, so the Work completes now (a
   // blocking send never waits for the matching receive, as with shm); the
-  // waiter keeps the copy until Gloo delivered it and reports a broken pair.
-  work->finish();
+  // waiter keeps the copy until Gloo delivered it (its later results change
+  // nothing: the Work is complete).
+  WorkCompletion::endExecution(*work, nullptr);
   startWaiter(op);
 }
 
@@ -97,7 +104,16 @@ void GlooP2P::recv(const WorkPtr& work, const Tensor& tensor, int src, int tag,
   op->peer = src;
   op->tag = tag;
   op->deadline = Deadline::after(timeout);
-  work->markStarted();
+  // Note [Work failure and the caller's tensors]: the bracket stays open
+  // until the waiter's last access (the copy out of staging). A failure from
+  // outside sets `cancelled`; the timer then aborts the wait, and the
+  // message, should it come later, stays in staging (an orphan).
+  std::weak_ptr<Op> weak = op;
+  auto cancel = [this, weak](std::exception_ptr) {
+    if (auto o = weak.lock()) o->cancelled.store(true);
+    cv_.notify_all();
+  };
+  if (!WorkCompletion::beginExecution(*work, std::move(cancel))) return;
   const int me = context_->rank;
   {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -129,7 +145,7 @@ void GlooP2P::startWaiter(const std::shared_ptr<Op>& op) {
   std::lock_guard<std::mutex> lock(mutex_);
   reapLocked();
   if (stopping_) {
-    op->work->finish(std::make_exception_ptr(DistBackendError(
+    finishOp(*op, std::make_exception_ptr(DistBackendError(
         fmt::format("{}: {}", op->work->info().describe(), stopReason_))));
     return;
   }
@@ -146,17 +162,22 @@ void GlooP2P::startWaiter(const std::shared_ptr<Op>& op) {
   });
 }
 
+void GlooP2P::finishOp(Op& op, std::exception_ptr error) {
+  // A send's bracket closed when it was staged: this changes nothing then.
+  WorkCompletion::endExecution(*op.work, std::move(error));
+}
+
 void GlooP2P::completeRecv(Op& op, int src) {
   if (op.adopted && op.adopted->tensor.nbytes() != op.tensor.nbytes()) {
-    op.work->finish(std::make_exception_ptr(DistBackendError(fmt::format(
+    finishOp(op, std::make_exception_ptr(DistBackendError(fmt::format(
         "{}: rank {}: the message from rank {} has {} bytes but the recv expects {}",
         op.work->info().describe(), context_->rank, src, op.adopted->tensor.nbytes(),
         op.tensor.nbytes()))));
     return;
   }
   if (op.tensor.nbytes() > 0) std::memcpy(op.tensor.rawData(), op.data().data(), op.tensor.nbytes());
-  op.work->setSourceRank(src);
-  op.work->finish();
+  WorkCompletion::setSourceRank(*op.work, src);
+  finishOp(op, nullptr);
 }
 
 void GlooP2P::waitGloo(Op& op) {
@@ -169,12 +190,13 @@ void GlooP2P::waitGloo(Op& op) {
       if (op.isRecv) {
         completeRecv(op, src);
       } else {
-        op.work->finish();
+        finishOp(op, nullptr);
       }
       return;
     }
     if (!op.expired.load()) {
-      // Woken because the group failed or the backend stops.
+      // Woken because the group failed or the backend stops (a cancelled
+      // operation is `expired` too: the timer aborted its wait).
       bool stopping;
       std::string stopReason;
       {
@@ -182,7 +204,7 @@ void GlooP2P::waitGloo(Op& op) {
         stopping = stopping_;
         stopReason = stopReason_;
       }
-      op.work->finish(stopping ? std::make_exception_ptr(DistBackendError(fmt::format(
+      finishOp(op, stopping ? std::make_exception_ptr(DistBackendError(fmt::format(
                                      "{}: {}", op.work->info().describe(), stopReason)))
                                : backend_.translate(std::make_exception_ptr(
                                                         std::runtime_error("interrupted")),
@@ -205,27 +227,33 @@ void GlooP2P::waitGloo(Op& op) {
       orphans_[{op.peer, op.tag}].push_front(orphan);
     }
     auto msg = fmt::format("{}: rank {}: {}", op.work->info().describe(), context_->rank, why);
-    op.work->finish(std::make_exception_ptr(DistTimeoutError(msg)));
+    finishOp(op, std::make_exception_ptr(DistTimeoutError(msg)));
   } catch (...) {
     auto e = backend_.translate(std::current_exception(), op.work->info(), op.started);
     backend_.markFailed(failureReasonOf(e));
-    op.work->finish(e);
+    finishOp(op, e);
   }
 }
 
 void GlooP2P::waitSelf(Op& op) {
   std::unique_lock<std::mutex> lock(mutex_);
-  bool got = cv_.wait_until(lock, op.deadline.at(), [&] {
-    auto it = selfQueue_.find(op.tag);
-    return stopping_ || (it != selfQueue_.end() && !it->second.empty());
-  });
+  // Woken by a message, a stop, or a cancel (which notifies without the
+  // lock, so the wait also wakes each timer period to look).
+  bool got = false;
+  while (!op.deadline.expired() && !op.cancelled.load()) {
+    got = cv_.wait_until(lock, std::min(op.deadline.at(), Clock::now() + kTimerPeriod), [&] {
+      auto it = selfQueue_.find(op.tag);
+      return stopping_ || (it != selfQueue_.end() && !it->second.empty());
+    });
+    if (got) break;
+  }
   auto it = selfQueue_.find(op.tag);
-  if (got && it != selfQueue_.end() && !it->second.empty()) {
+  if (got && !op.cancelled.load() && it != selfQueue_.end() && !it->second.empty()) {
     op.staging = std::move(it->second.front());
     it->second.pop_front();
     lock.unlock();
     if (op.staging.size() != op.tensor.nbytes()) {
-      op.work->finish(std::make_exception_ptr(DistBackendError(fmt::format(
+      finishOp(op, std::make_exception_ptr(DistBackendError(fmt::format(
           "{}: rank {} sent itself {} bytes but the recv expects {}", op.work->info().describe(),
           context_->rank, op.staging.size(), op.tensor.nbytes()))));
       return;
@@ -238,7 +266,7 @@ void GlooP2P::waitSelf(Op& op) {
                                             op.work->info().timeout.count());
   lock.unlock();
   auto msg = fmt::format("{}: rank {}: {}", op.work->info().describe(), context_->rank, why);
-  op.work->finish(stopping_ ? std::make_exception_ptr(DistBackendError(msg))
+  finishOp(op, stopping_ ? std::make_exception_ptr(DistBackendError(msg))
                             : std::make_exception_ptr(DistTimeoutError(msg)));
 }
 
@@ -247,7 +275,8 @@ void GlooP2P::timerLoop() {
   while (!stopping_) {
     cv_.wait_for(lock, kTimerPeriod);
     for (auto& op : ops_) {
-      if (op->done.load() || op->self || op->expired.load() || !op->deadline.expired()) continue;
+      if (op->done.load() || op->self || op->expired.load()) continue;
+      if (!op->deadline.expired() && !op->cancelled.load()) continue;
       op->expired.store(true);
       if (op->isRecv) {
         op->buffer()->abortWaitRecv();

@@ -10,6 +10,9 @@
 // the tensor when issued (the caller may reuse it at once), a recv lands in
 // staging and is copied into the tensor on success, so an operation that timed
 // out can be abandoned without Gloo ever writing into the caller's memory later.
+// Both run inside the Work's execution bracket (Note [Work failure and the
+// caller's tensors]): a recv failed from outside is treated as timed out (its
+// wait aborted, its message left to an orphan) and its tensor is not written.
 //
 // Timeouts: a timer aborts the Gloo wait at the operation's deadline; only that
 // operation fails (DistTimeoutError), the group stays usable (as shm). Gloo
@@ -69,6 +72,8 @@ class GlooP2P {
   void timerLoop();
   void reapLocked();
   void completeRecv(Op& op, int src);
+  // Completes `op`'s Work: closes the execution bracket send()/recv() opened.
+  void finishOp(Op& op, std::exception_ptr error);
 
   GlooBackend& backend_;
   std::shared_ptr<::gloo::Context> context_;

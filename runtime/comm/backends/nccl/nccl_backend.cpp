@@ -10,6 +10,7 @@
 
 #include "runtime/comm/backend_registry.hpp"
 #include "runtime/comm/backends/nccl/nccl_util.hpp"
+#include "runtime/comm/work_completion.hpp"
 #include "runtime/core/errors.hpp"
 #include "runtime/core/logging.hpp"
 
@@ -183,7 +184,7 @@ WorkInfo NcclBackend::info(OpType type, uint64_t seq, const std::vector<Tensor>&
 
 WorkPtr NcclBackend::failedWork(WorkInfo wi, const FailureReason& why) const {
   auto work = std::make_shared<Work>(std::move(wi), std::vector<Tensor>{});
-  work->finish(refusedWorkError(work->info().describe(), ctx_.groupName, why));
+  WorkCompletion::finish(*work, refusedWorkError(work->info().describe(), ctx_.groupName, why));
   return work;
 }
 
@@ -216,7 +217,7 @@ WorkPtr NcclBackend::launch(Launch op, const Body& body) {
           b->abortWith({FailureReason::kTimeout, "blocking wait timed out: " + why});
         }
       });
-  work->markStarted();
+  WorkCompletion::markStarted(*work);
   completion_->add(work, std::move(op.tensors));
   return work;
 }

@@ -5,6 +5,7 @@
 
 #include "runtime/comm/backends/nccl/nccl_backend.hpp"
 #include "runtime/comm/backends/nccl/nccl_util.hpp"
+#include "runtime/comm/work_completion.hpp"
 #include "runtime/core/errors.hpp"
 
 namespace distlab::comm::nccl_backend {
@@ -144,7 +145,7 @@ WorkPtr NcclBackend::recv(const Tensor& tensor, int srcRank, const RecvOptions& 
                   "ncclRecv");
         });
       });
-  work->setSourceRank(srcRank);
+  WorkCompletion::setSourceRank(*work, srcRank);
   return work;
 }
 

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "runtime/comm/work_completion.hpp"
 #include "runtime/core/errors.hpp"
 
 namespace distlab::comm::nccl_backend {
@@ -59,7 +60,7 @@ void CompletionThread::failAll(const std::string& reason) {
     failed.swap(pending_);
   }
   for (auto& p : failed) {
-    p.work->finish(std::make_exception_ptr(DistBackendError(fmt::format(
+    WorkCompletion::finish(*p.work, std::make_exception_ptr(DistBackendError(fmt::format(
         "{}: group '{}': {}", p.work->info().describe(), groupName_, reason))));
   }
   drained_.notify_all();
@@ -143,7 +144,7 @@ bool CompletionThread::pollOnce() {
     // [NCCL abort may block]) comes after. Popped already: its failAll does
     // not name this Work.
     if (!outcome->timeout.empty()) markFailed_({FailureReason::kTimeout, outcome->timeout});
-    work->finish(outcome->error);
+    WorkCompletion::finish(*work, outcome->error);
     if (!outcome->timeout.empty()) {
       abort_(outcome->timeout);
       return false;

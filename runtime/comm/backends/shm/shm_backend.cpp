@@ -11,6 +11,7 @@
 #include "runtime/comm/backend_registry.hpp"
 #include "runtime/comm/backends/shm/shm_options.hpp"
 #include "runtime/comm/backends/shm/shm_wait.hpp"
+#include "runtime/comm/work_completion.hpp"
 #include "runtime/core/errors.hpp"
 #include "runtime/core/logging.hpp"
 
@@ -182,7 +183,7 @@ WorkInfo ShmBackend::infoInPlace(OpType type, uint64_t seq, Milliseconds timeout
 bool ShmBackend::refusedAfterFailure(Work& work) {
   auto why = errorReason();
   if (!why) return false;
-  work.finish(refusedWorkError(work.info().describe(), ctx_.groupName, *why));
+  WorkCompletion::finish(work, refusedWorkError(work.info().describe(), ctx_.groupName, *why));
   return true;
 }
 
@@ -192,7 +193,7 @@ void ShmBackend::execute(Work& work, Deferred body) {
   // (watchdog, Work::abort) cancels the op and is published after it let go.
   group_.cancelled.store(false, std::memory_order_release);
   const int64_t startedNs = monotonicNowNs();  // the Work's start and the ops' deadlines
-  const bool started = work.beginExecution(
+  const bool started = WorkCompletion::beginExecution(work, 
       [this](std::exception_ptr why) {
         cancelError_ = std::move(why);  // published by the release store below
         group_.cancelled.store(true, std::memory_order_release);
@@ -200,7 +201,7 @@ void ShmBackend::execute(Work& work, Deferred body) {
       },
       startedNs);
   if (!started) return;  // failed while queued: never touch its tensors
-  work.endExecution(runBody(body, startedNs));
+  WorkCompletion::endExecution(work, runBody(body, startedNs));
 }
 
 void ShmBackend::executeUnshared(WorkPtr& work, Deferred makeWork, Deferred body) {
@@ -215,8 +216,8 @@ void ShmBackend::executeUnshared(WorkPtr& work, Deferred makeWork, Deferred body
   const std::exception_ptr error = runBody(body, startedNs);
   group_.afterArrival = {};
   if (!work) makeWork();  // the body never arrived (or building the Work there failed)
-  work->startUnshared(startedNs);
-  work->finishUnshared(error);
+  WorkCompletion::startUnshared(*work, startedNs);
+  WorkCompletion::finishUnshared(*work, error);
 }
 
 std::exception_ptr ShmBackend::runBody(Deferred body, int64_t startedNs) {

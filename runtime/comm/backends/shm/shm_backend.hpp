@@ -37,6 +37,7 @@
 #include "runtime/comm/backends/shm/shm_segment.hpp"
 #include "runtime/comm/backends/shm/shm_single_copy.hpp"
 #include "runtime/comm/progress_thread.hpp"
+#include "runtime/comm/work_completion.hpp"
 #include "runtime/core/clock.hpp"
 
 namespace distlab::comm {
@@ -141,7 +142,7 @@ class ShmBackend : public Backend {
                       !std::is_nothrow_move_constructible_v<Closure>,
                   "a queued shm operation must not allocate: raise ProgressThread::Task's room");
     const uint64_t ticket = progress_->enqueue(std::move(task), queuedNs);
-    work->setInlineRunner(progress_, ticket);               // Note [Waiting helps]
+    WorkCompletion::setInlineRunner(*work, progress_, ticket);               // Note [Waiting helps]
     return work;
   }
   // The Work of `submit`, its WorkInfo built in place.

@@ -36,7 +36,8 @@
 // Note [Bookkeeping while the stamps travel]
 // A blocking operation run inline (Note [Unshared execution] in work.hpp)
 // builds its Work -- the WorkInfo with its strings and tensor metadata, the
-// allocation -- about 700 instructions, a quarter of the operation. Nobody
+// allocation -- a quarter of the operation's instructions
+// (reports/collectives_shm_notes.md). Nobody
 // can see the Work before the operation returns, so it is built in the one
 // idle moment of a small operation instead: after this rank arrived at its
 // first step and before it waits for its peers (ShmGroup::afterArrival, run

@@ -7,6 +7,7 @@
 
 #include "runtime/comm/backends/shm/shm_op.hpp"
 #include "runtime/comm/backends/shm/shm_wait.hpp"
+#include "runtime/comm/work_completion.hpp"
 #include "runtime/core/errors.hpp"
 
 namespace distlab::comm::shm {
@@ -29,6 +30,15 @@ void ringWrite(uint8_t* ring, uint64_t cap, uint64_t pos, const uint8_t* src, ui
   const uint64_t first = std::min(n, cap - at);
   std::memcpy(ring + at, src, first);
   if (first < n) std::memcpy(ring, src + first, n - first);
+}
+
+// Fills `n` bytes of the ring with zeros: the rest of a send cancelled in the
+// middle of its message (the receiver expects the bytes its header promised).
+void ringZero(uint8_t* ring, uint64_t cap, uint64_t pos, uint64_t n) {
+  const uint64_t at = pos & (cap - 1);
+  const uint64_t first = std::min(n, cap - at);
+  std::memset(ring + at, 0, first);
+  if (first < n) std::memset(ring, 0, n - first);
 }
 
 void ringRead(const uint8_t* ring, uint64_t cap, uint64_t pos, uint8_t* dst, uint64_t n) {
@@ -54,6 +64,7 @@ struct ShmP2P::Send {
   Deadline deadline;
   bool headerDone = false;
   uint64_t sent = 0;
+  bool cancelled = false;  // failed from outside mid-message: the rest is zeros
 };
 
 struct ShmP2P::Recv {
@@ -167,13 +178,83 @@ void ShmP2P::acceptPosted() {
     sends.swap(postedSends_);
     recvs.swap(postedRecvs_);
   }
+  // Note [Work failure and the caller's tensors]: the bracket opens as the
+  // engine takes the operation; a Work failed before that never starts.
+  auto cancel = [this](const WorkPtr& work) {
+    return [this, w = std::weak_ptr<Work>(work)](std::exception_ptr) { requestCancel(w); };
+  };
   for (auto& s : sends) {
-    s->work->markStarted();
+    if (!WorkCompletion::beginExecution(*s->work, cancel(s->work))) continue;
     sends_[s->dst].push_back(std::move(s));
   }
   for (auto& r : recvs) {
-    r->work->markStarted();
+    if (!WorkCompletion::beginExecution(*r->work, cancel(r->work))) continue;
     if (!matchUnexpected(r)) recvs_.push_back(std::move(r));
+  }
+}
+
+void ShmP2P::requestCancel(std::weak_ptr<Work> work) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    cancelRequests_.push_back(std::move(work));
+  }
+  cancelPending_.store(true, std::memory_order_release);
+  ringPeer(rank_);
+}
+
+void ShmP2P::applyCancels() {
+  std::vector<std::weak_ptr<Work>> requests;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    requests.swap(cancelRequests_);
+    cancelPending_.store(false, std::memory_order_relaxed);
+  }
+  // Held, so no address here can be reused by a new Work meanwhile; one that
+  // is gone already finished.
+  std::vector<WorkPtr> works;
+  for (auto& r : requests) {
+    if (WorkPtr w = r.lock()) works.push_back(std::move(w));
+  }
+  auto cancelled = [&](const WorkPtr& w) {
+    return std::find(works.begin(), works.end(), w) != works.end();
+  };
+  // Each ends with no error of its own: endExecution publishes the failure
+  // that cancelled it.
+  for (auto& q : sends_) {
+    for (auto it = q.begin(); it != q.end();) {
+      Send& s = **it;
+      if (!cancelled(s.work) || s.cancelled) {
+        ++it;
+      } else if (!s.headerDone) {  // nothing written yet: the message is withdrawn
+        finished_.emplace_back(s.work, nullptr);
+        it = q.erase(it);
+      } else {  // its header is out: the rest follows as zeros, its tensor unread
+        s.cancelled = true;
+        finished_.emplace_back(s.work, nullptr);
+        ++it;
+      }
+    }
+  }
+  for (auto it = recvs_.begin(); it != recvs_.end();) {
+    if (!cancelled((*it)->work)) {
+      ++it;
+      continue;
+    }
+    finished_.emplace_back((*it)->work, nullptr);
+    it = recvs_.erase(it);  // its message, when it comes, waits for the next receive
+  }
+  for (auto& in : incoming_) {
+    if (in && in->target && cancelled(in->target->work)) {
+      finished_.emplace_back(in->target->work, nullptr);
+      in->target = nullptr;
+      in->discard = true;  // the rest of the message is read and dropped
+    }
+  }
+  for (auto& u : unexpected_) {
+    if (u.claimedBy && cancelled(u.claimedBy->work)) {
+      finished_.emplace_back(u.claimedBy->work, nullptr);
+      u.claimedBy = nullptr;  // the message waits for the next receive
+    }
   }
 }
 
@@ -204,7 +285,7 @@ void ShmP2P::deliver(Unexpected& u, const std::shared_ptr<Recv>& recv) {
 }
 
 void ShmP2P::complete(const std::shared_ptr<Recv>& r, int src) {
-  r->work->setSourceRank(src);
+  WorkCompletion::setSourceRank(*r->work, src);
   finished_.emplace_back(r->work, nullptr);
 }
 
@@ -218,7 +299,7 @@ void ShmP2P::fail(const std::shared_ptr<Recv>& r, std::exception_ptr e) {
 void ShmP2P::finishDone() {
   // Note [Finish after the ring]: every index this round moved is published
   // and every peer rung before a caller learns its op is done.
-  for (auto& [work, error] : finished_) work->finish(std::move(error));
+  for (auto& [work, error] : finished_) WorkCompletion::endExecution(*work, std::move(error));
   finished_.clear();
 }
 
@@ -247,7 +328,11 @@ bool ShmP2P::progressSends() {
       }
       const uint64_t n = std::min(space, s.bytes - s.sent);
       if (n > 0) {
-        ringWrite(data, cap, tail, s.data + s.sent, n);
+        if (s.cancelled) {
+          ringZero(data, cap, tail, n);
+        } else {
+          ringWrite(data, cap, tail, s.data + s.sent, n);
+        }
         tail += n;
         s.sent += n;
         wrote = true;
@@ -327,6 +412,7 @@ bool ShmP2P::progressIncoming(int src) {
 
 bool ShmP2P::progress() {
   acceptPosted();
+  if (cancelPending_.load(std::memory_order_acquire)) applyCancels();
   bool moved = progressSends();
   for (int src = 0; src < size_; ++src) moved = progressIncoming(src) || moved;
   finishDone();

@@ -15,6 +15,13 @@
 // A size mismatch fails the recv (naming both sizes) and discards the payload:
 // memory is never overrun. Each op fails with DistTimeoutError at its deadline
 // and with DistPeerFailureError when its peer exits (checked every ~50 ms).
+// Every operation runs inside its Work's execution bracket (Note [Work
+// failure and the caller's tensors] in work.hpp), opened when the engine takes
+// it. A failure from outside (Work::abort, the watchdog) reaches the engine as
+// a cancel request: a send not begun is withdrawn, one half written ends with
+// zeros instead of the tensor's bytes (the receiver's framing stays intact),
+// a receive not matched is withdrawn (its message goes to the next matching
+// receive), one half read drops the rest of its message.
 // Waiting: the engine sleeps on its rank's p2pBell (Note [shm waiting]); peers
 // ring it when they write to or drain from its channels.
 //
@@ -78,6 +85,12 @@ class ShmP2P {
   bool progressIncoming(int src);
   void checkFailures();
   void acceptPosted();
+  // Called inside a Work's lock (its cancel callback): queues the request and
+  // wakes the engine, nothing more.
+  void requestCancel(std::weak_ptr<Work> work);
+  // Engine thread: withdraws or cuts short the operations of the queued
+  // cancel requests, then finishes them (their deferred failure wins).
+  void applyCancels();
   bool matchUnexpected(const std::shared_ptr<Recv>& recv);
   void deliver(Unexpected& u, const std::shared_ptr<Recv>& recv);
   void fail(const std::shared_ptr<Send>& s, std::exception_ptr e);
@@ -98,6 +111,8 @@ class ShmP2P {
   std::vector<std::shared_ptr<Send>> postedSends_;  // GUARDED_BY(mutex_)
   std::vector<std::shared_ptr<Recv>> postedRecvs_;  // GUARDED_BY(mutex_)
   std::string failReason_;                           // GUARDED_BY(mutex_)
+  std::vector<std::weak_ptr<Work>> cancelRequests_;  // GUARDED_BY(mutex_)
+  std::atomic<bool> cancelPending_{false};
   std::atomic<bool> failing_{false};
   std::atomic<bool> stopping_{false};
 
