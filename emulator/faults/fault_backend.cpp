@@ -85,17 +85,19 @@ WorkPtr FaultBackend::skipOrExtra(const FaultSpec& f, const Operation& op) {
         comm::makeWorkInfo(groupName_, rank(), op.type, op.seq, op.inputs, outs, op.timeout),
         outs);
   }
-  if (f.kind == "extra_collective") {
-    Tensor one = zeros({1});
-    Operation extra;
-    extra.type = OpType::kAllreduce;
-    extra.inputs = extra.outputs = std::span<const Tensor>(&one, 1);
-    extra.timeout = op.timeout;
-    extra.seq = op.seq;
-    logOp(extra);
-    forward(extra);
-  }
+  if (f.kind == "extra_collective") issueExtraAllreduce(op);
   return nullptr;
+}
+
+void FaultBackend::issueExtraAllreduce(const Operation& op) {
+  Tensor one = zeros({1});
+  Operation extra;
+  extra.type = OpType::kAllreduce;
+  extra.inputs = extra.outputs = std::span<const Tensor>(&one, 1);
+  extra.timeout = op.timeout;
+  extra.seq = op.seq;
+  logOp(extra);
+  forward(extra);
 }
 
 void FaultBackend::unsupported(const FaultSpec& f, OpType op) const {
@@ -135,14 +137,37 @@ WorkPtr FaultBackend::mismatched(const FaultSpec& f, const Operation& op) {
 }
 
 WorkPtr FaultBackend::pointToPoint(const Operation& op) {
-  const Tensor& t = op.type == OpType::kSend ? op.inputs.front() : op.outputs.front();
+  const bool isSend = op.type == OpType::kSend;
+  const FaultSpec* f = plan_->onPointToPoint(isSend, op.peer);
   const std::string peer = op.peer >= 0 ? std::to_string(op.peer) : "any";
   const std::string what = fmt::format("{} {} {}", comm::opTypeName(op.type), peer, op.seq);
+  Operation changed = op;
+  std::vector<Tensor> tensor(1, isSend ? op.inputs.front() : op.outputs.front());
+  if (f) {
+    plan_->recordFired(*f, op.seq, f->mismatch.empty() ? what : what + " " + f->mismatch);
+    if (f->kind == "hang" || f->kind == "crash" || f->kind == "straggler") plan_->act(*f, op.seq);
+    if (f->kind == "skip_collective") return skippedPointToPoint(op, what);
+    if (f->kind == "extra_collective") issueExtraAllreduce(op);
+    if (f->kind == "mismatch") {
+      tensor.front() = f->mismatch == "shape" ? longer(tensor.front())
+                                              : tensor.front().to(otherDtype(tensor.front().dtype()));
+      (isSend ? changed.inputs : changed.outputs) = tensor;
+    }
+  }
+  const Tensor& t = tensor.front();
   plan_->log().write(
       fmt::format("p2p {} {} {} {}", what, t.numel(), dtypeName(t.dtype()), op.tag));
-  WorkPtr work = forward(op);
+  WorkPtr work = forward(changed);
   work->addObserver(std::make_shared<DoneLogger>(plan_, "p2p_done " + what));
   return work;
+}
+
+WorkPtr FaultBackend::skippedPointToPoint(const Operation& op, const std::string& what) {
+  plan_->log().write(fmt::format("p2p_skipped {}", what));
+  std::vector<Tensor> outs = comm::writtenTensors(op);
+  return comm::Work::completed(comm::makeWorkInfo(groupName_, rank(), op.type, op.seq, op.inputs,
+                                                  outs, op.timeout, op.peer, op.tag),
+                               outs);
 }
 
 WorkPtr FaultBackend::intercept(const Operation& op) {

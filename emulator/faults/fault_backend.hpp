@@ -14,8 +14,12 @@
 // another op throws ValueError naming the op (the parser rejects the known
 // cases of collective scripts up front).
 // Point-to-point operations (send, recv, recv from any source) are logged on
-// their own "p2p" lines, numbered per peer as the backend numbers them; the
-// plan's triggers count collectives only, so no fault fires on them.
+// their own "p2p" lines, numbered per peer as the backend numbers them. Faults
+// given `on = "send"|"recv"` fire on them (Note [Point-to-point triggers] in
+// fault_plan.hpp): hang, crash and straggler as above; skip_collective
+// returns a completed Work without moving the message; extra_collective
+// issues the 1-element allreduce first; mismatch shape | dtype sends (or
+// receives into) a tensor one element longer or of the other float dtype.
 // Other groups' backends are not wrapped (fault triggers count the world
 // group's sequence numbers).
 #include <memory>
@@ -42,9 +46,14 @@ class FaultBackend : public comm::ForwardingBackend {
   comm::WorkPtr skipOrExtra(const FaultSpec& f, const comm::Operation& op);
   // Issues the operation `f` changes `op` into (see the list above).
   comm::WorkPtr mismatched(const FaultSpec& f, const comm::Operation& op);
-  // Logs "p2p <TYPE> <peer|any> <k> <numel> <dtype> <tag>" and, when the Work
-  // completes, "p2p_done <TYPE> <peer|any> <k> ok|failed".
+  // Applies the point-to-point fault that fires, if any; logs
+  // "p2p <TYPE> <peer|any> <k> <numel> <dtype> <tag>" (what is issued) and,
+  // when the Work completes, "p2p_done <TYPE> <peer|any> <k> ok|failed".
   comm::WorkPtr pointToPoint(const comm::Operation& op);
+  // A skipped send or recv: "p2p_skipped <TYPE> <peer|any> <k>", completed.
+  comm::WorkPtr skippedPointToPoint(const comm::Operation& op, const std::string& what);
+  // The extra_collective fault: a 1-element allreduce issued before `op`.
+  void issueExtraAllreduce(const comm::Operation& op);
   // Logs "done <seq> ok|failed" when `work` completes.
   comm::WorkPtr track(uint64_t seq, comm::WorkPtr work);
   [[noreturn]] void unsupported(const FaultSpec& f, comm::OpType op) const;

@@ -18,7 +18,11 @@ bool isBackendKind(const std::string& k) {
   return k == "hang" || k == "crash" || k == "straggler" || k == "mismatch" ||
          k == "skip_collective" || k == "extra_collective" || k == "store_death";
 }
-bool isStepActed(const std::string& k) { return k == "hang" || k == "crash" || k == "straggler"; }
+// Acted by the driver at the start of its step (a point-to-point one waits
+// for its operation instead).
+bool isStepActed(const FaultSpec& f) {
+  return f.on.empty() && (f.kind == "hang" || f.kind == "crash" || f.kind == "straggler");
+}
 
 std::shared_ptr<FaultPlan>& activePlan() {
   static std::shared_ptr<FaultPlan> plan;
@@ -51,12 +55,12 @@ const FaultSpec* FaultPlan::decide(uint64_t seq, const FaultSpec*& storeDeath) {
   std::lock_guard<std::mutex> lock(mutex_);
   for (auto& e : entries_) {
     const auto& f = e.spec;
-    if (!isBackendKind(f.kind)) continue;
+    if (!isBackendKind(f.kind) || !f.on.empty()) continue;
     if (f.atSeq > 0) {
       uint64_t last = f.atSeq + static_cast<uint64_t>(f.kind == "straggler" ? f.count : 1);
       if (seq < f.atSeq || seq >= last) continue;
     } else if (f.atStep >= 0) {
-      if (isStepActed(f.kind) || step_ < f.atStep || e.firedCount > 0) continue;
+      if (isStepActed(f) || step_ < f.atStep || e.firedCount > 0) continue;
     } else {
       continue;
     }
@@ -71,6 +75,33 @@ const FaultSpec* FaultPlan::decide(uint64_t seq, const FaultSpec*& storeDeath) {
   return nullptr;
 }
 
+const FaultSpec* FaultPlan::onPointToPoint(bool isSend, int peer) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  const FaultSpec* fired = nullptr;
+  for (auto& e : entries_) {
+    const FaultSpec& f = e.spec;
+    if (f.on != (isSend ? "send" : "recv") || (f.peer >= 0 && f.peer != peer)) continue;
+    ++e.matched;  // every matching entry counts, fired or not
+    if (!fired && firesOnPointToPoint(e)) {
+      ++e.firedCount;
+      fired = &f;
+    }
+  }
+  return fired;
+}
+
+bool FaultPlan::firesOnPointToPoint(Entry& e) {
+  const FaultSpec& f = e.spec;
+  uint64_t first = f.atSeq;
+  if (f.atSeq == 0) {  // at_step: from the first operation of step S on
+    if (e.firedCount == 0 && step_ >= f.atStep) e.firstFired = e.matched;
+    first = e.firstFired;
+    if (first == 0) return false;
+  }
+  const uint64_t span = static_cast<uint64_t>(f.kind == "straggler" ? f.count : 1);
+  return e.matched >= first && e.matched < first + span;
+}
+
 void FaultPlan::setStep(int step) {
   std::lock_guard<std::mutex> lock(mutex_);
   step_ = step;
@@ -80,7 +111,7 @@ std::vector<const FaultSpec*> FaultPlan::stepFaults(int step) {
   std::lock_guard<std::mutex> lock(mutex_);
   std::vector<const FaultSpec*> out;
   for (auto& e : entries_) {
-    if (isStepActed(e.spec.kind) && e.spec.atStep == step && e.firedCount == 0) {
+    if (isStepActed(e.spec) && e.spec.atStep == step && e.firedCount == 0) {
       ++e.firedCount;
       out.push_back(&e.spec);
     }

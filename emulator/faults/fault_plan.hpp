@@ -14,6 +14,16 @@
 // crash, straggler; the driver calls stepFault()). Each fault fires once,
 // except a straggler, which delays `count` consecutive collectives.
 // Firing is logged to the EventLog before the fault acts.
+//
+// Note [Point-to-point triggers]
+// A fault with `on = "send"` or `on = "recv"` counts this rank's sends (or
+// receives, from any source included) on the world group instead of its
+// collectives, from 1, only those with `peer` when given: at_seq = N fires on
+// the N-th of them (a straggler on `count` consecutive ones), at_step = S on
+// the first one issued during step S or later (hang, crash and straggler too:
+// such a fault waits for its operation, not for the step's start). A pipeline's
+// stage can so hang, die or be slow in the middle of its send, or send a
+// message of the wrong size or dtype, as a collective can.
 // Thread-safe (one mutex; decisions are cheap).
 #include <chrono>
 #include <memory>
@@ -37,6 +47,9 @@ class FaultPlan {
 
   // The backend-level fault that fires on world collective `seq` (nullptr: none).
   const FaultSpec* onCollective(uint64_t seq);
+  // The fault that fires on this point-to-point operation (a send when
+  // `isSend`, else a receive; `peer` -1 for a receive from any source).
+  const FaultSpec* onPointToPoint(bool isSend, int peer);
   void setStep(int step);
   // Hang, crash or straggler faults given at_step that fire at the start of `step`.
   std::vector<const FaultSpec*> stepFaults(int step);
@@ -61,7 +74,11 @@ class FaultPlan {
   struct Entry {
     FaultSpec spec;
     int firedCount = 0;
+    uint64_t matched = 0;    // point-to-point operations counted so far
+    uint64_t firstFired = 0; // the count at its first firing (at_step triggers)
   };
+  // Whether point-to-point entry `e` fires on the operation just counted.
+  bool firesOnPointToPoint(Entry& e);
   int rank_;
   std::shared_ptr<EventLog> log_;
   std::chrono::milliseconds hangCap_;

@@ -14,7 +14,13 @@ namespace distlab::emulator {
 struct FaultSpec {
   std::string kind;            // see kFaultKinds
   std::vector<int> ranks;      // ranks it applies to (store faults: default all)
-  uint64_t atSeq = 0;          // collective sequence number on the world group (0: unset)
+  // What the trigger counts: "" the world group's collectives; "send" or
+  // "recv" this rank's point-to-point operations of that kind on the world
+  // group, only those with `peer` when it is set (Note [Point-to-point
+  // triggers] in fault_plan.hpp).
+  std::string on;
+  int peer = -1;               // on send/recv: the peer (-1: any)
+  uint64_t atSeq = 0;          // collective sequence number, or the n-th send/recv (0: unset)
   int atStep = -1;             // training step (from 0; -1: unset)
   int count = 1;               // consecutive operations affected (straggler)
   double durationS = -1;       // hang: seconds; < 0 forever
@@ -30,5 +36,9 @@ struct FaultSpec {
 // Every fault kind a scenario may name (fault_spec.cpp), in the order the
 // parser lists them in its error message.
 extern const std::vector<std::string> kFaultKinds;
+// The kinds a point-to-point trigger (`on = "send"|"recv"`) may fire, and the
+// mismatches it may make: those that change one operation on one rank.
+extern const std::vector<std::string> kPointToPointFaultKinds;
+extern const std::vector<std::string> kPointToPointMismatches;
 
 }  // namespace distlab::emulator

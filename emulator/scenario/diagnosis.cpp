@@ -13,6 +13,23 @@
 
 namespace distlab::emulator {
 
+namespace {
+
+// "<TYPE> <peer|any> <k> <numel> <dtype> <tag>" (FaultBackend's p2p line).
+P2PRecord readP2PRecord(const std::string& text) {
+  P2PRecord p;
+  std::istringstream in(text);
+  std::string type, peer, k, numel, dtype;
+  in >> type >> peer >> k >> numel >> dtype >> p.tag;
+  p.id = fmt::format("{} {} {}", type, peer, k);
+  p.isSend = type == "SEND";
+  p.peer = peer == "any" ? -1 : std::atoi(peer.c_str());
+  p.shape = numel + " " + dtype;
+  return p;
+}
+
+}  // namespace
+
 RankEvents readRankEvents(const std::string& path) {
   RankEvents ev;
   std::ifstream in(path);
@@ -44,6 +61,17 @@ RankEvents readRankEvents(const std::string& path) {
           break;
         }
       }
+    } else if (kind == "p2p") {
+      ev.p2p.push_back(readP2PRecord(rest));
+    } else if (kind == "p2p_done") {
+      const size_t status = rest.rfind(' ');
+      for (auto& p : ev.p2p) {
+        if (!p.done && status != std::string::npos && p.id == rest.substr(0, status)) {
+          p.done = true;
+          p.failed = rest.substr(status + 1) != "ok";
+          break;
+        }
+      }
     } else if (kind == "fault") {
       ev.faults.emplace_back(us, rest);
       if (ev.firstFaultUs == 0) {
@@ -59,9 +87,24 @@ RankEvents readRankEvents(const std::string& path) {
 
 namespace {
 
+// The `index`-th send (from 1) of `events` to `dst` with `tag`, or nullptr.
+const P2PRecord* nthSend(const RankEvents& events, int dst, int tag, int index) {
+  for (const auto& p : events.p2p) {
+    if (p.isSend && p.peer == dst && p.tag == tag && --index == 0) return &p;
+  }
+  return nullptr;
+}
+
 std::string rankList(const std::vector<int>& ranks) {
   return ranks.size() == 1 ? fmt::format("rank {}", ranks[0])
                            : fmt::format("ranks {}", fmt::join(ranks, ","));
+}
+
+// Whether a receive of `events` never completed or failed: the rank stopped
+// there waiting for a message.
+bool blockedInReceive(const RankEvents& events) {
+  return std::any_of(events.p2p.begin(), events.p2p.end(),
+                     [](const P2PRecord& p) { return !p.isSend && (!p.done || p.failed); });
 }
 
 // Rule 2: the first sequence number where the ranks disagree.
@@ -86,7 +129,8 @@ bool desync(const std::vector<RankEvents>& events, const std::vector<bool>& aliv
       for (const auto& op : events[r].ops) if (op.seq == seq) mine.push_back(&op);
       if (mine.empty()) {
         bool stoppedBefore = errorUs[r] > 0 && errorUs[r] <= firstIssueUs;
-        if (alive[r] && !stoppedBefore) missing.push_back(r);
+        // Blocked in a receive, it waits for a message (rule 2b judges that).
+        if (alive[r] && !stoppedBefore && !blockedInReceive(events[r])) missing.push_back(r);
         continue;
       }
       if (mine.size() > 1) doubled.push_back(r);
@@ -122,6 +166,37 @@ bool desync(const std::vector<RankEvents>& events, const std::vector<bool>& aliv
       std::sort(culprits.begin(), culprits.end());
       text = fmt::format("collectives differ at seq {}: {}", seq, fmt::join(parts, " vs "));
       return true;
+    }
+  }
+  return false;
+}
+
+// Rule 2b: point-to-point messages, matched in order per (sender, receiver,
+// tag). A receive from any source matches nothing here (its sender is not
+// known from the log alone).
+bool unmatchedMessage(const std::vector<RankEvents>& events, std::vector<int>& culprits,
+                      std::string& text) {
+  const int n = static_cast<int>(events.size());
+  for (int dst = 0; dst < n; ++dst) {
+    std::map<std::pair<int, int>, int> received;  // (src, tag) -> receives so far
+    for (const auto& recv : events[dst].p2p) {
+      if (recv.isSend || recv.peer < 0 || recv.peer >= n) continue;
+      const int src = recv.peer;
+      const int index = ++received[{src, recv.tag}];
+      const P2PRecord* send = nthSend(events[src], dst, recv.tag, index);
+      if (!send && (recv.failed || !recv.done)) {
+        culprits = {src};
+        text = fmt::format("rank {} never sent message {} to rank {} (tag {}); rank {}'s recv "
+                           "waited for it", src, index, dst, recv.tag, dst);
+        return true;
+      }
+      if (send && send->shape != recv.shape) {
+        culprits = {std::min(src, dst), std::max(src, dst)};
+        text = fmt::format("message {} from rank {} to rank {} (tag {}) differs: sent {}, "
+                           "received into {}", index, src, dst, recv.tag, send->shape,
+                           recv.shape);
+        return true;
+      }
     }
   }
   return false;
@@ -258,6 +333,7 @@ Diagnosis diagnose(const Scenario& s, const std::vector<RankExit>& exits,
     cause = fmt::format("{} failed on {} own (a local error, not a distributed one)",
                         rankList(local), local.size() == 1 ? "its" : "their");
   } else if (!desync(events, alive, errorUs, d.culprits, cause) &&
+             !unmatchedMessage(events, d.culprits, cause) &&
              !nonFiniteCulprit(results, d.culprits) &&
              !checksumSplit(results, d.culprits, cause)) {
     straggler(events, d.culprits, cause);

@@ -11,10 +11,17 @@
 //      -- "rank 1 killed by SIGKILL at seq 3";
 //   2. the first collective sequence number where the ranks' event logs
 //      disagree: ranks that never issued it ("rank 2 never issued seq 5
-//      (ALLREDUCE)"), issued it twice (an extra collective) or issued a
+//      (ALLREDUCE)"; not a rank blocked in a receive, which rule 2b judges),
+//      issued it twice (an extra collective) or issued a
 //      different operation than the majority (op, size, dtype, reduce op,
 //      root, tensor count); with a tie no majority exists and every
 //      disagreeing rank is named;
+//   2b. point-to-point messages, matched in order per sender, receiver and
+//      tag: a receive that failed or never completed because its sender never
+//      sent that message names the sender ("rank 0 never sent message 3 to
+//      rank 1 (tag 0); rank 1's recv waited for it"); a message whose size or
+//      dtype differs between the send and the receive names both ranks (two
+//      ranks have no majority);
 //   3. the rank whose loss or parameters went non-finite first ("rank 1 went
 //      non-finite first, at step 4 (loss = inf)", rank_result.hpp; the note
 //      is added whichever rule names the culprits);
@@ -40,8 +47,19 @@ struct OpRecord {
   bool failed = false;
 };
 
+// One "p2p" line of the event log: a send or receive this rank issued.
+struct P2PRecord {
+  std::string id;           // "<TYPE> <peer|any> <k>", as its p2p_done line names it
+  bool isSend = false;
+  int peer = -1;            // -1: a receive from any source
+  std::string shape;        // "<numel> <dtype>"
+  int tag = 0;
+  bool done = false, failed = false;
+};
+
 struct RankEvents {
   std::vector<OpRecord> ops;
+  std::vector<P2PRecord> p2p;  // in issue order
   int64_t firstFaultUs = 0;
   std::string firstFault;   // "crash seq=3 step=-1 sigkill"
   std::vector<std::pair<int64_t, std::string>> faults;  // (us, text)

@@ -17,12 +17,12 @@ namespace {
 // Keys each kind accepts besides `kind` and `ranks`.
 const std::map<std::string, std::set<std::string>>& kindKeys() {
   static const std::map<std::string, std::set<std::string>> table = {
-      {"hang", {"at_seq", "at_step", "duration"}},
-      {"crash", {"at_seq", "at_step", "mode", "exit_code"}},
-      {"straggler", {"at_seq", "at_step", "delay_ms", "count"}},
-      {"mismatch", {"at_seq", "at_step", "mismatch"}},
-      {"skip_collective", {"at_seq", "at_step"}},
-      {"extra_collective", {"at_seq", "at_step"}},
+      {"hang", {"at_seq", "at_step", "on", "peer", "duration"}},
+      {"crash", {"at_seq", "at_step", "on", "peer", "mode", "exit_code"}},
+      {"straggler", {"at_seq", "at_step", "on", "peer", "delay_ms", "count"}},
+      {"mismatch", {"at_seq", "at_step", "on", "peer", "mismatch"}},
+      {"skip_collective", {"at_seq", "at_step", "on", "peer"}},
+      {"extra_collective", {"at_seq", "at_step", "on", "peer"}},
       {"skip_backward", {"at_step"}},
       {"unused_param", {}},
       {"uneven_data", {"extra_batches"}},
@@ -52,7 +52,8 @@ void checkTrigger(const TomlReader& r, const toml::table& t, const Scenario& s, 
                       f.kind != "slow_store";
   if (needsTrigger && f.atSeq == 0 && f.atStep < 0) {
     r.fail(f.pos.line, fmt::format("fault '{}' needs a trigger: at_seq = N (collective "
-                                   "sequence number, from 1){}", f.kind,
+                                   "sequence number, or the n-th send/recv with on = "
+                                   "\"send\"|\"recv\", from 1){}", f.kind,
                                    training ? " or at_step = N (training step, from 0)" : ""));
   }
   if (f.atStep >= 0 && !training) {
@@ -71,7 +72,7 @@ void checkTrigger(const TomlReader& r, const toml::table& t, const Scenario& s, 
       }
     }
   }
-  if (f.atSeq > 0 && !training) {
+  if (f.atSeq > 0 && !training && f.on.empty()) {
     for (int rank : f.ranks) {
       uint64_t n = worldCollectiveCount(s, rank);
       if (f.atSeq > n) {
@@ -79,6 +80,45 @@ void checkTrigger(const TomlReader& r, const toml::table& t, const Scenario& s, 
                fmt::format("at_seq = {} never runs on rank {}: it issues {} collectives on the "
                            "world group (seq 1..{})", f.atSeq, rank, n, n));
       }
+    }
+  }
+}
+
+void readPointToPointKeys(const TomlReader& r, const toml::table& t, const Scenario& s,
+                          FaultSpec& f) {
+  if (auto v = r.choice(t, "on", {"send", "recv"})) f.on = *v;
+  if (auto v = r.intInRange(t, "peer", 0, s.worldSize - 1)) f.peer = static_cast<int>(*v);
+  if (f.on.empty() && f.peer >= 0) {
+    r.fail(r.lineOfKey(t, "peer"), "peer needs on = \"send\" or \"recv\"");
+  }
+}
+
+// `on = "send"|"recv"` and `peer` (Note [Point-to-point triggers] in
+// emulator/faults/fault_plan.hpp), checked against the workload: the n-th
+// send or recv must exist on every rank of the fault.
+void checkPointToPointTrigger(const TomlReader& r, const toml::table& t, const Scenario& s,
+                              FaultSpec& f) {
+  if (f.on.empty()) return;
+  const int line = r.lineOfKey(t, "on");
+  if (s.workloadKind != "collectives") {
+    r.fail(line, fmt::format("on = \"{}\" needs a collective script that issues {}s; the {} "
+                             "workload issues no point-to-point operation",
+                             f.on, f.on, s.workloadKind));
+  }
+  if (f.kind == "mismatch" && f.mismatch != "shape" && f.mismatch != "dtype") {
+    r.fail(r.lineOfKey(t, "mismatch"),
+           fmt::format("mismatch = \"{}\" has no point-to-point form; on a {} use {}",
+                       f.mismatch, f.on, fmt::join(kPointToPointMismatches, " or ")));
+  }
+  if (f.atSeq == 0) return;
+  const std::string counted = f.peer >= 0 ? fmt::format("{}s with peer {}", f.on, f.peer)
+                                          : fmt::format("{}s", f.on);
+  for (int rank : f.ranks) {
+    const uint64_t n = pointToPointCount(s, rank, f.on, f.peer);
+    if (f.atSeq > n) {
+      r.fail(r.lineOfKey(t, "at_seq"),
+             fmt::format("at_seq = {} never runs on rank {}: it issues {} {} on the world group",
+                         f.atSeq, rank, n, counted));
     }
   }
 }
@@ -144,7 +184,9 @@ void parseFaults(const TomlReader& r, const toml::table& root, Scenario& s) {
       for (int rank : f.ranks) s.training.batchesPerRank[rank] =
           s.training.batchesOf(rank) + f.extraBatches;
     }
+    readPointToPointKeys(r, t, s, f);  // the trigger's count depends on them
     checkTrigger(r, t, s, f);
+    checkPointToPointTrigger(r, t, s, f);
     s.faults.push_back(std::move(f));
   }
 }

@@ -144,4 +144,15 @@ uint64_t worldCollectiveCount(const Scenario& s, int rank) {
   return n;
 }
 
+uint64_t pointToPointCount(const Scenario& s, int rank, const std::string& kind, int peer) {
+  uint64_t n = 0;
+  for (const auto& step : s.steps) {
+    const auto& mine = step.forRank(rank);
+    // Only the world group's operations reach the fault injector.
+    if (mine.op != kind || !mine.group.empty() || !mine.issuedBy(rank)) continue;
+    if (peer < 0 || mine.root == peer) n += static_cast<uint64_t>(mine.repeat);
+  }
+  return n;
+}
+
 }  // namespace distlab::emulator

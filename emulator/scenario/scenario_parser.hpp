@@ -20,5 +20,8 @@ Scenario parseScenarioText(const std::string& text, const std::string& path);
 // Number of world-group collectives rank `rank` issues in a collective script
 // (the highest sequence number it reaches).
 uint64_t worldCollectiveCount(const Scenario& scenario, int rank);
+// How many `kind` ("send" or "recv") operations `rank` issues on the world
+// group, only those with `peer` when it is not -1.
+uint64_t pointToPointCount(const Scenario& scenario, int rank, const std::string& kind, int peer);
 
 }  // namespace distlab::emulator
