@@ -15,14 +15,22 @@ for b in "$old" "$new"; do
   [[ -x "$b" ]] || { echo "$0: '$b' is not an executable distlab binary" >&2; exit 2; }
 done
 [[ "$rounds" =~ ^[1-9][0-9]?$ ]] || { echo "$0: ROUNDS must be 1..99, got '$rounds'" >&2; exit 2; }
+# The name BINARY's --ops takes for all_reduce: "allreduce" in binaries from before the bench
+# took PyTorch's names. A bogus --peer stops either binary right after --ops is checked.
+all_reduce_name() {
+  local said
+  said="$("$1" bench collectives --ops all_reduce --peer none 2>&1 || true)"
+  if [[ "$said" == *"--ops:"* ]]; then echo allreduce; else echo all_reduce; fi
+}
 out="$(mktemp -d)"
 trap 'rm -rf "$out"' EXIT
 for ((r = 1; r <= rounds; r++)); do
   for which in old new; do
     bin="$old"
     [[ "$which" == new ]] && bin="$new"
+    op="$(all_reduce_name "$bin")"
     for size in 8 64M; do
-      "$bin" bench collectives --world-size 2 --ops allreduce --min-bytes "$size" \
+      "$bin" bench collectives --world-size 2 --ops "$op" --min-bytes "$size" \
         --max-bytes "$size" --async --debug off,monitor --json "$out/${which}_${size}_$r.json" \
         >/dev/null
     done

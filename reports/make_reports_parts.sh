@@ -13,14 +13,14 @@ part_collectives() {
   bounded 1800 "$distlab" bench collectives --world-size 4 --async ${peers4:+--peer "$peers4"} \
     --json "$here/collectives_shm_ws4.json" > "$work/coll4.txt"
   # The debug layers DDP and FSDP run with (flight recorder, watchdog, DETAIL), small sizes.
-  bounded 900 "$distlab" bench collectives --world-size 2 --ops allreduce --max-bytes 64K --async \
+  bounded 900 "$distlab" bench collectives --world-size 2 --ops all_reduce --max-bytes 64K --async \
     --debug off,monitor,detail ${peers4:+--peer mpi} \
     --json "$here/collectives_shm_layers_ws2.json" > "$work/coll_layers.txt"
   # The single-copy path forced on, against the slots of the ws2 run (Note [shm single copy]);
   # left out of the report where the system refuses cross-memory attach (the run says why).
   single_copy=""
   if bounded 1800 "$distlab" bench collectives --world-size 2 \
-      --ops allreduce,allgather,reduce_scatter,broadcast --min-bytes 64K \
+      --ops all_reduce,all_gather_into_tensor,reduce_scatter_tensor,broadcast --min-bytes 64K \
       --option shm.single_copy=on --option shm.single_copy_min_bytes=0 ${peers4:+--peer mpi} \
       --json "$here/collectives_shm_single_copy_ws2.json" > "$work/coll_single_copy.txt" 2>&1; then
     single_copy="$here/collectives_shm_single_copy_ws2.json"

@@ -6,11 +6,11 @@
     bench/collectives/collectives_report.py ws2.json ws4.json > reports/collectives_shm.md
     bench/collectives/collectives_report.py --before old_ws2.json ws2.json ws4.json  # + before/after
     bench/collectives/collectives_report.py --plot busbw.png [--before ...] ws2.json ws4.json
-    distlab bench collectives --world-size 2 --ops allreduce --max-bytes 64K --async \
+    distlab bench collectives --world-size 2 --ops all_reduce --max-bytes 64K --async \
         --debug off,monitor,detail --peer mpi --json layers.json
     bench/collectives/collectives_report.py [...] --layers layers.json ws2.json ws4.json
-    distlab bench collectives --world-size 2 --ops allreduce,allgather,reduce_scatter,broadcast \
-        --min-bytes 64K --option shm.single_copy=on --option shm.single_copy_min_bytes=0 \
+    distlab bench collectives --world-size 2 \
+        --ops all_reduce,all_gather_into_tensor,reduce_scatter_tensor,broadcast --min-bytes 64K --option shm.single_copy=on --option shm.single_copy_min_bytes=0 \
         --peer mpi --json single_copy.json
     bench/collectives/collectives_report.py [...] --single-copy single_copy.json ws2.json ws4.json
 
@@ -32,6 +32,19 @@ def human(n):
         if n >= 1 << shift:
             return f"{n >> shift}{unit}"
     return str(n)
+
+
+# The ops' names in runs made before the bench took torch.distributed's names; such files
+# read as if written with the new names.
+OLD_OP_NAMES = {"allreduce": "all_reduce", "allgather": "all_gather_into_tensor",
+                "reduce_scatter": "reduce_scatter_tensor", "alltoall": "all_to_all_single"}
+
+
+def load(path):
+    data = json.load(open(path))
+    for r in data["rows"]:
+        r["op"] = OLD_OP_NAMES.get(r["op"], r["op"])
+    return data
 
 
 def rows_by(data, backend, mode, op):
@@ -84,9 +97,9 @@ def verdict(size, blocking, asynchronous):
 
 
 def allreduce_table(data, peers):
-    blocking = rows_by(data, "shm", "blocking", "allreduce")
-    asyn = rows_by(data, "shm", "async", "allreduce")
-    peer_rows = {p: rows_by(data, p, "blocking", "allreduce") for p in peers}
+    blocking = rows_by(data, "shm", "blocking", "all_reduce")
+    asyn = rows_by(data, "shm", "async", "all_reduce")
+    peer_rows = {p: rows_by(data, p, "blocking", "all_reduce") for p in peers}
     head = ["size", "shm blocking (us)", "shm async (us)"] + [f"{p} (us)" for p in peers]
     rounds = data.get("rounds", 1)
     if "mpi" in peers:
@@ -116,7 +129,7 @@ def allreduce_table(data, peers):
 
 
 def other_ops_table(data):
-    ops = ["allgather", "reduce_scatter", "broadcast", "alltoall"]
+    ops = ["all_gather_into_tensor", "reduce_scatter_tensor", "broadcast", "all_to_all_single"]
     sizes = [8 * 4, 4096, 256 * 1024, 4 << 20, 64 << 20]
     head = ["op"] + [f"{human(s)}: shm blocking / mpi" for s in sizes]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
@@ -137,7 +150,7 @@ def other_ops_table(data):
 def bound_line(data):
     """Note [shm large messages]: per rank, read N(1 + 2(n-1)/n) and write 2N bytes."""
     n = data["world_size"]
-    rows = rows_by(data, "shm", "blocking", "allreduce")
+    rows = rows_by(data, "shm", "blocking", "all_reduce")
     if not rows:
         return ""
     size = max(rows)
@@ -145,7 +158,7 @@ def bound_line(data):
     moved = size * (1 + 2 * (n - 1) / n) + 2 * size
     memcpy = data["memcpy_GBps"] * 1e9
     floor = moved / 2 / memcpy  # a memcpy of X bytes reads X and writes X
-    return (f"allreduce {human(size)} at world {n}: {rows[size]['busbw_GBps']:.2f} GB/s busbw = "
+    return (f"all_reduce {human(size)} at world {n}: {rows[size]['busbw_GBps']:.2f} GB/s busbw = "
             f"{rows[size]['busbw_GBps'] * 1e9 / memcpy:.2f}x the run's memcpy "
             f"({data['memcpy_GBps']:.2f} GB/s). Each rank must read and write "
             f"{moved / 2**20:.0f} MiB (Note [shm large messages]), which takes "
@@ -161,9 +174,9 @@ def before_after(before, after):
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     rows = {}
     for tag, data in (("b", before), ("a", after)):
-        rows[tag] = (rows_by(data, "shm", "blocking", "allreduce"),
-                     rows_by(data, "shm", "async", "allreduce"),
-                     rows_by(data, "mpi", "blocking", "allreduce"))
+        rows[tag] = (rows_by(data, "shm", "blocking", "all_reduce"),
+                     rows_by(data, "shm", "async", "all_reduce"),
+                     rows_by(data, "mpi", "blocking", "all_reduce"))
     for size in sorted(set(rows["b"][0]) & set(rows["a"][0])):
         cells = [human(size)]
         for mode in (0, 1):
@@ -181,9 +194,9 @@ def before_after(before, after):
 def layers_table(data):
     """allreduce with each debug layer (series shm, shm+monitor, shm+detail) from one run."""
     names = [("off", "shm"), ("monitor", "shm+monitor"), ("detail", "shm+detail")]
-    rows = {(layer, mode): rows_by(data, name, mode, "allreduce")
+    rows = {(layer, mode): rows_by(data, name, mode, "all_reduce")
             for layer, name in names for mode in ("blocking", "async")}
-    mpi = rows_by(data, "mpi", "blocking", "allreduce")
+    mpi = rows_by(data, "mpi", "blocking", "all_reduce")
     head = ["size"] + [f"{layer} {mode} (us)" for mode in ("blocking", "async")
                        for layer, _ in names]
     head += ["mpi (us)", "monitor async / mpi", "DETAIL cost per op (us)",
@@ -209,13 +222,13 @@ def layers_table(data):
 
 
 def layers_section(path):
-    data = json.load(open(path))
+    data = load(path)
     return (f"\n## Debug layers (world {data['world_size']}, one run: {', '.join(data['debug'])})\n\n"
             "The same allreduce on groups with no debug layer (*off*, as above), with the flight "
             "recorder and watchdog that `initProcessGroup` installs by default (*monitor*: the path "
             "DDP and FSDP run on), and with the DETAIL collective checks on top (*detail*), all in "
             "one run with Open MPI:\n```\n"
-            f"distlab bench collectives --world-size {data['world_size']} --ops allreduce "
+            f"distlab bench collectives --world-size {data['world_size']} --ops all_reduce "
             "--max-bytes 64K --async --debug off,monitor,detail --peer mpi "
             f"--json reports/{__import__('os').path.basename(path)}\n```\n"
             "*DETAIL cost per op* is detail minus monitor on the asynchronous path (DETAIL is "
@@ -226,8 +239,8 @@ def layers_section(path):
 def single_copy_section(path, main_runs):
     """Note [shm single copy]: the forced single-copy run against the slots of the main run at
     the same world size, each as a ratio to the Open MPI rows of its own run."""
-    sc = json.load(open(path))
-    runs = [json.load(open(p)) for p in main_runs]
+    sc = load(path)
+    runs = [load(p) for p in main_runs]
     slots = next((d for d in runs if d["world_size"] == sc["world_size"]), None)
     opts = " ".join(f"--option {k}={v}" for k, v in sorted(sc.get("options", {}).items()))
     out = [f"\n## Single copy (world {sc['world_size']}: `{opts}`)\n",
@@ -239,7 +252,7 @@ def single_copy_section(path, main_runs):
     head = ["op", "size", "single copy (us)", "single copy / mpi", "slots / mpi",
             "single copy / slots"]
     out += ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-    for op in ("allreduce", "allgather", "reduce_scatter", "broadcast"):
+    for op in ("all_reduce", "all_gather_into_tensor", "reduce_scatter_tensor", "broadcast"):
         one, mpi = rows_by(sc, "shm", "blocking", op), rows_by(sc, "mpi", "blocking", op)
         two = rows_by(slots, "shm", "blocking", op) if slots else {}
         mpi2 = rows_by(slots, "mpi", "blocking", op) if slots else {}
@@ -261,10 +274,10 @@ def plot_busbw(paths, out_path):
     import matplotlib.pyplot as plt
     fig, axes = plt.subplots(1, len(paths), figsize=(6 * len(paths), 4), squeeze=False)
     for ax, p in zip(axes[0], paths):
-        data = json.load(open(p))
+        data = load(p)
         series = sorted({(r["backend"], r.get("mode", "blocking")) for r in data["rows"]})
         for backend, mode in series:
-            rows = rows_by(data, backend, mode, "allreduce")
+            rows = rows_by(data, backend, mode, "all_reduce")
             if rows:
                 sizes = sorted(rows)
                 ax.plot(sizes, [rows[s]["busbw_GBps"] for s in sizes], marker=".",
@@ -274,7 +287,7 @@ def plot_busbw(paths, out_path):
         ax.set_yscale("log")
         ax.set_xlabel("bytes per rank")
         ax.set_ylabel("bus bandwidth (GB/s)")
-        ax.set_title(f"allreduce, world {data['world_size']}")
+        ax.set_title(f"all_reduce, world {data['world_size']}")
         ax.legend(fontsize=7)
     fig.tight_layout()
     fig.savefig(out_path, dpi=90)
@@ -293,7 +306,7 @@ def main(paths):
         plot_busbw([p for p in paths if p.endswith(".json") and not is_option_value(paths, p)],
                    plot_path)
     if paths and paths[0] == "--before":
-        before = json.load(open(paths[1]))
+        before = load(paths[1])
         paths = paths[2:]
     layers, single_copy = None, None
     if paths and paths[0] == "--layers":
@@ -305,20 +318,20 @@ def main(paths):
           f"{platform.system()} {platform.release()}. Generated by "
           "`bench/collectives/collectives_report.py` from these runs:\n")
     for p in paths:
-        data = json.load(open(p))
+        data = load(p)
         peers = sorted({r["backend"] for r in data["rows"]} - {"shm", "gloo"})
         rounds = f"--rounds {data['rounds']} " if data.get("rounds", 1) > 1 else ""
         print(f"```\ndistlab bench collectives --world-size {data['world_size']} --async {rounds}"
               f"--peer {','.join(peers)} --json reports/{__import__('os').path.basename(p)}\n```")
     if plot_path:
-        print(f"\n![allreduce bus bandwidth vs size]({__import__('os').path.basename(plot_path)})")
+        print(f"\n![all_reduce bus bandwidth vs size]({__import__('os').path.basename(plot_path)})")
     print("\nCommentary on these figures (hand-written, dated): `collectives_shm_notes.md`.")
     for p in paths:
-        data = json.load(open(p))
+        data = load(p)
         peers = sorted({r["backend"] for r in data["rows"]} - {"shm", "gloo"})
         n = data["world_size"]
         print(f"\n## World size {n} (memcpy {data['memcpy_GBps']:.2f} GB/s in this run)\n")
-        print("allreduce, float32 SUM, p50 of the slowest rank per iteration. *blocking*: "
+        print("all_reduce, float32 SUM, p50 of the slowest rank per iteration. *blocking*: "
               "asyncOp=false, inline on the caller; *async*: asyncOp=true then Work::wait "
               "(the path DDP and FSDP use); peers run their blocking calls.\n")
         print(allreduce_table(data, peers))

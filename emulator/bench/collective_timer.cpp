@@ -1,6 +1,7 @@
 // One rank's side of `distlab bench collectives`: buffers, verification,
 // timed iterations, cross-rank aggregation.
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <chrono>
@@ -8,6 +9,7 @@
 
 #include "distlab/config.hpp"
 #include "emulator/bench/collectives_bench.hpp"
+#include "runtime/comm/op_names.hpp"
 #include "runtime/core/clock.hpp"
 #include "runtime/core/errors.hpp"
 #if DISTLAB_HAVE_CUDA
@@ -18,6 +20,11 @@ namespace distlab::emulator {
 namespace {
 
 using comm::ProcessGroup;
+
+// A bench op's OpType: its name is torch.distributed's (runtime/comm/op_names.hpp).
+comm::OpType benchOpType(const std::string& op) {
+  return comm::parseApiName(op).value_or(comm::OpType::kUnknown);
+}
 
 float inputValue(int rank, uint64_t i) {
   return static_cast<float>(static_cast<int64_t>((rank * 7 + i * 3) % 13) - 6);
@@ -73,15 +80,17 @@ struct OpBuffers {
 };
 
 // `async`: asyncOp=true (the progress thread's path) and Work::wait, else the
-// blocking path (asyncOp=false, run inline on the caller).
+// blocking path (asyncOp=false, run inline on the caller). `op` is one of
+// kBenchOps (validated before any rank starts).
 OpBuffers makeOp(ProcessGroup& g, const std::string& op, uint64_t count, bool async,
                  const Device& dev) {
   const int n = g.size(), me = g.rank();
   const uint64_t m = count / n;  // per-rank part for the split ops
   const TensorOptions f32{DType::kFloat32, dev};
   const auto rankInput = [&dev](int rank, uint64_t c) { return rankInputOn(rank, c, dev); };
+  const comm::OpType type = benchOpType(op);
   OpBuffers b;
-  if (op == "allreduce") {
+  if (type == comm::OpType::kAllreduce) {
     b.in = rankInput(me, count);
     b.out = b.in;
     b.run = [&g, async, t = b.in] { g.allreduce(t, {.asyncOp = async})->wait(); };
@@ -90,14 +99,14 @@ OpBuffers makeOp(ProcessGroup& g, const std::string& op, uint64_t count, bool as
       for (int r = 0; r < n; ++r) s += inputValue(r, i);
       return s;
     };
-  } else if (op == "allgather") {
+  } else if (type == comm::OpType::kAllgatherBase) {
     b.in = rankInput(me, m);
     b.out = empty({static_cast<int64_t>(count)}, f32);
     b.run = [&g, async, in = b.in, out = b.out] {
       g.allgatherIntoTensor(out, in, {.asyncOp = async})->wait();
     };
     b.expected = [m](uint64_t i) { return inputValue(static_cast<int>(i / m), i % m); };
-  } else if (op == "reduce_scatter") {
+  } else if (type == comm::OpType::kReduceScatterBase) {
     b.in = rankInput(me, count);
     b.out = empty({static_cast<int64_t>(m)}, f32);
     b.run = [&g, async, in = b.in, out = b.out] {
@@ -108,12 +117,12 @@ OpBuffers makeOp(ProcessGroup& g, const std::string& op, uint64_t count, bool as
       for (int r = 0; r < n; ++r) s += inputValue(r, me * m + i);
       return s;
     };
-  } else if (op == "broadcast") {
+  } else if (type == comm::OpType::kBroadcast) {
     b.in = rankInput(me, count);
     b.out = b.in;
     b.run = [&g, async, t = b.in] { g.broadcast(t, {.rootRank = 0, .asyncOp = async})->wait(); };
     b.expected = [](uint64_t i) { return inputValue(0, i); };
-  } else if (op == "alltoall") {
+  } else if (type == comm::OpType::kAlltoallBase) {
     b.in = rankInput(me, count);
     b.out = empty({static_cast<int64_t>(count)}, f32);
     b.run = [&g, async, in = b.in, out = b.out] {
@@ -121,10 +130,8 @@ OpBuffers makeOp(ProcessGroup& g, const std::string& op, uint64_t count, bool as
     };
     b.expected = [m, me](uint64_t i) { return inputValue(static_cast<int>(i / m), me * m + i % m); };
   } else {
-    throw ValueError(fmt::format(
-        "bench collectives: unknown op '{}' (valid: allreduce, allgather, reduce_scatter, "
-        "broadcast, alltoall)",
-        op));
+    throw ValueError(fmt::format("bench collectives: unknown op '{}' (valid: {})", op,
+                                 fmt::join(kBenchOps, ", ")));
   }
   return b;
 }
@@ -153,11 +160,19 @@ std::vector<double> slowestTimes(ProcessGroup& g, const std::vector<double>& loc
   return slowest;
 }
 
+// float32 elements in a `bytes` buffer; the split ops round down to a whole
+// part per rank (at least one).
+uint64_t elementCount(const std::string& op, uint64_t bytes, int n) {
+  const uint64_t count = std::max<uint64_t>(1, bytes / 4);
+  const comm::OpType type = benchOpType(op);
+  if (type == comm::OpType::kAllreduce || type == comm::OpType::kBroadcast) return count;
+  return std::max<uint64_t>(n, count - count % n);
+}
+
 BenchRow benchOne(ProcessGroup& g, const std::string& backend, const std::string& mode,
                   const std::string& op, uint64_t bytes, const CollectivesBenchOptions& options) {
   const int n = g.size();
-  uint64_t count = std::max<uint64_t>(1, bytes / 4);
-  if (op != "allreduce" && op != "broadcast") count = std::max<uint64_t>(n, count - count % n);
+  const uint64_t count = elementCount(op, bytes, n);
   BenchRow row{backend, mode, op, count * 4, count};
   const Device dev = benchDevice(g, options.device);
   OpBuffers b = makeOp(g, op, count, mode == "async", dev);
@@ -200,8 +215,9 @@ BenchRow benchOne(ProcessGroup& g, const std::string& backend, const std::string
 }  // namespace
 
 double busBandwidthFactor(const std::string& op, int n) {
-  if (op == "allreduce") return 2.0 * (n - 1) / n;
-  if (op == "broadcast") return 1.0;
+  const comm::OpType type = benchOpType(op);
+  if (type == comm::OpType::kAllreduce) return 2.0 * (n - 1) / n;
+  if (type == comm::OpType::kBroadcast) return 1.0;
   return static_cast<double>(n - 1) / n;
 }
 
@@ -209,7 +225,7 @@ namespace {
 
 // Freshly forked ranks start out sharing one core until the scheduler spreads
 // them, and their waits have not warmed up; without this the first row measured
-// (8 B allreduce) read 13 us where every later small message took under 2 us.
+// (8 B all_reduce) read 13 us where every later small message took under 2 us.
 void warmUpGroup(ProcessGroup& group, const Device& dev) {
   Tensor t = full({1}, 1.0f, TensorOptions{DType::kFloat32, dev});
   const Deadline until = Deadline::after(Milliseconds(200));

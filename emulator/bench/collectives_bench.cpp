@@ -7,11 +7,14 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <map>
 #include <ostream>
+#include <string_view>
+#include <utility>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -24,6 +27,7 @@
 #include "runtime/comm/backend_registry.hpp"
 #include "runtime/comm/debug/debug_install.hpp"
 #include "runtime/comm/group_management.hpp"
+#include "runtime/comm/op_names.hpp"
 #include "runtime/comm/store/file_store.hpp"
 #include "runtime/core/clock.hpp"
 #include "runtime/core/debug_level.hpp"
@@ -38,6 +42,53 @@ using json = nlohmann::json;
 // A peer runs the whole sweep in one process tree; 64 MiB x 5 ops at world 4
 // took under 2 minutes here.
 constexpr std::chrono::seconds kPeerLimit{900};
+
+// The bench's operations: the flat-tensor collectives nccl-tests times, named
+// by the op table (Note [Op names]).
+constexpr std::array kBenchOpTypes = {comm::OpType::kAllreduce, comm::OpType::kAllgatherBase,
+                                      comm::OpType::kReduceScatterBase, comm::OpType::kBroadcast,
+                                      comm::OpType::kAlltoallBase};
+
+// What --ops took before the bench used PyTorch's names, for an error that
+// gives the new one. The bench always timed the flat-tensor forms.
+constexpr std::array<std::pair<std::string_view, comm::OpType>, 4> kOldBenchOps = {{
+    {"allreduce", comm::OpType::kAllreduce},
+    {"allgather", comm::OpType::kAllgatherBase},
+    {"reduce_scatter", comm::OpType::kReduceScatterBase},
+    {"alltoall", comm::OpType::kAlltoallBase},
+}};
+
+std::vector<std::string> benchOps() {
+  std::vector<std::string> ops;
+  for (comm::OpType type : kBenchOpTypes) ops.emplace_back(comm::apiName(type));
+  return ops;
+}
+
+// Throws ValueError naming the flag for an op the bench does not run.
+void checkBenchOp(const std::string& op) {
+  for (const auto& [old, type] : kOldBenchOps) {
+    if (op == old) {
+      throw ValueError(
+          fmt::format("--ops: \"{}\" is spelled \"{}\" (PyTorch's name)", op, comm::apiName(type)));
+    }
+  }
+  if (std::find(kBenchOps.begin(), kBenchOps.end(), op) == kBenchOps.end()) {
+    throw ValueError(
+        fmt::format("--ops: unknown collective '{}'; use {}", op, fmt::join(kBenchOps, ",")));
+  }
+}
+
+// The reducing ops (their table rows say redop sum).
+bool reduces(const std::string& op) {
+  const auto type = comm::parseApiName(op);
+  return type == comm::OpType::kAllreduce || type == comm::OpType::kReduceScatterBase;
+}
+
+json busBandwidthFactors(int worldSize) {
+  json factors = json::object();
+  for (const auto& op : kBenchOps) factors[op] = busBandwidthFactor(op, worldSize);
+  return factors;
+}
 
 }  // namespace
 
@@ -214,10 +265,10 @@ void printTable(std::ostream& out, const std::string& backend, const std::string
       out << fmt::format("  {:>10}  unsupported: {}\n", human(r.bytes), r.error);
       continue;
     }
-    out << fmt::format("  {:>10} {:>12} {:>7} {:>6} {:>12.2f} {:>12.2f} {:>10.3f} {:>10.3f} {:>7}\n",
-                       r.bytes, r.count, "float", r.op == "allreduce" || r.op == "reduce_scatter"
-                                                      ? "sum" : "none",
-                       r.p50Us, r.avgUs, r.algbwGBps, r.busbwGBps, r.wrong);
+    out << fmt::format(
+        "  {:>10} {:>12} {:>7} {:>6} {:>12.2f} {:>12.2f} {:>10.3f} {:>10.3f} {:>7}\n", r.bytes,
+        r.count, "float", reduces(r.op) ? "sum" : "none", r.p50Us, r.avgUs, r.algbwGBps,
+        r.busbwGBps, r.wrong);
   }
 }
 
@@ -291,12 +342,7 @@ void validate(const CollectivesBenchOptions& o) {
   if (o.backends.empty()) throw ValueError("--backend: give at least one backend");
   for (const auto& b : o.backends) comm::lookupBackend(b);  // ValueError naming the choices
   if (o.ops.empty()) throw ValueError("--ops: give at least one collective");
-  for (const auto& op : o.ops) {
-    if (std::find(kBenchOps.begin(), kBenchOps.end(), op) == kBenchOps.end()) {
-      throw ValueError(fmt::format("--ops: unknown collective '{}'; use {}", op,
-                                   fmt::join(kBenchOps, ",")));
-    }
-  }
+  for (const auto& op : o.ops) checkBenchOp(op);
   for (const auto& peer : o.peers) checkPeerAvailable(peer);
   if (o.debug.empty()) throw ValueError("--debug: give at least one of off, monitor, detail");
   for (const auto& d : o.debug) {
@@ -313,8 +359,7 @@ void validate(const CollectivesBenchOptions& o) {
 
 }  // namespace
 
-const std::vector<std::string> kBenchOps = {"allreduce", "allgather", "reduce_scatter",
-                                            "broadcast", "alltoall"};
+const std::vector<std::string> kBenchOps = benchOps();
 
 double measureMemcpyGBps() {
   const size_t bytes = 64ull << 20;
@@ -389,8 +434,8 @@ int runCollectivesBench(const CollectivesBenchOptions& options, std::ostream& ou
                        "rounds' p50s, each ratio the median of the per-round ratios\n",
                        o.rounds);
   }
-  out << "# busbw = algbw x factor: allreduce 2(n-1)/n; allgather, reduce_scatter, alltoall "
-         "(n-1)/n; broadcast 1 (nccl-tests)\n";
+  out << "# busbw = algbw x factor: all_reduce 2(n-1)/n; all_gather_into_tensor, "
+         "reduce_scatter_tensor, all_to_all_single (n-1)/n; broadcast 1 (nccl-tests)\n";
   int64_t wrong = 0;
   for (const auto& b : o.backends) {
     for (const auto& mode : modesOf(o)) printTable(out, b, mode, all.at(b), o);
@@ -409,12 +454,7 @@ int runCollectivesBench(const CollectivesBenchOptions& options, std::ostream& ou
            {"options", o.backendOptions},  // --option key=value, as given
            {"memcpy_GBps", memcpyGBps},
            {"dtype", "float32"},
-           {"busbw_factors",
-            {{"allreduce", busBandwidthFactor("allreduce", o.worldSize)},
-             {"allgather", busBandwidthFactor("allgather", o.worldSize)},
-             {"reduce_scatter", busBandwidthFactor("reduce_scatter", o.worldSize)},
-             {"alltoall", busBandwidthFactor("alltoall", o.worldSize)},
-             {"broadcast", 1.0}}},
+           {"busbw_factors", busBandwidthFactors(o.worldSize)},
            {"rows", json::array()}};
     for (const auto& [name, rows] : all) {
       for (const auto& r : rows) j["rows"].push_back(benchRowToJson(r));

@@ -1,13 +1,15 @@
 #pragma once
 // `distlab bench collectives`: the nccl-tests style benchmark of a backend's
-// collectives (allreduce, allgather, reduce_scatter, broadcast, alltoall), with
-// results verified.
+// flat-tensor collectives (all_reduce, all_gather_into_tensor,
+// reduce_scatter_tensor, broadcast, all_to_all_single: torch.distributed's
+// names), with results verified.
 //
 // Conventions (those of NVIDIA's nccl-tests): size is the per-rank buffer in
-// bytes (allgather: the gathered output, reduce_scatter: the input, alltoall:
-// the send buffer); algbw = size / time (GB/s = 1e9 B/s); busbw = algbw x factor,
-// factor 2(n-1)/n for allreduce, (n-1)/n for allgather, reduce_scatter and
-// alltoall, 1 for broadcast. Time is per iteration, the slowest rank's, p50
+// bytes (all_gather_into_tensor: the gathered output, reduce_scatter_tensor:
+// the input, all_to_all_single: the send buffer); algbw = size / time (GB/s =
+// 1e9 B/s); busbw = algbw x factor, factor 2(n-1)/n for all_reduce, (n-1)/n for
+// all_gather_into_tensor, reduce_scatter_tensor and all_to_all_single, 1 for
+// broadcast. Time is per iteration, the slowest rank's, p50
 // and mean over iterations of blocking calls. #wrong counts elements that
 // differ from the exact expected values (inputs are small integers in
 // float32, so every sum is exact), summed over ranks.
@@ -28,16 +30,17 @@
 
 namespace distlab::emulator {
 
-// Operations the benchmark runs. Its --option keys are the backends' own,
-// checked by comm::validateBackendOptions before any rank starts.
+// Operations the benchmark runs, by torch.distributed's names (the API column
+// of runtime/comm/op_names.hpp); --ops takes these, and so do the peers. Its
+// --option keys are the backends' own, checked by comm::validateBackendOptions
+// before any rank starts.
 extern const std::vector<std::string> kBenchOps;
 inline constexpr uint64_t kMaxBenchBytes = uint64_t{1} << 30;  // per-rank buffer
 
 struct CollectivesBenchOptions {
   std::vector<std::string> backends{"shm"};
   int worldSize = 2;
-  std::vector<std::string> ops{"allreduce", "allgather", "reduce_scatter", "broadcast",
-                               "alltoall"};
+  std::vector<std::string> ops = kBenchOps;
   uint64_t minBytes = 8;
   uint64_t maxBytes = 64ull << 20;
   int iters = 0;   // 0: automatic (about 0.2 s per size, 5..2000)

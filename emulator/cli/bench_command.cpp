@@ -170,7 +170,7 @@ const CommandRegistrar kBench{Command{
           "collectives", "Collective bandwidth/latency per backend (results verified)");
       struct Flags {
         std::string backends = "shm";
-        std::string ops = "allreduce,allgather,reduce_scatter,broadcast,alltoall";
+        std::string ops = fmt::format("{}", fmt::join(emulator::kBenchOps, ","));
         std::string minBytes = "8";
         std::string maxBytes = "64M";
         std::string peers;

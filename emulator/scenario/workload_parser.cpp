@@ -17,9 +17,21 @@ const std::set<std::string> kStepKeys = {"op", "size", "numel", "dtype", "reduce
                                          "peer", "tensors", "group", "ranks", "repeat",
                                          "compute_ms", "wait_all_ranks", "per_rank"};
 
+// An op in distlab's old spelling ("allreduce") is refused with its PyTorch
+// name, which the plain list of valid ops would leave the reader to guess.
+void refuseOldSpelling(const TomlReader& r, const toml::table& t) {
+  const auto op = r.str(t, "op");
+  if (!op) return;
+  if (const auto renamed = renamedCollectiveOp(*op)) {
+    r.fail(r.lineOfKey(t, "op"),
+           fmt::format("op = \"{}\" is spelled \"{}\" (PyTorch's name)", *op, *renamed));
+  }
+}
+
 // Reads the fields of `t` into `step` (a copy of the base step for per_rank).
 void readStepFields(const TomlReader& r, const toml::table& t, const Scenario& s,
                     CollectiveStep& step) {
+  refuseOldSpelling(r, t);
   if (auto op = r.choice(t, "op", kCollectiveOps)) step.op = *op;
   if (auto d = r.str(t, "dtype")) {
     try {

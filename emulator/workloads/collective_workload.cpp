@@ -8,6 +8,7 @@
 #include "emulator/workloads/workloads.hpp"
 #include "runtime/comm/debug/monitored_barrier.hpp"
 #include "runtime/comm/group_management.hpp"
+#include "runtime/comm/op_names.hpp"
 #include "runtime/core/errors.hpp"
 
 namespace distlab::emulator {
@@ -26,67 +27,88 @@ std::vector<Tensor> filledList(int n, int64_t numel, DType dtype, int rank) {
   return out;
 }
 
-// Issues one operation of `step` on `pg` and waits for it.
-void issue(const CollectiveStep& st, const ProcessGroupPtr& pg) {
-  const int me = pg->rank();
-  const int n = pg->size();
+// The rooted collectives (broadcast, reduce, gather, scatter): `root` is a
+// group rank, and only the root passes a list to gather and scatter.
+comm::WorkPtr issueRooted(comm::OpType type, const CollectiveStep& st, comm::ProcessGroup& pg) {
+  const int me = pg.rank();
+  const int n = pg.size();
+  const bool root = me == st.root;
+  switch (type) {
+    case comm::OpType::kBroadcast:
+      return pg.broadcast(filled(st.numel, st.dtype, me), {.rootRank = st.root});
+    case comm::OpType::kReduce:
+      return pg.reduce(filled(st.numel, st.dtype, me),
+                       {.reduceOp = comm::parseReduceOp(st.reduceOp), .rootRank = st.root});
+    case comm::OpType::kGather:
+      return pg.gather(root ? filledList(n, st.numel, st.dtype, 0) : std::vector<Tensor>{},
+                       filled(st.numel, st.dtype, me), {.rootRank = st.root});
+    case comm::OpType::kScatter:
+      return pg.scatter(empty({st.numel}, TensorOptions{}.withDType(st.dtype)),
+                        root ? filledList(n, st.numel, st.dtype, me) : std::vector<Tensor>{},
+                        {.rootRank = st.root});
+    default:
+      return nullptr;
+  }
+}
+
+// The collectives every member feeds the same way (no root).
+comm::WorkPtr issueUnrooted(comm::OpType type, const CollectiveStep& st, comm::ProcessGroup& pg) {
+  const int me = pg.rank();
+  const int n = pg.size();
   const auto opts = TensorOptions{}.withDType(st.dtype);
   const auto red = comm::parseReduceOp(st.reduceOp);
-  comm::WorkPtr w;
-  const std::string& op = st.op;
-  if (op == "allreduce") {
-    w = pg->allreduce(filled(st.numel, st.dtype, me), {red});
-  } else if (op == "allreduce_coalesced") {
-    w = pg->allreduceCoalesced(filledList(st.tensors, st.numel, st.dtype, me), {red});
-  } else if (op == "broadcast") {
-    comm::BroadcastOptions o;
-    o.rootRank = st.root;
-    w = pg->broadcast(filled(st.numel, st.dtype, me), o);
-  } else if (op == "reduce") {
-    comm::ReduceOptions o;
-    o.reduceOp = red;
-    o.rootRank = st.root;
-    w = pg->reduce(filled(st.numel, st.dtype, me), o);
-  } else if (op == "allgather") {
-    w = pg->allgather(filledList(n, st.numel, st.dtype, 0), filled(st.numel, st.dtype, me));
-  } else if (op == "allgather_into_tensor") {
-    w = pg->allgatherIntoTensor(empty({st.numel * n}, opts), filled(st.numel, st.dtype, me));
-  } else if (op == "gather") {
-    comm::GatherOptions o;
-    o.rootRank = st.root;
-    auto outs = me == st.root ? filledList(n, st.numel, st.dtype, 0) : std::vector<Tensor>{};
-    w = pg->gather(outs, filled(st.numel, st.dtype, me), o);
-  } else if (op == "scatter") {
-    comm::ScatterOptions o;
-    o.rootRank = st.root;
-    auto ins = me == st.root ? filledList(n, st.numel, st.dtype, me) : std::vector<Tensor>{};
-    w = pg->scatter(empty({st.numel}, opts), ins, o);
-  } else if (op == "reduce_scatter") {
-    comm::ReduceScatterOptions o;
-    o.reduceOp = red;
-    w = pg->reduceScatter(empty({st.numel}, opts), filledList(n, st.numel, st.dtype, me), o);
-  } else if (op == "reduce_scatter_tensor") {
-    comm::ReduceScatterOptions o;
-    o.reduceOp = red;
-    w = pg->reduceScatterTensor(empty({st.numel}, opts), filled(st.numel * n, st.dtype, me), o);
-  } else if (op == "alltoall") {
-    w = pg->alltoall(filledList(n, st.numel, st.dtype, 0), filledList(n, st.numel, st.dtype, me));
-  } else if (op == "alltoall_single") {
-    w = pg->alltoallSingle(empty({st.numel * n}, opts), filled(st.numel * n, st.dtype, me));
-  } else if (op == "barrier") {
-    w = pg->barrier();
-  } else if (op == "monitored_barrier") {
+  switch (type) {
+    case comm::OpType::kAllreduce:
+      return pg.allreduce(filled(st.numel, st.dtype, me), {red});
+    case comm::OpType::kAllreduceCoalesced:
+      return pg.allreduceCoalesced(filledList(st.tensors, st.numel, st.dtype, me), {red});
+    case comm::OpType::kAllgather:
+      return pg.allgather(filledList(n, st.numel, st.dtype, 0), filled(st.numel, st.dtype, me));
+    case comm::OpType::kAllgatherBase:
+      return pg.allgatherIntoTensor(empty({st.numel * n}, opts), filled(st.numel, st.dtype, me));
+    case comm::OpType::kReduceScatter:
+      return pg.reduceScatter(empty({st.numel}, opts), filledList(n, st.numel, st.dtype, me),
+                              {.reduceOp = red});
+    case comm::OpType::kReduceScatterBase:
+      return pg.reduceScatterTensor(empty({st.numel}, opts), filled(st.numel * n, st.dtype, me),
+                                    {.reduceOp = red});
+    case comm::OpType::kAlltoall:
+      return pg.alltoall(filledList(n, st.numel, st.dtype, 0),
+                         filledList(n, st.numel, st.dtype, me));
+    case comm::OpType::kAlltoallBase:
+      return pg.alltoallSingle(empty({st.numel * n}, opts), filled(st.numel * n, st.dtype, me));
+    case comm::OpType::kBarrier:
+      return pg.barrier();
+    default:
+      return nullptr;
+  }
+}
+
+bool isRooted(comm::OpType type) {
+  return type == comm::OpType::kBroadcast || type == comm::OpType::kReduce ||
+         type == comm::OpType::kGather || type == comm::OpType::kScatter;
+}
+
+// Issues one operation of `step` on `pg` and waits for it. `st.op` is a
+// kCollectiveOps name (the parser checked it): torch.distributed's API name of
+// an OpType, or monitored_barrier.
+void issue(const CollectiveStep& st, const ProcessGroupPtr& pg) {
+  if (st.op == "monitored_barrier") {
     comm::monitoredBarrier(pg, comm::kUnsetTimeout, st.waitAllRanks);  // blocking, no Work
     return;
-  } else if (op == "send") {
-    pg->send(filled(st.numel, st.dtype, me), st.root);
-    return;
-  } else if (op == "recv") {
-    pg->recv(empty({st.numel}, opts), st.root);
-    return;
-  } else {
-    throw ValueError(fmt::format("{}: op '{}' cannot be issued", st.pos.str(), op));
   }
+  const auto type = comm::parseApiName(st.op);
+  if (type == comm::OpType::kSend) {
+    pg->send(filled(st.numel, st.dtype, pg->rank()), st.root);  // blocking
+    return;
+  }
+  if (type == comm::OpType::kRecv) {
+    pg->recv(empty({st.numel}, TensorOptions{}.withDType(st.dtype)), st.root);  // blocking
+    return;
+  }
+  comm::WorkPtr w;
+  if (type) w = isRooted(*type) ? issueRooted(*type, st, *pg) : issueUnrooted(*type, st, *pg);
+  if (!w) throw ValueError(fmt::format("{}: op '{}' cannot be issued", st.pos.str(), st.op));
   w->wait();
 }
 

@@ -1,14 +1,61 @@
 #include "emulator/workloads/workload_spec.hpp"
 
 #include <algorithm>
+#include <array>
+#include <utility>
+
+#include "runtime/comm/op_names.hpp"
 
 namespace distlab::emulator {
 
-const std::vector<std::string> kCollectiveOps = {
-    "allreduce", "allreduce_coalesced", "broadcast", "reduce", "allgather",
-    "allgather_into_tensor", "gather", "scatter", "reduce_scatter", "reduce_scatter_tensor",
-    "alltoall", "alltoall_single", "barrier", "send", "recv", "compute", "new_group",
-    "monitored_barrier"};
+namespace {
+
+using comm::OpType;
+
+// The operations a script issues through ProcessGroup, in the order the
+// parser's error lists them; their names come from the op table.
+constexpr std::array kScriptOps = {OpType::kAllreduce,     OpType::kAllreduceCoalesced,
+                                   OpType::kBroadcast,     OpType::kReduce,
+                                   OpType::kAllgather,     OpType::kAllgatherBase,
+                                   OpType::kGather,        OpType::kScatter,
+                                   OpType::kReduceScatter, OpType::kReduceScatterBase,
+                                   OpType::kAlltoall,      OpType::kAlltoallBase,
+                                   OpType::kBarrier,       OpType::kSend,
+                                   OpType::kRecv};
+
+// Steps that are no ProcessGroup operation: torch.distributed's
+// monitored_barrier and new_group, and distlab's compute (no PyTorch
+// equivalent: emulated work between collectives).
+constexpr std::array<std::string_view, 3> kOtherOps = {"compute", "new_group", "monitored_barrier"};
+
+// distlab's own spellings, used by scenario files before the ops took PyTorch's
+// names; kept so an old file gets the new name instead of a bare list.
+constexpr std::array<std::pair<std::string_view, OpType>, 6> kOldSpellings = {{
+    {"allreduce", OpType::kAllreduce},
+    {"allreduce_coalesced", OpType::kAllreduceCoalesced},
+    {"allgather", OpType::kAllgather},
+    {"allgather_into_tensor", OpType::kAllgatherBase},
+    {"alltoall", OpType::kAlltoall},
+    {"alltoall_single", OpType::kAlltoallBase},
+}};
+
+std::vector<std::string> collectiveOps() {
+  std::vector<std::string> ops;
+  for (OpType type : kScriptOps) ops.emplace_back(comm::apiName(type));
+  for (std::string_view other : kOtherOps) ops.emplace_back(other);
+  return ops;
+}
+
+}  // namespace
+
+const std::vector<std::string> kCollectiveOps = collectiveOps();
+
+std::optional<std::string_view> renamedCollectiveOp(std::string_view op) {
+  for (const auto& [old, type] : kOldSpellings) {
+    if (old == op) return comm::apiName(type);
+  }
+  return std::nullopt;
+}
 
 bool CollectiveStep::issuedBy(int rank) const {
   if (!ranks.empty() && std::find(ranks.begin(), ranks.end(), rank) == ranks.end()) return false;

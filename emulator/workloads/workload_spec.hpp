@@ -7,7 +7,9 @@
 // (`SourcePos`, emulator/faults/source_pos.hpp) for `file:line` errors.
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "emulator/faults/source_pos.hpp"
@@ -17,12 +19,12 @@ namespace distlab::emulator {
 
 // One step of a collective script. `op` is one of kCollectiveOps (below).
 struct CollectiveStep {
-  std::string op = "allreduce";
+  std::string op = "all_reduce";
   int64_t numel = 1024;        // elements of each rank's input (per tensor)
   DType dtype = DType::kFloat32;
   std::string reduceOp = "sum";
   int root = 0;                // broadcast/reduce/gather/scatter root; send/recv peer
-  int tensors = 1;             // allreduce_coalesced: number of tensors
+  int tensors = 1;             // all_reduce_coalesced: number of tensors
   std::vector<int> group;      // subgroup (global ranks); empty: the world
   std::vector<int> ranks;      // ranks that issue the step; empty: every member
   int repeat = 1;              // issue the step this many times
@@ -39,11 +41,18 @@ struct CollectiveStep {
   bool countsOnWorld() const;          // a world-group collective (has a seq)
 };
 
-// Collective-script operations; `compute` sleeps, `new_group` creates the
+// Collective-script operations, spelled as torch.distributed spells them (for
+// ProcessGroup operations, the API column of runtime/comm/op_names.hpp, Note
+// [Op names]), plus distlab's `compute`, which sleeps. `new_group` creates the
 // step's group (a store round trip), send/recv pair with `root` as the peer,
 // `monitored_barrier` is the store-based barrier that names ranks that never
 // arrive (no collective sequence number).
 extern const std::vector<std::string> kCollectiveOps;
+
+// The PyTorch name of an op that scenario files once spelled distlab's way
+// ("allreduce" -> "all_reduce"), so the parser can name the new spelling;
+// nullopt for any other text.
+std::optional<std::string_view> renamedCollectiveOp(std::string_view op);
 
 // The GPT of a training run (model = "gpt"; runtime/nn/models/gpt.hpp):
 // `gpt = { vocab, block, embd, heads, layers, tied }` in [workload].

@@ -2,6 +2,7 @@
 # Paths relative to runtime/comm.
 list(APPEND DISTLAB_COMM_SOURCES
   types.cpp
+  op_names.cpp
   reduce_kernels.cpp
   future.cpp
   tensor_meta_list.cpp

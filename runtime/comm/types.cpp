@@ -39,30 +39,6 @@ ReduceOp parseReduceOp(std::string_view text) {
                    "'; valid: sum, avg, prod, min, max, band, bor, bxor");
 }
 
-std::string_view opTypeName(OpType type) {
-  switch (type) {
-    case OpType::kBroadcast: return "BROADCAST";
-    case OpType::kAllreduce: return "ALLREDUCE";
-    case OpType::kAllreduceCoalesced: return "ALLREDUCE_COALESCED";
-    case OpType::kReduce: return "REDUCE";
-    case OpType::kAllgather: return "ALLGATHER";
-    case OpType::kAllgatherBase: return "_ALLGATHER_BASE";
-    case OpType::kAllgatherCoalesced: return "ALLGATHER_COALESCED";
-    case OpType::kGather: return "GATHER";
-    case OpType::kScatter: return "SCATTER";
-    case OpType::kReduceScatter: return "REDUCE_SCATTER";
-    case OpType::kReduceScatterBase: return "_REDUCE_SCATTER_BASE";
-    case OpType::kAlltoall: return "ALLTOALL";
-    case OpType::kAlltoallBase: return "ALLTOALL_BASE";
-    case OpType::kBarrier: return "BARRIER";
-    case OpType::kSend: return "SEND";
-    case OpType::kRecv: return "RECV";
-    case OpType::kRecvAnysource: return "RECVANYSOURCE";
-    case OpType::kUnknown: return "UNKNOWN";
-  }
-  return "UNKNOWN";
-}
-
 bool isPointToPoint(OpType type) {
   return type == OpType::kSend || type == OpType::kRecv || type == OpType::kRecvAnysource;
 }

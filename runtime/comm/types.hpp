@@ -56,8 +56,8 @@ std::string_view reduceOpName(ReduceOp op);
 // "bxor" (any case); throws ValueError listing the valid names.
 ReduceOp parseReduceOp(std::string_view text);
 
-// Operation types, as the flight recorder / fingerprint / error messages name
-// them (c10d OpType spelling).
+// Operation types (c10d OpType). Their names (c10d, torch.distributed API,
+// profiling) are in one table: op_names.hpp.
 enum class OpType : uint8_t {
   kBroadcast,
   kAllreduce,
@@ -78,7 +78,8 @@ enum class OpType : uint8_t {
   kRecvAnysource,
   kUnknown,
 };
-// "BROADCAST", "ALLREDUCE", "_ALLGATHER_BASE", "SEND", ... (c10d opTypeToString).
+// "BROADCAST", "ALLREDUCE", "_ALLGATHER_BASE", "SEND", ... (c10d opTypeToString):
+// the c10d column of op_names.cpp's table, defined there.
 std::string_view opTypeName(OpType type);
 bool isPointToPoint(OpType type);
 

@@ -13,7 +13,7 @@ namespace {
 BenchRow row(const std::string& backend, uint64_t bytes, double p50, double avg, int64_t wrong = 0) {
   BenchRow r;
   r.backend = backend;
-  r.op = "allreduce";
+  r.op = "all_reduce";
   r.bytes = bytes;
   r.count = bytes / 4;
   r.p50Us = p50;
@@ -41,7 +41,7 @@ TEST(BenchRounds, MergedRowIsTheMedianP50WithTheRoundsInOrder) {
   EXPECT_EQ(small.roundP50Us, (std::vector<double>{1.0, 3.0, 2.0}));
   const BenchRow& large = merged.at("shm")[1];
   EXPECT_EQ(large.wrong, 3);  // a wrong element in any round counts
-  // algbw from the merged p50: 1 MiB / 200 us; allreduce busbw factor at 2 ranks is 1.
+  // algbw from the merged p50: 1 MiB / 200 us; all_reduce busbw factor at 2 ranks is 1.
   EXPECT_DOUBLE_EQ(large.algbwGBps, (1 << 20) / 200e3);
   EXPECT_DOUBLE_EQ(large.busbwGBps, large.algbwGBps);
 }

@@ -67,8 +67,14 @@ TEST(CliUsage, HelpExitsZeroWithoutRunning) {
 
 TEST(CliUsage, BenchRejectsEmptyOpsUnknownOptionsAndUnwritableJson) {
   expectUsageError("bench collectives --ops ''", "--ops: an empty value is not allowed");
-  expectUsageError("bench collectives --ops allreduce,,broadcast", "--ops 'allreduce,,broadcast'");
+  expectUsageError("bench collectives --ops all_reduce,,broadcast",
+                   "--ops 'all_reduce,,broadcast'");
   expectUsageError("bench collectives --ops allreduse", "--ops: unknown collective 'allreduse'");
+  // The spellings --ops took before it used PyTorch's names get the new one.
+  expectUsageError("bench collectives --ops broadcast,allgather",
+                   "--ops: \"allgather\" is spelled \"all_gather_into_tensor\" (PyTorch's name)");
+  expectUsageError("bench collectives --ops reduce_scatter",
+                   "--ops: \"reduce_scatter\" is spelled \"reduce_scatter_tensor\"");
   expectUsageError("bench collectives --option shm.slot_byte=4096",
                    "--option: backend option 'shm.slot_byte' is not known");
   expectUsageError("bench collectives --option noequals", "--option 'noequals' is not key=value");
@@ -95,7 +101,7 @@ TEST(CliUsage, BenchRejectsEmptyOpsUnknownOptionsAndUnwritableJson) {
 // other lines first or, for shm.slot_bytes=0, hang until the 60 s kill.
 const std::vector<std::pair<std::string, std::string>> kBadCommandLines = {
     // Backend options: one validated reader, checked before the ranks start.
-    {"bench collectives --ops allreduce --max-bytes 64 --world-size 2 --option shm.slot_bytes=0",
+    {"bench collectives --ops all_reduce --max-bytes 64 --world-size 2 --option shm.slot_bytes=0",
      "--option: backend option shm.slot_bytes='0': give a whole number in [4096, 1073741824]"},
     {"bench collectives --option shm.slot_bytes=-1", "shm.slot_bytes='-1'"},
     {"bench collectives --option shm.slot_bytes=99999999999999999999", "whole number"},
@@ -117,7 +123,7 @@ const std::vector<std::pair<std::string, std::string>> kBadCommandLines = {
     {"bench overlap --gpt ''", "--gpt: an empty value"},
     {"bench overlap --json ''", "--json: an empty value"},
     // Lists: no empty item anywhere, a trailing comma included.
-    {"bench collectives --ops allreduce,", "--ops 'allreduce,': empty item"},
+    {"bench collectives --ops all_reduce,", "--ops 'all_reduce,': empty item"},
     {"bench collectives --debug off,", "--debug 'off,': empty item"},
     {"bench overlap --world-sizes 2,", "--world-sizes '2,': empty item"},
     // Numbers that would wrap, flags that take no value, flags that need another.
@@ -135,7 +141,7 @@ TEST(CliUsage, EveryClassOfBadCommandLineExitsTwoBeforeWork) {
   }
 }
 
-// A short world-2 allreduce bench (8 and 16 bytes, blocking path) with
+// A short world-2 all_reduce bench (8 and 16 bytes, blocking path) with
 // `flags`, and its --json report (null when the run failed).
 struct SmallBench {
   Ran ran;
@@ -144,7 +150,7 @@ struct SmallBench {
 SmallBench runSmallBench(const std::string& flags) {
   distlab::testing::TempDir dir;
   const std::string json = dir.file("bench.json");
-  SmallBench b{distlab("bench collectives --world-size 2 --ops allreduce --max-bytes 16 "
+  SmallBench b{distlab("bench collectives --world-size 2 --ops all_reduce --max-bytes 16 "
                        "--iters 5 --warmup 1 " + flags + " --json " + json), nullptr};
   if (b.ran.exitCode == 0) b.report = nlohmann::json::parse(std::ifstream(json));
   return b;

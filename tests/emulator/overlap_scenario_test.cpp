@@ -109,7 +109,7 @@ world_size = 2
 [workload]
 kind = "collectives"
 [[workload.steps]]
-op = "allreduce"
+op = "all_reduce"
 numel = 64
 [expect]
 outcome = "success"

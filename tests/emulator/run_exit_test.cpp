@@ -30,7 +30,7 @@ backend = "shm"
 [workload]
 kind = "collectives"
 [[workload.steps]]
-op = "allreduce"
+op = "all_reduce"
 numel = 4096
 repeat = 400
 compute_ms = 1

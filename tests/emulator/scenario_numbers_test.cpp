@@ -18,7 +18,7 @@ namespace {
 const std::string kHeader = "name = \"t\"\ndescription = \"d\"\ngroup = \"g\"\n";
 const std::string kCluster = "[cluster]\nworld_size = 2\n";
 const std::string kSteps =
-    "[workload]\nkind = \"collectives\"\n[[workload.steps]]\nop = \"allreduce\"\nrepeat = 3\n";
+    "[workload]\nkind = \"collectives\"\n[[workload.steps]]\nop = \"all_reduce\"\nrepeat = 3\n";
 const std::string kSuccess = "[expect]\noutcome = \"success\"\n";
 
 // The error for `text` with every '@' replaced by `value`; the expected line
@@ -117,7 +117,7 @@ TEST(ScenarioNumbers, ValuesOutsideTheRangeNameTheRange) {
 }
 
 const std::string kSizeStep = kHeader + kCluster + kSteps +
-                              "[[workload.steps]]\nop = \"allreduce\"\nsize = \"@\"\n" + kSuccess;
+                              "[[workload.steps]]\nop = \"all_reduce\"\nsize = \"@\"\n" + kSuccess;
 const std::string kAllowedSize = "; allowed: 0 to 1073741824 elements";
 
 TEST(ScenarioNumbers, SizesThatOverflowOrWrapAreErrors) {
@@ -138,7 +138,7 @@ TEST(ScenarioNumbers, NegativeSizesAreErrors) {
   expectError(kSizeStep, "-4KiB",
               "'size' = \"-4KiB\": sizes cannot be negative" + kAllowedSize);
   const std::string numel = kHeader + kCluster + kSteps +
-                            "[[workload.steps]]\nop = \"allreduce\"\nnumel = @\n" + kSuccess;
+                            "[[workload.steps]]\nop = \"all_reduce\"\nnumel = @\n" + kSuccess;
   expectError(numel, "-1", "'numel' = -1 is out of range [0, 1073741824]");
 }
 
@@ -147,7 +147,7 @@ TEST(ScenarioNumbers, SizesPastTheElementLimitAreErrors) {
               "'size' = \"8GiB\": 2147483648 elements of float32 is past the limit of "
               "1073741824 elements per tensor" + kAllowedSize);
   const std::string numel = kHeader + kCluster + kSteps +
-                            "[[workload.steps]]\nop = \"allreduce\"\nnumel = @\n" + kSuccess;
+                            "[[workload.steps]]\nop = \"all_reduce\"\nnumel = @\n" + kSuccess;
   expectError(numel, "1073741825", "'numel' = 1073741825 is out of range [0, 1073741824]");
   // The limit is in elements: 4 GiB of float32 is exactly the limit.
   int line = 0;

@@ -20,7 +20,7 @@ group = "g"
 std::string valid(const std::string& cluster = "[cluster]\nworld_size = 2\n",
                   const std::string& rest = "") {
   return std::string(kHeader) + cluster +
-         "[workload]\nkind = \"collectives\"\n[[workload.steps]]\nop = \"allreduce\"\n"
+         "[workload]\nkind = \"collectives\"\n[[workload.steps]]\nop = \"all_reduce\"\n"
          "repeat = 3\n" + rest + (rest.find("[expect]") == std::string::npos
                                       ? "[expect]\noutcome = \"success\"\n" : "");
 }
@@ -84,17 +84,26 @@ INSTANTIATE_TEST_SUITE_P(
                 std::string(kHeader) + "[cluster]\nworld_size = 2\n[workload]\nkind = "
                 "\"collectives\"\n[[workload.steps]]\nop = \"allreduse\"\n",
                 9, "'op' = \"allreduse\" is not valid"},
+        BadCase{"old op spelling",
+                std::string(kHeader) + "[cluster]\nworld_size = 2\n[workload]\nkind = "
+                "\"collectives\"\n[[workload.steps]]\nop = \"allreduce\"\n",
+                9, "op = \"allreduce\" is spelled \"all_reduce\" (PyTorch's name)"},
+        BadCase{"old op spelling per rank",
+                valid("[cluster]\nworld_size = 2\n",
+                      "[[workload.steps]]\nop = \"broadcast\"\n[workload.steps.per_rank]\n"
+                      "1 = { op = \"alltoall_single\" }\n"),
+                14, "op = \"alltoall_single\" is spelled \"all_to_all_single\" (PyTorch's name)"},
         BadCase{"root outside the world",
                 valid("[cluster]\nworld_size = 2\n",
                       "[[workload.steps]]\nop = \"broadcast\"\nroot = 2\n"),
                 13, "'root' = 2 is out of range [0, 1]"},
         BadCase{"bad size unit",
                 valid("[cluster]\nworld_size = 2\n",
-                      "[[workload.steps]]\nop = \"allreduce\"\nsize = \"3 parsecs\"\n"),
+                      "[[workload.steps]]\nop = \"all_reduce\"\nsize = \"3 parsecs\"\n"),
                 13, "unknown size unit"},
         BadCase{"per_rank rank does not exist",
                 valid("[cluster]\nworld_size = 2\n",
-                      "[[workload.steps]]\nop = \"allreduce\"\n[workload.steps.per_rank]\n"
+                      "[[workload.steps]]\nop = \"all_reduce\"\n[workload.steps.per_rank]\n"
                       "5 = { numel = 3 }\n"),
                 14, "per_rank key '5' is not a rank"},
         BadCase{"fault rank >= world size",
@@ -232,7 +241,7 @@ TEST(ScenarioParser, ReadsTheGptShape) {
 TEST(ScenarioParser, ReadsDefaultsAndPerRankOverrides) {
   Scenario s = parseScenarioText(
       valid("[cluster]\nworld_size = 3\nlink = \"ethernet-10g\"\n",
-            "[[workload.steps]]\nop = \"allreduce\"\nsize = \"4KiB\"\n"
+            "[[workload.steps]]\nop = \"all_reduce\"\nsize = \"4KiB\"\n"
             "[workload.steps.per_rank.1]\nsize = \"8KiB\"\n"),
       "ok.toml");
   EXPECT_EQ(s.worldSize, 3);

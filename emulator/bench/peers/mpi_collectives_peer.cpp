@@ -2,9 +2,12 @@
 // Runs under mpirun; times MPI_Allreduce, MPI_Allgather, MPI_Reduce_scatter_block,
 // MPI_Bcast and MPI_Alltoall on exactly the sizes, inputs, iteration rule and
 // statistics of distlab's own rows (emulator/bench/collective_timer.cpp), so the
-// two tables compare like with like, and writes rank 0's rows as JSON.
+// two tables compare like with like, and writes rank 0's rows as JSON. Ops are
+// named as distlab's bench names them (torch.distributed's all_reduce,
+// all_gather_into_tensor, reduce_scatter_tensor, broadcast, all_to_all_single),
+// so the rows of both sides pair up by name.
 //
-//   mpirun -np N distlab_mpi_peer --ops allreduce,allgather --min-bytes 8
+//   mpirun -np N distlab_mpi_peer --ops all_reduce,all_gather_into_tensor --min-bytes 8
 //          --max-bytes 67108864 --iters 0 --warmup 5 --out rows.json
 //
 // Standalone on purpose (MPI and the C++ library only): it is built only where
@@ -89,23 +92,23 @@ Op makeOp(const std::string& name, uint64_t count, int me, int n) {
   const uint64_t m = count / n;
   const int cm = static_cast<int>(m), cc = static_cast<int>(count);
   Op op;
-  fill(op.in, me, name == "allgather" ? m : count);
-  op.out.resize(name == "reduce_scatter" ? m : count);
+  fill(op.in, me, name == "all_gather_into_tensor" ? m : count);
+  op.out.resize(name == "reduce_scatter_tensor" ? m : count);
   // Raw pointers: the vectors' buffers survive the move of `op` to the caller.
   float* in = op.in.data();
   float* out = op.out.data();
-  if (name == "allreduce") {
-    // In place, like distlab's allreduce; `out` mirrors `in` after the run.
+  if (name == "all_reduce") {
+    // In place, like distlab's all_reduce; `out` mirrors `in` after the run.
     op.run = [=] { MPI_Allreduce(MPI_IN_PLACE, in, cc, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD); };
     op.expected = [n](uint64_t i) {
       float s = 0;
       for (int r = 0; r < n; ++r) s += inputValue(r, i);
       return s;
     };
-  } else if (name == "allgather") {
+  } else if (name == "all_gather_into_tensor") {
     op.run = [=] { MPI_Allgather(in, cm, MPI_FLOAT, out, cm, MPI_FLOAT, MPI_COMM_WORLD); };
     op.expected = [m](uint64_t i) { return inputValue(static_cast<int>(i / m), i % m); };
-  } else if (name == "reduce_scatter") {
+  } else if (name == "reduce_scatter_tensor") {
     op.run = [=] { MPI_Reduce_scatter_block(in, out, cm, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD); };
     op.expected = [n, m, me](uint64_t i) {
       float s = 0;
@@ -115,7 +118,7 @@ Op makeOp(const std::string& name, uint64_t count, int me, int n) {
   } else if (name == "broadcast") {
     op.run = [=] { MPI_Bcast(in, cc, MPI_FLOAT, 0, MPI_COMM_WORLD); };
     op.expected = [](uint64_t i) { return inputValue(0, i); };
-  } else if (name == "alltoall") {
+  } else if (name == "all_to_all_single") {
     // count / n elements to each rank (count is a multiple of n).
     op.run = [=] { MPI_Alltoall(in, cm, MPI_FLOAT, out, cm, MPI_FLOAT, MPI_COMM_WORLD); };
     op.expected = [m, me](uint64_t i) { return inputValue(static_cast<int>(i / m), me * m + i % m); };
@@ -126,7 +129,7 @@ Op makeOp(const std::string& name, uint64_t count, int me, int n) {
 }
 
 int64_t countWrong(const std::string& name, Op& op) {
-  const std::vector<float>& got = name == "allreduce" || name == "broadcast" ? op.in : op.out;
+  const std::vector<float>& got = name == "all_reduce" || name == "broadcast" ? op.in : op.out;
   int64_t wrong = 0;
   for (uint64_t i = 0; i < got.size(); ++i) wrong += got[i] != op.expected(i) ? 1 : 0;
   return wrong;
@@ -138,7 +141,7 @@ std::string row(const std::string& name, uint64_t count, int iters, std::vector<
   for (double t : times) sum += t;
   std::nth_element(times.begin(), times.begin() + iters / 2, times.end());
   const double p50 = times[iters / 2];
-  const double factor = name == "allreduce" ? 2.0 * (n - 1) / n
+  const double factor = name == "all_reduce" ? 2.0 * (n - 1) / n
                         : name == "broadcast" ? 1.0
                                               : static_cast<double>(n - 1) / n;
   const double algbw = static_cast<double>(count * 4) / (p50 * 1e3);
@@ -155,7 +158,7 @@ std::string row(const std::string& name, uint64_t count, int iters, std::vector<
 
 std::string benchOne(const std::string& name, uint64_t bytes, const Args& a, int me, int n) {
   uint64_t count = std::max<uint64_t>(1, bytes / 4);
-  if (name != "allreduce" && name != "broadcast") count = std::max<uint64_t>(n, count - count % n);
+  if (name != "all_reduce" && name != "broadcast") count = std::max<uint64_t>(n, count - count % n);
   Op op = makeOp(name, count, me, n);
   op.run();
   int64_t wrong = countWrong(name, op);

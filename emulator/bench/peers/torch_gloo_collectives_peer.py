@@ -2,11 +2,12 @@
 """The PyTorch side of `distlab bench collectives --peer torch-gloo`.
 
 Times torch.distributed's all_reduce, all_gather_into_tensor, reduce_scatter_tensor,
-broadcast and all_to_all_single on the gloo backend (blocking calls) with the same
+broadcast and all_to_all_single on the gloo backend (blocking calls), each named in --ops
+and in the rows by its torch.distributed name as distlab's are, with the same
 sizes, inputs, iteration rule and statistics as distlab's rows
 (emulator/bench/collective_timer.cpp), and writes rank 0's rows as JSON.
 Ranks are forked processes meeting through a FileStore next to --out.
-gloo has no reduce_scatter: such rows carry the error, as distlab's do.
+gloo has no reduce_scatter_tensor: such rows carry the error, as distlab's do.
 """
 import argparse
 import json
@@ -22,22 +23,22 @@ def input_values(torch, rank, count):
 
 def make_op(torch, dist, name, count, me, n):
     m = count // n
-    if name == "allreduce":
+    if name == "all_reduce":
         t = input_values(torch, me, count)
         expected = sum(input_values(torch, r, count) for r in range(n))
         return (lambda: dist.all_reduce(t)), t, expected
-    if name == "allgather":
+    if name == "all_gather_into_tensor":
         src, out = input_values(torch, me, m), torch.empty(count)
         expected = torch.cat([input_values(torch, r, m) for r in range(n)])
         return (lambda: dist.all_gather_into_tensor(out, src)), out, expected
-    if name == "reduce_scatter":
+    if name == "reduce_scatter_tensor":
         src, out = input_values(torch, me, count), torch.empty(m)
         expected = sum(input_values(torch, r, count) for r in range(n))[me * m:(me + 1) * m]
         return (lambda: dist.reduce_scatter_tensor(out, src)), out, expected
     if name == "broadcast":
         t = input_values(torch, me, count)
         return (lambda: dist.broadcast(t, 0)), t, input_values(torch, 0, count)
-    if name == "alltoall":
+    if name == "all_to_all_single":
         src, out = input_values(torch, me, count), torch.empty(count)
         expected = torch.cat([input_values(torch, r, count)[me * m:(me + 1) * m] for r in range(n)])
         return (lambda: dist.all_to_all_single(out, src)), out, expected
@@ -46,7 +47,7 @@ def make_op(torch, dist, name, count, me, n):
 
 def bench_one(torch, dist, args, name, nbytes, me, n):
     count = max(1, nbytes // 4)
-    if name not in ("allreduce", "broadcast"):
+    if name not in ("all_reduce", "broadcast"):
         count = max(n, count - count % n)
     row = {"backend": "torch-gloo", "mode": "blocking", "op": name, "bytes": count * 4,
            "count": count, "iters": 0, "time_p50_us": 0, "time_avg_us": 0, "algbw_GBps": 0,
@@ -54,7 +55,7 @@ def bench_one(torch, dist, args, name, nbytes, me, n):
     run, out, expected = make_op(torch, dist, name, count, me, n)
     try:
         run()
-    except RuntimeError as e:  # e.g. gloo: reduce_scatter not supported
+    except RuntimeError as e:  # e.g. gloo: reduce_scatter_tensor not supported
         row["error"] = str(e).splitlines()[0]
         return row
     wrong = torch.tensor([int((out != expected).sum())], dtype=torch.int64)
@@ -78,7 +79,7 @@ def bench_one(torch, dist, args, name, nbytes, me, n):
     dist.all_reduce(local, op=dist.ReduceOp.MAX)
     times = sorted(local.tolist())
     p50 = times[iters // 2]
-    factor = 2.0 * (n - 1) / n if name == "allreduce" else 1.0 if name == "broadcast" else (n - 1) / n
+    factor = 2.0 * (n - 1) / n if name == "all_reduce" else 1.0 if name == "broadcast" else (n - 1) / n
     algbw = count * 4 / (p50 * 1e3)
     row.update(iters=iters, time_p50_us=p50, time_avg_us=sum(times) / iters, algbw_GBps=algbw,
                busbw_GBps=algbw * factor, wrong=int(wrong.item()))

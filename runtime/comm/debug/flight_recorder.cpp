@@ -16,6 +16,7 @@
 #include <mutex>
 #include <nlohmann/json.hpp>
 
+#include "runtime/comm/op_names.hpp"
 #include "runtime/core/clock.hpp"
 #include "runtime/core/host_name.hpp"
 #include "runtime/core/logging.hpp"
@@ -26,30 +27,6 @@ namespace {
 using nlohmann::json;
 
 int64_t wallNs() { return wallClockNowUs() * 1000; }
-
-std::string_view profilingOp(OpType op) {
-  switch (op) {
-    case OpType::kBroadcast: return "broadcast";
-    case OpType::kAllreduce: return "all_reduce";
-    case OpType::kAllreduceCoalesced: return "allreduce_coalesced";
-    case OpType::kReduce: return "reduce";
-    case OpType::kAllgather: return "all_gather";
-    case OpType::kAllgatherBase: return "_allgather_base";
-    case OpType::kAllgatherCoalesced: return "allgather_coalesced";
-    case OpType::kGather: return "gather";
-    case OpType::kScatter: return "scatter";
-    case OpType::kReduceScatter: return "reduce_scatter";
-    case OpType::kReduceScatterBase: return "_reduce_scatter_base";
-    case OpType::kAlltoall: return "all_to_all";
-    case OpType::kAlltoallBase: return "all_to_all_single";
-    case OpType::kBarrier: return "barrier";
-    case OpType::kSend: return "send";
-    case OpType::kRecv: return "recv";
-    case OpType::kRecvAnysource: return "recv_any_source";
-    case OpType::kUnknown: return "unknown";
-  }
-  return "unknown";
-}
 
 json nsOrNull(int64_t ns) { return ns == 0 ? json(nullptr) : json(ns); }
 
@@ -65,7 +42,7 @@ json entryJson(const FlightRecorder& fr, const FlightRecorderEntry& e) {
       {"collective_seq_id", e.isP2P ? 0 : e.seq},
       {"p2p_seq_id", e.isP2P ? e.seq : 0},
       {"op_id", e.opId},
-      {"profiling_name", fmt::format("{}:{}", fr.backendName(), profilingOp(e.opType))},
+      {"profiling_name", fmt::format("{}:{}", fr.backendName(), profilingName(e.opType))},
       {"op_type", std::string(opTypeName(e.opType))},
       {"time_created_ns", e.createdNs},
       {"input_sizes", e.inputs.shapes()},
