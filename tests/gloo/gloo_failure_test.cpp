@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <cstring>
 #include <functional>
 #include <future>
 #include <memory>
@@ -132,17 +133,11 @@ TEST(GlooFailure, FailedWorkNeverWritesTheCallersTensorAfterwards) {
     ctx.store->setString("failed", "1");
     ctx.store->wait({"joined"}, std::chrono::seconds(20));
     g->getBackend(DeviceType::kCPU)->shutdown(std::chrono::seconds(5));  // drained
-    if (!t.equal(atFailure)) {
-      const float* now = t.data<float>();
-      const float* then = atFailure.data<float>();
-      int64_t first = 0, changed = 0;
-      for (int64_t i = t.numel() - 1; i >= 0; --i) {
-        if (now[i] != then[i]) first = i, ++changed;
-      }
-      throw std::runtime_error("the failed allreduce wrote the tensor: " +
-                               std::to_string(changed) + " elements changed, the first at " +
-                               std::to_string(first) + " from " + std::to_string(then[first]) +
-                               " to " + std::to_string(now[first]));
+    // Compared as bytes: the interrupted algorithm may have left anything,
+    // NaN included (NaN != NaN), in the tensor before it let go; what counts
+    // is that nothing changed after the failure was published.
+    if (std::memcmp(t.rawData(), atFailure.rawData(), t.nbytes()) != 0) {
+      throw std::runtime_error("the failed allreduce wrote the tensor after its failure");
     }
   });
 }
