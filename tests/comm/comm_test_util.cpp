@@ -8,9 +8,11 @@
 #include <cerrno>
 #include <cmath>
 #include <cstring>
+#include <future>
 #include <stdexcept>
 
 #include "runtime/comm/backends/shm/shm_single_copy.hpp"
+#include "runtime/core/errors.hpp"
 
 namespace distlab::testing {
 
@@ -150,6 +152,44 @@ std::string crossMemoryAttachUnavailable() {
     return std::string();
   }();
   return reason;
+}
+
+namespace {
+
+// Set once the observed Work started.
+class StartedFlag : public comm::WorkObserver {
+ public:
+  void onStarted(const comm::Work&) override { started_.set_value(); }
+  bool waitFor(std::chrono::milliseconds timeout) {
+    return future_.wait_for(timeout) == std::future_status::ready;
+  }
+
+ private:
+  std::promise<void> started_;
+  std::future<void> future_ = started_.get_future();
+};
+
+}  // namespace
+
+void checkFailedReceiveLeavesTensorAlone(RankContext& ctx, comm::ProcessGroup& g) {
+  constexpr int64_t kNumel = 1 << 14;
+  if (ctx.rank == 1) {
+    ctx.store->wait({"receive_failed"}, std::chrono::seconds(20));
+    g.send(full({kNumel}, 7.0), 0, {.tag = 5});
+    return;
+  }
+  Tensor t = full({kNumel}, -1.0);
+  auto work = g.irecv(t, 1, {.tag = 5});
+  auto started = std::make_shared<StartedFlag>();
+  work->addObserver(started);
+  if (!started->waitFor(std::chrono::seconds(20))) throw std::runtime_error("never started");
+  work->abort("test");
+  expectThrows<DistBackendError>([&] { work->wait(); }, {"aborted: test"});
+  ctx.store->setString("receive_failed", "1");
+  Tensor next = empty({kNumel});
+  if (g.recv(next, 1, {.tag = 5}) != 1) throw std::runtime_error("the next receive's source");
+  expectEqualTensor(next, full({kNumel}, 7.0), "the message, taken by the next receive");
+  expectEqualTensor(t, full({kNumel}, -1.0), "the failed receive's tensor");
 }
 
 }  // namespace distlab::testing

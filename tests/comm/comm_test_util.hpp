@@ -58,6 +58,13 @@ std::string crossMemoryAttachUnavailable();
 
 // Runs fn and requires it to throw E whose message contains every needle;
 // returns the seconds it took (failure tests bound detection time with it).
+// Note [Work failure and the caller's tensors] for a receive, on any backend
+// (run by every rank of a two-rank group `g`): rank 0's irecv from rank 1 is
+// aborted while it waits; only then does rank 1 send. The aborted receive's
+// tensor stays as it was and the message goes to rank 0's next receive with
+// that peer and tag. Throws on rank 0 when either does not hold.
+void checkFailedReceiveLeavesTensorAlone(RankContext& ctx, comm::ProcessGroup& g);
+
 template <typename E>
 double expectThrows(const std::function<void()>& fn, const std::vector<std::string>& needles) {
   Stopwatch watch;
