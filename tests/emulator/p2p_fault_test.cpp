@@ -191,17 +191,16 @@ Diagnosis diagnoseTwoRanks(std::vector<RankEvents> events) {
     exits[r].rank = r;
     exits[r].exitCode = 1;
   }
+  // Both ranks failed with a timeout, rank 1 (the receiver) first.
   std::vector<std::optional<RankResult>> results(2);
-  results[1] = RankResult{};
-  results[1]->rank = 1;
-  results[1]->status = "error";
-  results[1]->errorType = "DistTimeoutError";
-  results[1]->errorUs = 10;
-  results[0] = RankResult{};
-  results[0]->rank = 0;
-  results[0]->status = "error";
-  results[0]->errorType = "DistTimeoutError";
-  results[0]->errorUs = 20;
+  for (int r = 0; r < 2; ++r) {
+    RankResult result;
+    result.rank = r;
+    result.status = "error";
+    result.errorType = "DistTimeoutError";
+    result.errorUs = r == 1 ? 10 : 20;
+    results[r] = result;
+  }
   return diagnose(s, exits, results, events, 30);
 }
 
