@@ -149,8 +149,8 @@ WorkPtr FaultBackend::pointToPoint(const Operation& op) {
     if (f->kind == "skip_collective") return skippedPointToPoint(op, what);
     if (f->kind == "extra_collective") issueExtraAllreduce(op);
     if (f->kind == "mismatch") {
-      tensor.front() = f->mismatch == "shape" ? longer(tensor.front())
-                                              : tensor.front().to(otherDtype(tensor.front().dtype()));
+      const Tensor& mine = tensor.front();
+      tensor.front() = f->mismatch == "shape" ? longer(mine) : mine.to(otherDtype(mine.dtype()));
       (isSend ? changed.inputs : changed.outputs) = tensor;
     }
   }

@@ -6,8 +6,6 @@ const std::vector<std::string> kFaultKinds = {
     "hang", "crash", "straggler", "mismatch", "skip_collective", "extra_collective",
     "skip_backward", "unused_param", "uneven_data", "bit_flip", "store_death", "slow_store"};
 
-const std::vector<std::string> kPointToPointFaultKinds = {
-    "hang", "crash", "straggler", "mismatch", "skip_collective", "extra_collective"};
 const std::vector<std::string> kPointToPointMismatches = {"shape", "dtype"};
 
 }  // namespace distlab::emulator

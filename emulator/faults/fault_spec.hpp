@@ -36,9 +36,9 @@ struct FaultSpec {
 // Every fault kind a scenario may name (fault_spec.cpp), in the order the
 // parser lists them in its error message.
 extern const std::vector<std::string> kFaultKinds;
-// The kinds a point-to-point trigger (`on = "send"|"recv"`) may fire, and the
-// mismatches it may make: those that change one operation on one rank.
-extern const std::vector<std::string> kPointToPointFaultKinds;
+// The mismatches a point-to-point trigger (`on = "send"|"recv"`) may make: a
+// message's size or dtype (the kinds it may fire are those whose [[faults]]
+// keys include `on`, in the scenario parser's table).
 extern const std::vector<std::string> kPointToPointMismatches;
 
 }  // namespace distlab::emulator

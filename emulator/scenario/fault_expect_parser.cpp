@@ -97,7 +97,7 @@ void readPointToPointKeys(const TomlReader& r, const toml::table& t, const Scena
 // emulator/faults/fault_plan.hpp), checked against the workload: the n-th
 // send or recv must exist on every rank of the fault.
 void checkPointToPointTrigger(const TomlReader& r, const toml::table& t, const Scenario& s,
-                              FaultSpec& f) {
+                              const FaultSpec& f) {
   if (f.on.empty()) return;
   const int line = r.lineOfKey(t, "on");
   if (s.workloadKind != "collectives") {
@@ -105,10 +105,12 @@ void checkPointToPointTrigger(const TomlReader& r, const toml::table& t, const S
                              "workload issues no point-to-point operation",
                              f.on, f.on, s.workloadKind));
   }
-  if (f.kind == "mismatch" && f.mismatch != "shape" && f.mismatch != "dtype") {
+  const auto& allowed = kPointToPointMismatches;
+  if (f.kind == "mismatch" &&
+      std::find(allowed.begin(), allowed.end(), f.mismatch) == allowed.end()) {
     r.fail(r.lineOfKey(t, "mismatch"),
            fmt::format("mismatch = \"{}\" has no point-to-point form; on a {} use {}",
-                       f.mismatch, f.on, fmt::join(kPointToPointMismatches, " or ")));
+                       f.mismatch, f.on, fmt::join(allowed, " or ")));
   }
   if (f.atSeq == 0) return;
   const std::string counted = f.peer >= 0 ? fmt::format("{}s with peer {}", f.on, f.peer)
