@@ -35,19 +35,19 @@ WorkPtr ProcessGroup::broadcast(const Tensor& tensor, BroadcastOptions opts) {
 }
 
 WorkPtr ProcessGroup::allreduce(const Tensor& tensor, AllreduceOptions opts) {
-  DL_COLLECTIVE("allreduce", tensor,
-                (checkTensor(tensor, "allreduce", "tensor"),
-                 checkReduceOpSupported(opts.reduceOp, tensor.dtype(), "allreduce")),
+  DL_COLLECTIVE("all_reduce", tensor,
+                (checkTensor(tensor, "all_reduce", "tensor"),
+                 checkReduceOpSupported(opts.reduceOp, tensor.dtype(), "all_reduce")),
                 backend.allreduce(tensor, opts));
 }
 
 WorkPtr ProcessGroup::allreduceCoalesced(const std::vector<Tensor>& tensors,
                                          AllreduceCoalescedOptions opts) {
   const Tensor first = tensors.empty() ? Tensor() : tensors.front();
-  DL_COLLECTIVE("allreduce_coalesced", first, [&] {
-                  checkTensors(tensors, "allreduce_coalesced", "tensors");
+  DL_COLLECTIVE("all_reduce_coalesced", first, [&] {
+                  checkTensors(tensors, "all_reduce_coalesced", "tensors");
                   for (const auto& t : tensors) {
-                    checkReduceOpSupported(opts.reduceOp, t.dtype(), "allreduce_coalesced");
+                    checkReduceOpSupported(opts.reduceOp, t.dtype(), "all_reduce_coalesced");
                   }
                 }(),
                 backend.allreduceCoalesced(tensors, opts));
@@ -63,14 +63,14 @@ WorkPtr ProcessGroup::reduce(const Tensor& tensor, ReduceOptions opts) {
 
 WorkPtr ProcessGroup::allgather(const std::vector<Tensor>& outputs, const Tensor& input,
                                 AllgatherOptions opts) {
-  DL_COLLECTIVE("allgather", input, [&] {
-                  checkTensor(input, "allgather", "input");
-                  checkListSize(outputs, size(), "allgather", "output list");
-                  checkTensors(outputs, "allgather", "output list");
-                  for (const auto& o : outputs) checkSameDtype(o, input, "allgather");
+  DL_COLLECTIVE("all_gather", input, [&] {
+                  checkTensor(input, "all_gather", "input");
+                  checkListSize(outputs, size(), "all_gather", "output list");
+                  checkTensors(outputs, "all_gather", "output list");
+                  for (const auto& o : outputs) checkSameDtype(o, input, "all_gather");
                   if (outputs[rank()].numel() != input.numel()) {
                     throw ValueError(fmt::format(
-                        "allgather: output[{}] has {} elements but this rank's input has {}",
+                        "all_gather: output[{}] has {} elements but this rank's input has {}",
                         rank(), outputs[rank()].numel(), input.numel()));
                   }
                 }(),
@@ -98,18 +98,18 @@ WorkPtr ProcessGroup::allgatherCoalesced(const std::vector<std::vector<Tensor>>&
                                          const std::vector<Tensor>& inputs,
                                          AllgatherOptions opts) {
   const Tensor first = inputs.empty() ? Tensor() : inputs.front();
-  DL_COLLECTIVE("allgather_coalesced", first, [&] {
-                  checkTensors(inputs, "allgather_coalesced", "inputs");
+  DL_COLLECTIVE("all_gather_coalesced", first, [&] {
+                  checkTensors(inputs, "all_gather_coalesced", "inputs");
                   if (outputLists.size() != inputs.size()) {
                     throw ValueError(fmt::format(
-                        "allgather_coalesced: {} output lists for {} inputs", outputLists.size(),
+                        "all_gather_coalesced: {} output lists for {} inputs", outputLists.size(),
                         inputs.size()));
                   }
                   for (size_t i = 0; i < inputs.size(); ++i) {
-                    checkListSize(outputLists[i], size(), "allgather_coalesced", "output list");
-                    checkTensors(outputLists[i], "allgather_coalesced", "output list");
+                    checkListSize(outputLists[i], size(), "all_gather_coalesced", "output list");
+                    checkTensors(outputLists[i], "all_gather_coalesced", "output list");
                     for (const auto& o : outputLists[i]) {
-                      checkSameDtype(o, inputs[i], "allgather_coalesced");
+                      checkSameDtype(o, inputs[i], "all_gather_coalesced");
                     }
                   }
                 }(),
@@ -205,13 +205,13 @@ WorkPtr ProcessGroup::reduceScatterTensor(const Tensor& output, const Tensor& in
 WorkPtr ProcessGroup::alltoall(const std::vector<Tensor>& outputs,
                                const std::vector<Tensor>& inputs, AllToAllOptions opts) {
   const Tensor first = inputs.empty() ? Tensor() : inputs.front();
-  DL_COLLECTIVE("alltoall", first, [&] {
-                  checkListSize(inputs, size(), "alltoall", "input list");
-                  checkListSize(outputs, size(), "alltoall", "output list");
-                  checkTensors(inputs, "alltoall", "input list");
-                  checkTensors(outputs, "alltoall", "output list");
-                  for (int q = 0; q < size(); ++q) checkSameDtype(outputs[q], inputs[0], "alltoall");
-                  for (int q = 0; q < size(); ++q) checkSameDtype(inputs[q], inputs[0], "alltoall");
+  DL_COLLECTIVE("all_to_all", first, [&] {
+                  checkListSize(inputs, size(), "all_to_all", "input list");
+                  checkListSize(outputs, size(), "all_to_all", "output list");
+                  checkTensors(inputs, "all_to_all", "input list");
+                  checkTensors(outputs, "all_to_all", "output list");
+                  for (int q = 0; q < size(); ++q) checkSameDtype(outputs[q], inputs[0], "all_to_all");
+                  for (int q = 0; q < size(); ++q) checkSameDtype(inputs[q], inputs[0], "all_to_all");
                 }(),
                 backend.alltoall(outputs, inputs, opts));
 }
