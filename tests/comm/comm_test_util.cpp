@@ -154,23 +154,6 @@ std::string crossMemoryAttachUnavailable() {
   return reason;
 }
 
-namespace {
-
-// Set once the observed Work started.
-class StartedFlag : public comm::WorkObserver {
- public:
-  void onStarted(const comm::Work&) override { started_.set_value(); }
-  bool waitFor(std::chrono::milliseconds timeout) {
-    return future_.wait_for(timeout) == std::future_status::ready;
-  }
-
- private:
-  std::promise<void> started_;
-  std::future<void> future_ = started_.get_future();
-};
-
-}  // namespace
-
 void checkFailedReceiveLeavesTensorAlone(RankContext& ctx, comm::ProcessGroup& g) {
   constexpr int64_t kNumel = 1 << 14;
   if (ctx.rank == 1) {
@@ -180,7 +163,7 @@ void checkFailedReceiveLeavesTensorAlone(RankContext& ctx, comm::ProcessGroup& g
   }
   Tensor t = full({kNumel}, -1.0);
   auto work = g.irecv(t, 1, {.tag = 5});
-  auto started = std::make_shared<StartedFlag>();
+  auto started = std::make_shared<StartedSignal>();
   work->addObserver(started);
   if (!started->waitFor(std::chrono::seconds(20))) throw std::runtime_error("never started");
   work->abort("test");

@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <future>
 #include <memory>
 #include <optional>
 #include <stdexcept>
@@ -58,6 +59,20 @@ std::string crossMemoryAttachUnavailable();
 
 // Runs fn and requires it to throw E whose message contains every needle;
 // returns the seconds it took (failure tests bound detection time with it).
+// Set once the observed Work started (an observer added later replays it);
+// waitFor returns false when `timeout` passed first.
+class StartedSignal : public comm::WorkObserver {
+ public:
+  void onStarted(const comm::Work&) override { started_.set_value(); }
+  bool waitFor(std::chrono::milliseconds timeout) {
+    return future_.wait_for(timeout) == std::future_status::ready;
+  }
+
+ private:
+  std::promise<void> started_;
+  std::future<void> future_ = started_.get_future();
+};
+
 // Note [Work failure and the caller's tensors] for a receive, on any backend
 // (run by every rank of a two-rank group `g`): rank 0's irecv from rank 1 is
 // aborted while it waits; only then does rank 1 send. The aborted receive's

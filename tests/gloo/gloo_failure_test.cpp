@@ -92,19 +92,6 @@ TEST(GlooFailure, AbortFailsPendingWorkAndRefusesMore) {
   });
 }
 
-// Signals once its Work has started (an observer added later replays it).
-class StartedSignal : public comm::WorkObserver {
- public:
-  void onStarted(const comm::Work&) override { started_.set_value(); }
-  bool waitFor(std::chrono::milliseconds timeout) {
-    return future_.wait_for(timeout) == std::future_status::ready;
-  }
-
- private:
-  std::promise<void> started_;
-  std::future<void> future_ = started_.get_future();
-};
-
 // Note [Work failure and the caller's tensors] on gloo: a collective failed
 // from outside while it runs (Work::abort here; the watchdog's timeout takes
 // the same path) fails only once the algorithm has let go, and the caller's
