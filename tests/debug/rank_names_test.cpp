@@ -42,6 +42,15 @@ TEST(RankNames, CulpritLineParsesToGlobalRanks) {
               ElementsAre(1, 2));
   EXPECT_THAT(parseCulpritRanks("no culprit here"), IsEmpty());
   EXPECT_THAT(parseCulpritRanks("Culprit rank(s): none"), IsEmpty());
+  // A monitored barrier's verdict, on the checking rank and as others quote it.
+  EXPECT_THAT(parseCulpritRanks("[Rank 0]: Rank 2 failed to pass monitoredBarrier in 1500 ms"),
+              ElementsAre(2));
+  EXPECT_THAT(parseCulpritRanks("rank 1: [Rank 0]: Ranks 1, 2 failed to pass monitoredBarrier "
+                                "in 10 ms"),
+              ElementsAre(1, 2));
+  EXPECT_THAT(parseCulpritRanks("[Rank 0]: " + g.name(2, true) +
+                                " failed to pass monitoredBarrier in 10 ms"),
+              ElementsAre(3));
 }
 
 }  // namespace

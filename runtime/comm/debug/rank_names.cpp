@@ -10,6 +10,7 @@ namespace distlab::comm {
 namespace {
 
 constexpr std::string_view kCulpritTag = "Culprit rank(s): ";
+constexpr std::string_view kBarrierVerdict = " failed to pass monitoredBarrier";
 
 // Reads "1, 2, 3" from the front of `text`; advances `text` past it.
 std::vector<int> readIntList(std::string_view& text) {
@@ -65,10 +66,11 @@ std::string RankNames::list(const std::vector<int>& groupRanks) const {
                      globals.size() == 1 ? "rank" : "ranks", fmt::join(globals, ", "));
 }
 
-std::vector<int> parseCulpritRanks(std::string_view message) {
-  const auto at = message.find(kCulpritTag);
-  if (at == std::string_view::npos) return {};
-  std::string_view rest = message.substr(at + kCulpritTag.size());
+namespace {
+
+// The global ranks of a RankNames::list() text at the start of `rest`
+// ("1, 2" or "1 of group 'g1' (global rank 3)").
+std::vector<int> readNamedRanks(std::string_view rest) {
   std::vector<int> ranks = readIntList(rest);
   if (ranks.empty() || rest.rfind(" of group '", 0) != 0) return ranks;
   const auto open = rest.find("' (global rank");
@@ -79,6 +81,28 @@ std::vector<int> parseCulpritRanks(std::string_view message) {
   rest.remove_prefix(1);
   std::vector<int> globals = readIntList(rest);
   return globals.size() == ranks.size() ? globals : ranks;
+}
+
+// "[Rank 0]: Ranks 1, 2 failed to pass monitoredBarrier in 1500 ms": the
+// ranks the verdict names (monitored_barrier.hpp).
+std::vector<int> parseMonitoredBarrierRanks(std::string_view message) {
+  const auto at = message.find(kBarrierVerdict);
+  if (at == std::string_view::npos) return {};
+  const auto start = message.rfind("]: ", at);
+  if (start == std::string_view::npos) return {};
+  std::string_view subject = message.substr(start + 3, at - start - 3);
+  for (std::string_view word : {"Ranks ", "Rank "}) {
+    if (subject.rfind(word, 0) == 0) return readNamedRanks(subject.substr(word.size()));
+  }
+  return {};
+}
+
+}  // namespace
+
+std::vector<int> parseCulpritRanks(std::string_view message) {
+  const auto at = message.find(kCulpritTag);
+  if (at == std::string_view::npos) return parseMonitoredBarrierRanks(message);
+  return readNamedRanks(message.substr(at + kCulpritTag.size()));
 }
 
 }  // namespace distlab::comm

@@ -13,7 +13,9 @@
 // Lists name the group once: "ranks 0, 1 of group 'g1' (global ranks 1, 3)";
 // a list is annotated as soon as one of its ranks differs.
 // parseCulpritRanks() reads the "Culprit rank(s): ..." line the DETAIL
-// wrapper writes back as global ranks (the scenario runner's diagnosis).
+// wrapper writes, or else a monitored barrier's verdict ("Rank 2 failed to
+// pass monitoredBarrier"), back as global ranks (the scenario runner's
+// diagnosis).
 // Thread-safety: immutable after construction.
 #include <string>
 #include <string_view>
@@ -45,9 +47,10 @@ class RankNames {
   std::vector<int> globalRanks_;
 };
 
-// The ranks after the first "Culprit rank(s): " in `message`, as global ranks
-// (the annotation's global list when present, else the plain list); empty
-// when the message names no culprit.
+// The ranks after the first "Culprit rank(s): " in `message` or, without that
+// line, the ranks a monitored barrier's verdict says failed to pass it, as
+// global ranks (the annotation's global list when present, else the plain
+// list); empty when the message names no culprit.
 std::vector<int> parseCulpritRanks(std::string_view message);
 
 }  // namespace distlab::comm
