@@ -51,6 +51,14 @@ TEST(RankNames, CulpritLineParsesToGlobalRanks) {
   EXPECT_THAT(parseCulpritRanks("[Rank 0]: " + g.name(2, true) +
                                 " failed to pass monitoredBarrier in 10 ms"),
               ElementsAre(3));
+  // A mismatch with no majority (two ranks): both are named.
+  EXPECT_THAT(parseCulpritRanks("Detected mismatch between collectives on ranks. " +
+                                g.name(2, true) + " is running collective: A, but " +
+                                g.name(0, true) + " is running collective: B. ..."),
+              ElementsAre(1, 3));
+  EXPECT_THAT(parseCulpritRanks("Detected mismatch between collectives on ranks. Rank 1 is "
+                                "running collective: A, but Rank 0 is running collective: B"),
+              ElementsAre(0, 1));
 }
 
 }  // namespace

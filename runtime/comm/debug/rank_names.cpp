@@ -5,12 +5,15 @@
 
 #include <algorithm>
 #include <cctype>
+#include <optional>
 
 namespace distlab::comm {
 namespace {
 
 constexpr std::string_view kCulpritTag = "Culprit rank(s): ";
 constexpr std::string_view kBarrierVerdict = " failed to pass monitoredBarrier";
+constexpr std::string_view kMismatchTag = "Detected mismatch between collectives on ranks. ";
+constexpr std::string_view kRunning = " is running collective: ";
 
 // Reads "1, 2, 3" from the front of `text`; advances `text` past it.
 std::vector<int> readIntList(std::string_view& text) {
@@ -97,12 +100,43 @@ std::vector<int> parseMonitoredBarrierRanks(std::string_view message) {
   return {};
 }
 
+// The global rank of a RankNames::name(r, true) text ("Rank 1" or "Rank 1 of
+// group 'g1' (global rank 3)"); nullopt for anything else.
+std::optional<int> readNamedRank(std::string_view name) {
+  if (name.rfind("Rank ", 0) != 0) return std::nullopt;
+  std::vector<int> ranks = readNamedRanks(name.substr(5));
+  if (ranks.size() != 1) return std::nullopt;
+  return ranks.front();
+}
+
+// "Detected mismatch between collectives on ranks. Rank 0 is running
+// collective: ..., but Rank 1 is running collective: ...": the two ranks,
+// both suspects when the DETAIL check found no majority to name a culprit.
+std::vector<int> parseMismatchedPair(std::string_view message) {
+  const auto at = message.find(kMismatchTag);
+  if (at == std::string_view::npos) return {};
+  std::string_view rest = message.substr(at + kMismatchTag.size());
+  const auto firstEnd = rest.find(kRunning);
+  const auto but = rest.find(", but ", firstEnd);
+  if (firstEnd == std::string_view::npos || but == std::string_view::npos) return {};
+  std::string_view second = rest.substr(but + 6);
+  const auto secondEnd = second.find(kRunning);
+  if (secondEnd == std::string_view::npos) return {};
+  auto a = readNamedRank(rest.substr(0, firstEnd));
+  auto b = readNamedRank(second.substr(0, secondEnd));
+  if (!a || !b) return {};
+  return {std::min(*a, *b), std::max(*a, *b)};
+}
+
 }  // namespace
 
 std::vector<int> parseCulpritRanks(std::string_view message) {
   const auto at = message.find(kCulpritTag);
-  if (at == std::string_view::npos) return parseMonitoredBarrierRanks(message);
-  return readNamedRanks(message.substr(at + kCulpritTag.size()));
+  if (at != std::string_view::npos) {
+    return readNamedRanks(message.substr(at + kCulpritTag.size()));
+  }
+  std::vector<int> verdict = parseMonitoredBarrierRanks(message);
+  return verdict.empty() ? parseMismatchedPair(message) : verdict;
 }
 
 }  // namespace distlab::comm

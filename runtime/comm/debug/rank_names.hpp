@@ -12,9 +12,9 @@
 //   otherwise                  ->  "rank 1 of group 'g1' (global rank 3)"
 // Lists name the group once: "ranks 0, 1 of group 'g1' (global ranks 1, 3)";
 // a list is annotated as soon as one of its ranks differs.
-// parseCulpritRanks() reads the "Culprit rank(s): ..." line the DETAIL
-// wrapper writes, or else a monitored barrier's verdict ("Rank 2 failed to
-// pass monitoredBarrier"), back as global ranks (the scenario runner's
+// parseCulpritRanks() reads the ranks a debug message blames (the DETAIL
+// wrapper's "Culprit rank(s): ..." line, a monitored barrier's verdict, a
+// mismatch between two ranks) back as global ranks (the scenario runner's
 // diagnosis).
 // Thread-safety: immutable after construction.
 #include <string>
@@ -47,10 +47,12 @@ class RankNames {
   std::vector<int> globalRanks_;
 };
 
-// The ranks after the first "Culprit rank(s): " in `message` or, without that
-// line, the ranks a monitored barrier's verdict says failed to pass it, as
-// global ranks (the annotation's global list when present, else the plain
-// list); empty when the message names no culprit.
+// The ranks `message` blames, as global ranks (the annotation's global list
+// when present, else the plain list), from the first of: the DETAIL check's
+// "Culprit rank(s): " line; a monitored barrier's verdict ("Rank 2 failed to
+// pass monitoredBarrier"); a DETAIL mismatch with no majority ("Rank 0 is
+// running collective: ..., but Rank 1 is running ...": both are suspects).
+// Empty when the message blames nobody.
 std::vector<int> parseCulpritRanks(std::string_view message);
 
 }  // namespace distlab::comm
