@@ -206,8 +206,12 @@ void Work::addObserver(std::shared_ptr<WorkObserver> observer) {
   WorkState reached;
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    observers_.push_back(observer);
     reached = state_;
+    // A finished Work notifies nobody again: keeping the observer would hold
+    // whatever it holds (a decorator's outer Work, which holds this one) in
+    // a reference cycle.
+    bool finished = reached == WorkState::kCompleted || reached == WorkState::kFailed;
+    if (!finished) observers_.push_back(observer);
   }
   // Replay transitions made before the observer arrived. A transition racing
   // with this call may be reported twice; observers tolerate repeats.
