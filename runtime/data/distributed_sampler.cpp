@@ -1,0 +1,79 @@
+#include "runtime/data/distributed_sampler.hpp"
+
+#include <fmt/format.h>
+
+#include <numeric>
+#include <utility>
+
+#include "runtime/comm/group_management.hpp"
+#include "runtime/core/errors.hpp"
+#include "runtime/tensor/generator.hpp"
+
+namespace distlab::data {
+namespace {
+
+comm::ProcessGroupPtr groupForDefaults(const DistributedSamplerOptions& o) {
+  if (o.group) return o.group;
+  if (!comm::isInitialized()) {
+    throw ValueError("DistributedSampler: numReplicas and rank default to the default process "
+                     "group's size and rank, but none is initialized; call initProcessGroup "
+                     "first or pass both");
+  }
+  return comm::defaultGroup();
+}
+
+// Fisher-Yates with distlab's Generator: the same permutation on every rank
+// and platform for one seed.
+void shuffleInPlace(std::vector<int64_t>& v, uint64_t seed) {
+  Generator gen(seed);
+  for (int64_t i = static_cast<int64_t>(v.size()) - 1; i > 0; --i) {
+    std::swap(v[static_cast<size_t>(i)], v[static_cast<size_t>(gen.randint(0, i + 1))]);
+  }
+}
+
+}  // namespace
+
+DistributedSampler::DistributedSampler(int64_t datasetSize, const DistributedSamplerOptions& o)
+    : size_(datasetSize), shuffle_(o.shuffle), seed_(o.seed), dropLast_(o.dropLast) {
+  if (datasetSize < 0) {
+    throw ValueError(fmt::format("DistributedSampler: the dataset size must be >= 0, got {}",
+                                 datasetSize));
+  }
+  numReplicas_ = o.numReplicas >= 0 ? o.numReplicas : groupForDefaults(o)->size();
+  rank_ = o.rank >= 0 ? o.rank : groupForDefaults(o)->rank();
+  if (numReplicas_ < 1) {
+    throw ValueError(fmt::format("DistributedSampler: numReplicas must be >= 1, got {}",
+                                 numReplicas_));
+  }
+  if (o.rank < -1 || rank_ >= numReplicas_) {
+    throw ValueError(fmt::format("Invalid rank {}, rank should be in the interval [0, {}]",
+                                 o.rank < -1 ? o.rank : rank_, numReplicas_ - 1));
+  }
+  const int64_t n = numReplicas_;
+  if (dropLast_ && size_ % n != 0) {
+    // PyTorch's ceil((size - n) / n): floor(size / n) when n does not divide size.
+    numSamples_ = size_ / n;
+  } else {
+    numSamples_ = (size_ + n - 1) / n;
+  }
+}
+
+std::vector<int64_t> DistributedSampler::indices() const {
+  std::vector<int64_t> all(static_cast<size_t>(size_));
+  std::iota(all.begin(), all.end(), int64_t{0});
+  if (shuffle_) shuffleInPlace(all, seed_ + static_cast<uint64_t>(epoch_));
+  const size_t total = static_cast<size_t>(totalSize());
+  if (all.size() > total) {
+    all.resize(total);  // dropLast: the tail goes
+  } else if (!all.empty()) {
+    const size_t original = all.size();
+    for (size_t i = 0; all.size() < total; ++i) all.push_back(all[i % original]);
+  }
+  std::vector<int64_t> mine;
+  mine.reserve(static_cast<size_t>(numSamples_));
+  const size_t stride = static_cast<size_t>(numReplicas_);
+  for (size_t i = static_cast<size_t>(rank_); i < all.size(); i += stride) mine.push_back(all[i]);
+  return mine;
+}
+
+}  // namespace distlab::data
