@@ -3,7 +3,13 @@
 //   distlab launch --nproc-per-node 4 ./train --steps 10
 //   distlab launch --nproc-per-node 4 -- ./train --steps 10
 //   distlab launch --nnodes 2 --node-rank 0 --master-addr 10.0.0.1 --master-port 29500 ./train
+//   distlab launch --scenario crash.toml ./train --steps 10
 //
+// --scenario runs the program once under a scenario file, as `distlab run`
+// runs a kind = "program" workload: the file gives the cluster, faults and
+// expectations (its [workload] may be left out), the output is the runner's
+// verdict line, and the exit code the runner's (0 passed, 1 failed, 2 a bad
+// file).
 // Flags follow torchrun (dashes or underscores); durations are in seconds.
 #include <signal.h>
 
@@ -16,6 +22,7 @@
 
 #include "emulator/cli/command_registry.hpp"
 #include "emulator/launcher/launcher.hpp"
+#include "emulator/scenario/runner.hpp"
 #include "runtime/core/errors.hpp"
 
 namespace distlab::cli {
@@ -52,10 +59,34 @@ void installSignalHandlers() {
   ::signal(SIGPIPE, SIG_IGN);
 }
 
+// The scenario file says the cluster: a launcher flag beside --scenario would
+// be silently overridden, so it is refused.
+void checkScenarioAlone(const CLI::App& sub) {
+  for (const CLI::Option* o : sub.get_options()) {
+    if (o->count() == 0 || o->get_name() == "--scenario" || o->get_name() == "--help") continue;
+    throw ValueError(fmt::format("launch: {} cannot be combined with --scenario, whose file gives "
+                                 "the cluster (world_size, backend, timeouts); change the file "
+                                 "instead",
+                                 o->get_name()));
+  }
+}
+
+int launchUnderScenario(const CLI::App& sub, const std::string& scenario) {
+  checkScenarioAlone(sub);
+  emulator::RunOptions run;
+  run.programCommand = programOf(sub);
+  run.verbose = true;
+  return emulator::runScenarios({scenario}, run);
+}
+
 std::function<int()> setupLaunch(CLI::App& sub) {
   auto options = std::make_shared<LaunchOptions>();
   auto seconds = std::make_shared<Seconds>();
   auto noStackDump = std::make_shared<bool>(false);
+  auto scenario = std::make_shared<std::string>();
+  sub.add_option("--scenario", *scenario,
+                 "run PROGRAM under this scenario file (faults, link model, debug level, "
+                 "expectations; the file gives the cluster) and print the verdict");
   sub.add_option("--nproc-per-node,--nproc_per_node", options->nprocPerNode,
                  "ranks to start on this node")->capture_default_str();
   sub.add_option("--nnodes", options->nnodes, "number of nodes")->capture_default_str();
@@ -87,7 +118,8 @@ std::function<int()> setupLaunch(CLI::App& sub) {
   sub.add_flag("--no-stack-dump", *noStackDump, "skip the gdb stack dump on --timeout");
   sub.prefix_command();  // PROGRAM [ARGS...] stay unparsed
   sub.footer("Usage: distlab launch [flags] [--] PROGRAM [ARGS...]");
-  return [&sub, options, seconds, noStackDump]() -> int {
+  return [&sub, options, seconds, noStackDump, scenario]() -> int {
+    if (!scenario->empty()) return launchUnderScenario(sub, *scenario);
     options->program = programOf(sub);  // Note [Program after --]
     options->monitorInterval = toMs("--monitor-interval", seconds->monitorInterval);
     options->timeout = toMs("--timeout", seconds->timeout);

@@ -3,7 +3,10 @@
 // the hidden `distlab scenario-rank FILE --result-dir DIR` the runner starts
 // for each rank.
 #include <fmt/format.h>
+#include <unistd.h>
 
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
 #include <memory>
 #include <string>
@@ -30,6 +33,11 @@ void checkRunArgs(const std::vector<std::string>& paths, const emulator::RunOpti
     throw ValueError("--trace needs --out DIR: the merged trace is written there");
   }
   if (!o.outDir.empty()) requireWritableDir("--out", o.outDir);
+  if (!o.program.empty() && ::access(o.program.c_str(), X_OK) != 0) {
+    throw ValueError(fmt::format("--program {}: not an executable file ({}); give the path of "
+                                 "your built program",
+                                 o.program, std::strerror(errno)));
+  }
 }
 
 const CommandRegistrar kRun{Command{
@@ -44,6 +52,9 @@ const CommandRegistrar kRun{Command{
       sub.add_flag("--trace", options->trace,
                    "Also write a merged Chrome trace <name>.trace.json (needs --out)");
       sub.add_flag("-v,--verbose", options->verbose, "Show the ranks' last log line on failure");
+      sub.add_option("--program", options->program,
+                     "kind = \"program\" scenarios run this executable in place of their "
+                     "command's first word (its arguments stay)");
       return [paths, options] {
         checkRunArgs(*paths, *options);
         return emulator::runScenarios(*paths, *options);

@@ -111,12 +111,19 @@ std::vector<const FaultSpec*> FaultPlan::stepFaults(int step) {
   std::lock_guard<std::mutex> lock(mutex_);
   std::vector<const FaultSpec*> out;
   for (auto& e : entries_) {
-    if (isStepActed(e.spec) && e.spec.atStep == step && e.firedCount == 0) {
+    if (isStepActed(e.spec) && e.spec.atStep >= 0 && e.spec.atStep <= step &&
+        e.firedCount == 0) {
       ++e.firedCount;
       out.push_back(&e.spec);
     }
   }
   return out;
+}
+
+void FaultPlan::beginStep(int step) {
+  setStep(step);
+  log_->write(fmt::format("step {}", step));
+  for (const FaultSpec* f : stepFaults(step)) act(*f, 0);
 }
 
 const FaultSpec* FaultPlan::engineFault(const std::string& kind, int step) {

@@ -51,8 +51,13 @@ class FaultPlan {
   // `isSend`, else a receive; `peer` -1 for a receive from any source).
   const FaultSpec* onPointToPoint(bool isSend, int peer);
   void setStep(int step);
-  // Hang, crash or straggler faults given at_step that fire at the start of `step`.
+  // Hang, crash or straggler faults given at_step that fire at the start of
+  // `step`: those of this step, or of an earlier one a program's markers
+  // skipped (emulator/program/program.hpp), each once.
   std::vector<const FaultSpec*> stepFaults(int step);
+  // The start of training step `step`: setStep, the "step N" event, then acts
+  // on stepFaults(step) (may not return: a crash, an endless hang).
+  void beginStep(int step);
   // Engine faults of `kind` active at `step` (skip_backward, bit_flip fire once
   // at their step; unused_param and uneven_data are always active).
   const FaultSpec* engineFault(const std::string& kind, int step);

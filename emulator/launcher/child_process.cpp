@@ -34,7 +34,8 @@ Pipe makePipe() {
 
 // Runs in the child between fork and exec: async-signal-safe calls only.
 [[noreturn]] void childAfterFork(pid_t parent, const Pipe& out, const Pipe& err, int execErr,
-                                 const Pipe& go, char* const* argv, char* const* envp) {
+                                 const Pipe& go, char* const* argv, char* const* envp,
+                                 const char* workingDir) {
   ::setpgid(0, 0);
   ::prctl(PR_SET_PDEATHSIG, SIGKILL);
   if (::getppid() != parent) ::_exit(127);
@@ -53,7 +54,7 @@ Pipe makePipe() {
   ::sigprocmask(SIG_SETMASK, &none, nullptr);
   ::dup2(out.write, STDOUT_FILENO);
   ::dup2(err.write, STDERR_FILENO);
-  ::execvpe(argv[0], argv, envp);
+  if (workingDir == nullptr || ::chdir(workingDir) == 0) ::execvpe(argv[0], argv, envp);
   int code = errno;
   ssize_t ignored = ::write(execErr, &code, sizeof(code));
   (void)ignored;
@@ -91,7 +92,10 @@ ChildProcess startChild(const ChildSpec& spec) {
   Pipe go = makePipe();
   pid_t parent = ::getpid();
   pid_t pid = ::fork();
-  if (pid == 0) childAfterFork(parent, out, err, execErr.write, go, argv.data(), envp.data());
+  if (pid == 0) {
+    childAfterFork(parent, out, err, execErr.write, go, argv.data(), envp.data(),
+                   spec.workingDir.empty() ? nullptr : spec.workingDir.c_str());
+  }
   int forkErrno = errno;
   for (int fd : {out.write, err.write, execErr.write, go.read}) ::close(fd);
   if (pid < 0) {
@@ -114,6 +118,10 @@ ChildProcess startChild(const ChildSpec& spec) {
     ::waitpid(pid, nullptr, 0);
     ::close(out.read);
     ::close(err.read);
+    if (!spec.workingDir.empty() && ::access(spec.workingDir.c_str(), X_OK) != 0) {
+      throw Error(fmt::format("cannot enter the working directory '{}' to run '{}': {}",
+                              spec.workingDir, spec.argv.front(), ::strerror(code)));
+    }
     throw Error(fmt::format("cannot execute '{}': {}", spec.argv.front(), ::strerror(code)));
   }
   ::fcntl(out.read, F_SETFL, O_NONBLOCK);

@@ -22,6 +22,7 @@ namespace distlab::emulator {
 struct ChildSpec {
   std::vector<std::string> argv;  // argv[0] is looked up in PATH
   std::vector<std::string> env;   // "NAME=value", the complete environment
+  std::string workingDir;         // the child's; empty: the parent's
   // Runs in the parent after fork and before the child may exec (the child
   // waits for it): register the child's process group with the ExitGuard
   // here, so not even a launcher killed right after the fork leaks anything

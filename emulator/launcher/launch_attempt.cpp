@@ -133,7 +133,7 @@ void AttemptRunner::startRanks(OutputPump& pump) {
     ChildProcess child;
     try {
       // Registered before it can start anything (Note [Exit guard]).
-      child = startChild(ChildSpec{options_.program, rankEnvironment(local),
+      child = startChild(ChildSpec{options_.program, rankEnvironment(local), options_.workingDir,
                                    [](pid_t pid) { ExitGuard::instance().killGroupOnExit(pid); }});
     } catch (const Error&) {
       stopAll(SIGKILL);

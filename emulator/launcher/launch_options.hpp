@@ -30,6 +30,7 @@ struct LaunchOptions {
   bool dumpStacksOnTimeout = true;      // gdb stack dump of live ranks on --timeout
   std::vector<std::string> program;     // the program and its arguments
   std::vector<std::pair<std::string, std::string>> extraEnv;  // added to every rank
+  std::string workingDir;               // every rank's; empty: the launcher's
   // Receives every output line of every rank (without the "[rank N]:" prefix);
   // unset: prefixed lines go to the launcher's stdout/stderr.
   std::function<void(int rank, bool isStderr, const std::string& line)> onOutput;

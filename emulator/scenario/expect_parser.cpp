@@ -1,6 +1,8 @@
 // [expect] parsing.
 #include <fmt/format.h>
 
+#include <regex>
+
 #include "emulator/scenario/scenario_parts.hpp"
 
 namespace distlab::emulator::detail {
@@ -24,7 +26,7 @@ void parseRankExpect(const TomlReader& r, const toml::table& ranks, const Scenar
     if (!value.is_table()) r.fail(value, "[expect.rank.N] entries must be tables");
     const auto& t = *value.as_table();
     r.checkKeys(t, fmt::format("[expect.rank.{}]", rank),
-                {"status", "error", "message", "exit_code", "signal"});
+                {"status", "error", "message", "exit_code", "signal", "output"});
     RankExpectation re;
     re.pos = r.posOf(t);
     if (auto v = r.choice(t, "status", {"ok", "error", "crashed"})) re.status = *v;
@@ -33,6 +35,18 @@ void parseRankExpect(const TomlReader& r, const toml::table& ranks, const Scenar
     if (auto v = r.intInRange(t, "exit_code", 1, 255)) re.exitCode = static_cast<int>(*v);
     if (auto v = r.choice(t, "signal", {"SIGKILL", "SIGABRT", "SIGTERM", "SIGSEGV"})) {
       re.signal = *v;
+    }
+    if (auto v = r.strList(t, "output")) {
+      for (const auto& pattern : *v) {
+        try {
+          std::regex compiled(pattern);
+        } catch (const std::regex_error& err) {
+          r.fail(r.lineOfKey(t, "output"),
+                 fmt::format("output: '{}' is not a valid regular expression ({})", pattern,
+                             err.what()));
+        }
+      }
+      re.output = *v;
     }
     e.perRank[rank] = re;
   }
@@ -83,6 +97,35 @@ void parseOverlapExpect(const TomlReader& r, const toml::table& t, Scenario& s) 
   }
 }
 
+// [expect.report.<name>] tables: a program's reported series.
+void parseReportExpect(const TomlReader& r, const toml::table& reports, Scenario& s) {
+  if (s.workloadKind != "program") {
+    r.fail(reports, "[expect.report.<name>] checks what a program reports "
+                    "(distlab::program::report); it needs [workload] kind = \"program\"");
+  }
+  for (const auto& [key, value] : reports) {
+    const std::string name(key.str());
+    if (!value.is_table()) r.fail(value, "[expect.report.<name>] entries must be tables");
+    const auto& t = *value.as_table();
+    r.checkKeys(t, fmt::format("[expect.report.{}]", name),
+                {"ranks", "equal_across_ranks", "min", "max", "decreased"});
+    ReportExpectation re;
+    re.name = name;
+    re.pos = r.posOf(t);
+    if (auto v = r.ranks(t, "ranks", s.worldSize)) re.ranks = *v;
+    if (auto v = r.boolean(t, "equal_across_ranks")) re.equalAcrossRanks = *v;
+    const NumRange any{-1e300, 1e300, false, ""};
+    re.min = r.number(t, "min", any);
+    re.max = r.number(t, "max", any);
+    if (re.min && re.max && *re.min > *re.max) {
+      r.fail(t, fmt::format("[expect.report.{}]: min = {:g} is above max = {:g}", name, *re.min,
+                            *re.max));
+    }
+    if (auto v = r.boolean(t, "decreased")) re.decreased = *v;
+    s.expect.reports.push_back(std::move(re));
+  }
+}
+
 }  // namespace
 
 void parseExpect(const TomlReader& r, const toml::table& root, Scenario& s) {
@@ -92,7 +135,7 @@ void parseExpect(const TomlReader& r, const toml::table& root, Scenario& s) {
               {"outcome", "error", "message", "error_ranks", "culprits", "diagnosis",
                "detect_within", "params_equal", "params_match_reference", "params_differ",
                "loss_decreased", "rank", "exposed_comm_max", "overlap_ratio_min",
-               "launches_in_backward_min", "step_time_ratio"});
+               "launches_in_backward_min", "step_time_ratio", "report"});
   Expectation& e = s.expect;
   e.pos = r.posOf(*t);
   auto outcome = r.choice(*t, "outcome", {"success", "error", "timeout"});
@@ -138,6 +181,7 @@ void parseExpect(const TomlReader& r, const toml::table& root, Scenario& s) {
     r.fail(e.pos.line, "parameter and loss checks need outcome = \"success\"");
   }
   if (const toml::table* ranks = r.table(*t, "rank")) parseRankExpect(r, *ranks, s, e);
+  if (const toml::table* reports = r.table(*t, "report")) parseReportExpect(r, *reports, s);
 }
 
 }  // namespace distlab::emulator::detail

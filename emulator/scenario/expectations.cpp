@@ -4,6 +4,9 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <regex>
 #include <map>
 
 namespace distlab::emulator {
@@ -117,7 +120,76 @@ void checkTraining(const Scenario& s, const Expectation& x,
   (void)s;
 }
 
+void checkReport(const ReportExpectation& x, const std::vector<std::optional<RankResult>>& results,
+                 std::vector<std::string>& out) {
+  const std::string where = x.pos.str();
+  std::vector<int> ranks = x.ranks;
+  if (ranks.empty()) {
+    for (int r = 0; r < static_cast<int>(results.size()); ++r) ranks.push_back(r);
+  }
+  const std::vector<double>* first = nullptr;
+  int firstRank = -1;
+  for (int r : ranks) {
+    const auto& res = results[static_cast<size_t>(r)];
+    const std::vector<double>* series = nullptr;
+    if (res) {
+      auto it = res->reported.find(x.name);
+      if (it != res->reported.end() && !it->second.empty()) series = &it->second;
+    }
+    if (!series) {
+      out.push_back(fmt::format("{}: rank {} reported no '{}'", where, r, x.name));
+      continue;
+    }
+    const std::vector<double>& v = *series;
+    for (size_t i = 0; i < v.size(); ++i) {
+      if ((x.min && !(v[i] >= *x.min)) || (x.max && !(v[i] <= *x.max))) {
+        out.push_back(fmt::format("{}: rank {}'s '{}' #{} = {:g} is outside [{:g}, {:g}]", where,
+                                  r, x.name, i, v[i], x.min.value_or(-INFINITY),
+                                  x.max.value_or(INFINITY)));
+        break;
+      }
+    }
+    if (x.decreased && !(v.size() >= 2 && v.back() < v.front())) {
+      out.push_back(fmt::format("{}: rank {}'s '{}' did not decrease: first {:g}, last {:g} "
+                                "({} values)", where, r, x.name, v.front(), v.back(), v.size()));
+    }
+    if (!first) {
+      first = &v;
+      firstRank = r;
+    } else if (x.equalAcrossRanks && v != *first) {
+      out.push_back(fmt::format("{}: '{}' differs between rank {} and rank {} ({} vs {} values; "
+                                "last {:.17g} vs {:.17g})", where, x.name, firstRank, r,
+                                first->size(), v.size(), first->back(), v.back()));
+    }
+  }
+}
+
 }  // namespace
+
+std::vector<std::string> checkRankOutputs(const Scenario& s, const std::string& logDir) {
+  constexpr size_t kSearchedPerLine = 64 * 1024;
+  std::vector<std::string> out;
+  for (const auto& [rank, re] : s.expect.perRank) {
+    if (re.output.empty()) continue;
+    std::vector<std::regex> patterns(re.output.begin(), re.output.end());
+    std::vector<bool> found(patterns.size(), false);
+    std::ifstream log(fmt::format("{}/rank{}.log", logDir, rank));
+    std::string line;
+    while (std::getline(log, line)) {
+      if (line.size() > kSearchedPerLine) line.resize(kSearchedPerLine);
+      for (size_t i = 0; i < patterns.size(); ++i) {
+        if (!found[i] && std::regex_search(line, patterns[i])) found[i] = true;
+      }
+    }
+    for (size_t i = 0; i < patterns.size(); ++i) {
+      if (!found[i]) {
+        out.push_back(fmt::format("{}: no line of rank {}'s output matches '{}'", re.pos.str(),
+                                  rank, re.output[i]));
+      }
+    }
+  }
+  return out;
+}
 
 std::vector<std::string> checkExpectations(const Scenario& s, const Diagnosis& d,
                                            const std::vector<RankExit>& exits,
@@ -161,6 +233,7 @@ std::vector<std::string> checkExpectations(const Scenario& s, const Diagnosis& d
   }
   for (const auto& [rank, re] : x.perRank) checkRank(re, rank, exits[rank], results[rank], out);
   if (s.workloadKind == "training") checkTraining(s, x, results, out);
+  for (const auto& report : x.reports) checkReport(report, results, out);
   return out;
 }
 

@@ -17,6 +17,11 @@ std::vector<std::string> checkExpectations(const Scenario& s, const Diagnosis& d
                                            const std::vector<RankExit>& exits,
                                            const std::vector<std::optional<RankResult>>& results);
 
+// [expect.rank.N] output: each pattern must match in some line of
+// `logDir`/rank<N>.log (only a line's first 64 KiB is searched: the regex
+// engine recurses per character).
+std::vector<std::string> checkRankOutputs(const Scenario& s, const std::string& logDir);
+
 // Whether an error of type `observed` is an `expected` (class hierarchy).
 bool errorTypeIsA(const std::string& observed, const std::string& expected);
 

@@ -42,7 +42,10 @@ bool isStoreFault(const std::string& kind) {
 }
 
 void checkTrigger(const TomlReader& r, const toml::table& t, const Scenario& s, FaultSpec& f) {
-  bool training = s.workloadKind == "training";
+  const bool training = s.workloadKind == "training";
+  // A program's steps come from its markers (emulator/program/program.hpp);
+  // how many it runs is unknown here, so no "never runs" check applies.
+  const bool program = s.workloadKind == "program";
   if (t.get("at_seq") && t.get("at_step")) {
     r.fail(f.pos.line, "give either at_seq or at_step, not both");
   }
@@ -54,15 +57,22 @@ void checkTrigger(const TomlReader& r, const toml::table& t, const Scenario& s, 
     r.fail(f.pos.line, fmt::format("fault '{}' needs a trigger: at_seq = N (collective "
                                    "sequence number, or the n-th send/recv with on = "
                                    "\"send\"|\"recv\", from 1){}", f.kind,
-                                   training ? " or at_step = N (training step, from 0)" : ""));
+                                   training || program ? " or at_step = N (training step, from 0)"
+                                                       : ""));
   }
-  if (f.atStep >= 0 && !training) {
+  if (f.atStep >= 0 && !training && !program) {
     r.fail(r.lineOfKey(t, "at_step"), "at_step needs a training workload; use at_seq");
+  }
+  if (isEngineFault(f.kind) && program) {
+    r.fail(f.pos.line, fmt::format("fault '{}' acts inside distlab's training engines; it "
+                                   "needs kind = \"training\" (programs get hang, crash, "
+                                   "straggler, mismatch, skip/extra collective and store faults)",
+                                   f.kind));
   }
   if (isEngineFault(f.kind) && !training) {
     r.fail(f.pos.line, fmt::format("fault '{}' needs a training workload", f.kind));
   }
-  if (f.atStep >= 0) {
+  if (f.atStep >= 0 && training) {
     for (int rank : f.ranks) {
       if (f.atStep >= s.training.batchesOf(rank)) {
         r.fail(r.lineOfKey(t, "at_step"),
@@ -72,7 +82,7 @@ void checkTrigger(const TomlReader& r, const toml::table& t, const Scenario& s, 
       }
     }
   }
-  if (f.atSeq > 0 && !training && f.on.empty()) {
+  if (f.atSeq > 0 && !training && !program && f.on.empty()) {
     for (int rank : f.ranks) {
       uint64_t n = worldCollectiveCount(s, rank);
       if (f.atSeq > n) {
@@ -100,10 +110,11 @@ void checkPointToPointTrigger(const TomlReader& r, const toml::table& t, const S
                               const FaultSpec& f) {
   if (f.on.empty()) return;
   const int line = r.lineOfKey(t, "on");
-  if (s.workloadKind != "collectives") {
-    r.fail(line, fmt::format("on = \"{}\" needs a collective script that issues {}s; the {} "
-                             "workload issues no point-to-point operation",
-                             f.on, f.on, s.workloadKind));
+  if (s.workloadKind == "training") {
+    r.fail(line, fmt::format("on = \"{}\" needs a workload that issues {}s (a collective "
+                             "script or a program); the training workload issues no "
+                             "point-to-point operation",
+                             f.on, f.on));
   }
   const auto& allowed = kPointToPointMismatches;
   if (f.kind == "mismatch" &&
@@ -112,7 +123,7 @@ void checkPointToPointTrigger(const TomlReader& r, const toml::table& t, const S
            fmt::format("mismatch = \"{}\" has no point-to-point form; on a {} use {}",
                        f.mismatch, f.on, fmt::join(allowed, " or ")));
   }
-  if (f.atSeq == 0) return;
+  if (f.atSeq == 0 || s.workloadKind == "program") return;
   const std::string counted = f.peer >= 0 ? fmt::format("{}s with peer {}", f.on, f.peer)
                                           : fmt::format("{}s", f.on);
   for (int rank : f.ranks) {

@@ -48,6 +48,7 @@ LaunchOptions optionsFor(const RankLaunch& l) {
   o.program = {l.executable};
   o.program.insert(o.program.end(), l.args.begin(), l.args.end());
   for (const auto& [name, value] : l.env) o.extraEnv.emplace_back(name, value);
+  o.workingDir = l.workingDir;
   return o;
 }
 

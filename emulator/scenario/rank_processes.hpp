@@ -26,6 +26,7 @@ struct RankLaunch {
   std::string executable;
   std::vector<std::string> args;        // argv[1..]
   std::map<std::string, std::string> env;  // added to the runner's environment
+  std::string workingDir;               // the ranks'; empty: the runner's
   int worldSize = 1;
   double deadlineS = 60;
   double graceS = 3;

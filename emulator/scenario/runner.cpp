@@ -13,6 +13,7 @@
 #include "emulator/analyze/fr_analysis.hpp"
 #include "emulator/launcher/exit_guard.hpp"
 #include "emulator/scenario/expectations.hpp"
+#include "emulator/scenario/program_command.hpp"
 #include "emulator/scenario/rank_processes.hpp"
 #include "emulator/scenario/scenario_parser.hpp"
 #include "emulator/scenario/trace_writer.hpp"
@@ -20,6 +21,7 @@
 #include "emulator/scenario/step_time_ratio.hpp"
 #include "runtime/core/clock.hpp"
 #include "runtime/core/errors.hpp"
+#include "runtime/core/runtime_env.hpp"
 
 namespace distlab::emulator {
 
@@ -124,15 +126,34 @@ std::string selfExecutable() {
   return p.string();
 }
 
+// The built-in workloads run `distlab scenario-rank`; a program runs itself,
+// told about the scenario through the environment (Note [Programs under a
+// scenario]).
+void setRankCommand(const Scenario& s, const RunOptions& o, const std::string& dir,
+                    RankLaunch& l) {
+  if (s.workloadKind != "program") {
+    l.executable = o.executable.empty() ? selfExecutable() : o.executable;
+    l.args = {"scenario-rank", s.path, "--result-dir", dir};
+    if (o.trace) l.args.push_back("--trace");
+    return;
+  }
+  ResolvedProgram p = resolveProgram(s, o.program, readRuntimeEnv().path.value_or("/usr/bin:/bin"));
+  l.executable = p.argv.front();
+  l.args.assign(p.argv.begin() + 1, p.argv.end());
+  l.workingDir = p.workingDir;
+  l.env = p.env;
+  l.env["DISTLAB_SCENARIO"] = fs::absolute(s.path).string();
+  l.env["DISTLAB_SCENARIO_RESULT_DIR"] = dir;
+  l.env["DISTLAB_SCENARIO_TRACE"] = o.trace ? "1" : "0";
+}
+
 void execute(const Scenario& s, const RunOptions& o, const std::string& dir,
              const Stopwatch& watch, ScenarioReport& rep) {
   RankLaunch l;  // the launcher hosts the store (MASTER_ADDR/MASTER_PORT)
-  l.executable = o.executable.empty() ? selfExecutable() : o.executable;
-  l.args = {"scenario-rank", s.path, "--result-dir", dir};
-  if (o.trace) l.args.push_back("--trace");
-  l.env = {{"TORCH_DISTRIBUTED_DEBUG", s.debugLevel},
-           // Flight-recorder dumps go to the run's folder, not /tmp (Cleanup).
-           {"TORCH_FR_DUMP_TEMP_FILE", dir + "/fr_rank_"}};
+  setRankCommand(s, o, dir, l);
+  l.env["TORCH_DISTRIBUTED_DEBUG"] = s.debugLevel;
+  // Flight-recorder dumps go to the run's folder, not /tmp (Cleanup).
+  l.env["TORCH_FR_DUMP_TEMP_FILE"] = dir + "/fr_rank_";
   l.worldSize = s.worldSize;
   l.deadlineS = s.runTimeoutS;
   l.graceS = s.teardownGraceS;
@@ -149,6 +170,7 @@ void execute(const Scenario& s, const RunOptions& o, const std::string& dir,
   rep.diagnosis = diagnose(s, launched.ranks, results, events, wallClockNowUs());
   appendFlightRecorderAnalysis(dir, s.worldSize, rep.diagnosis);
   rep.failures = checkExpectations(s, rep.diagnosis, launched.ranks, results);
+  for (auto& f : checkRankOutputs(s, dir)) rep.failures.push_back(std::move(f));
   std::optional<ScenarioTrace> traced;
   try {
     traced = collectScenarioTrace(s, dir, events);
@@ -167,7 +189,28 @@ void execute(const Scenario& s, const RunOptions& o, const std::string& dir,
   for (const auto& seg : leakedSegments(launched.ranks)) {
     rep.failures.push_back(fmt::format("{}: shared-memory segment left behind: {}", s.path, seg));
   }
-  for (int r = 0; r < s.worldSize; ++r) {
+  // The parser cannot count a program's operations: a fault that never fired
+  // would let the scenario pass for the wrong reason.
+  if (s.workloadKind == "program" && !s.faults.empty() && rep.diagnosis.faultUs == 0) {
+    rep.failures.push_back(fmt::format(
+        "{}:{}: no fault fired: the program never reached the trigger (at_seq counts the world "
+        "group's collectives, or with `on` its sends/receives; at_step needs "
+        "distlab::program::step markers)",
+        s.path, s.faults.front().pos.line));
+  }
+  // A program rank that ended well without a result never created its process
+  // group here (nothing of the scenario applied to it).
+  for (int r = 0; r < s.worldSize && s.workloadKind == "program"; ++r) {
+    if (launched.ranks[r].ok() && !results[r]) {
+      rep.failures.push_back(fmt::format(
+          "{}: rank {} exited with code 0 without creating its default process group under the "
+          "scenario, so no fault, link model or check applied to it: the program must call "
+          "initProcessGroup (env://) and link distlab::program; see {}/rank{}.log",
+          s.path, r, dir, r));
+    }
+  }
+  // The worker's "bad scenario or environment" exit; a program's exit codes are its own.
+  for (int r = 0; r < s.worldSize && s.workloadKind != "program"; ++r) {
     const auto& e = launched.ranks[r];
     if (e.exitCode == 2 || e.exitCode == 127) {
       rep.failures.push_back(fmt::format("{}: rank {} could not start (exit {}); see {}/rank{}.log",
@@ -227,7 +270,9 @@ ScenarioReport runScenario(const std::string& path, const RunOptions& o) {
   Stopwatch watch;
   Scenario s;
   try {
-    s = parseScenarioFile(path);
+    ParseOptions po;
+    po.programCommand = o.programCommand;
+    s = parseScenarioFile(path, po);
   } catch (const std::exception& e) {  // never stops the other files (a ValueError normally)
     rep.failures.push_back(e.what());
     return rep;

@@ -23,6 +23,11 @@ struct RunOptions {
   std::string outDir;       // "" : results go to a temporary folder, removed afterwards
   bool trace = false;       // write a merged Chrome trace (also when the file says trace)
   bool verbose = false;     // print every failed check and the ranks' log tails
+  // kind = "program": `distlab run --program PATH` replaces command[0] (a
+  // CTest registration fills in the built target's path); `distlab launch
+  // --scenario FILE PROG ARGS...` gives the whole command (ParseOptions).
+  std::string program;
+  std::vector<std::string> programCommand;
 };
 
 struct ScenarioReport {

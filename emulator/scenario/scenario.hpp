@@ -31,6 +31,9 @@ struct RankExpectation {
   std::vector<std::string> message;  // substrings
   int exitCode = -1;           // crashed: expected exit code
   std::string signal;          // crashed: SIGKILL, SIGABRT, ...
+  // Regular expressions (ECMAScript), each matching somewhere in one line of
+  // the rank's output (stdout and stderr, rank<R>.log).
+  std::vector<std::string> output;
   SourcePos pos;
 };
 
@@ -52,6 +55,17 @@ struct OverlapExpectation {
   bool any() const { return exposedCommMax || overlapRatioMin || launchesInBackwardMin; }
 };
 
+// [expect.report.<name>]: a series a program reported
+// (distlab::program::report), checked on every rank (or `ranks`).
+struct ReportExpectation {
+  std::string name;
+  std::vector<int> ranks;            // ranks that must report it; empty: every rank
+  bool equalAcrossRanks = false;     // the same series, bit for bit, on those ranks
+  std::optional<double> min, max;    // bounds of every value (NaN fails both)
+  bool decreased = false;            // the last value below the first, on each rank
+  SourcePos pos;
+};
+
 struct Expectation {
   Outcome outcome = Outcome::kSuccess;
   std::string error;                     // on every rank in errorRanks
@@ -66,6 +80,7 @@ struct Expectation {
   bool lossDecreased = false;
   std::map<int, RankExpectation> perRank;
   OverlapExpectation overlap;
+  std::vector<ReportExpectation> reports;  // programs only
   SourcePos pos;
 };
 
@@ -82,9 +97,10 @@ struct Scenario {
   double runTimeoutS = 60;               // the runner kills every rank after this
   double teardownGraceS = 2;             // after the first failure, wait this long
   bool trace = false;
-  std::string workloadKind = "collectives";  // collectives | training
+  std::string workloadKind = "collectives";  // collectives | training | program
   std::vector<CollectiveStep> steps;
   TrainingWorkload training;
+  ProgramWorkload program;
   std::vector<FaultSpec> faults;
   Expectation expect;
 };

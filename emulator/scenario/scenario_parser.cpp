@@ -66,17 +66,37 @@ void parseCluster(const TomlReader& r, const toml::table& root, Scenario& s) {
   }
 }
 
-void parseWorkload(const TomlReader& r, const toml::table& root, Scenario& s) {
+void parseWorkload(const TomlReader& r, const toml::table& root, const ParseOptions& options,
+                   Scenario& s) {
   const toml::table* w = r.table(root, "workload");
+  const std::vector<std::string>& given = options.programCommand;
+  if (!w && !given.empty()) {
+    s.workloadKind = "program";
+    s.program.command = given;
+    s.program.pos = {r.file(), 1};
+    return;
+  }
   if (!w) r.fail(1, "missing required table [workload]");
-  auto kind = r.choice(*w, "kind", {"collectives", "training"});
-  if (!kind) r.fail(*w, "missing required key 'kind' in [workload] (collectives | training)");
+  auto kind = r.choice(*w, "kind", {"collectives", "training", "program"});
+  if (!kind) {
+    r.fail(*w, "missing required key 'kind' in [workload] (collectives | training | program)");
+  }
   s.workloadKind = *kind;
   if (s.workloadKind == "collectives") {
     detail::parseCollectiveWorkload(r, *w, s);
-  } else {
+  } else if (s.workloadKind == "training") {
     detail::parseTrainingWorkload(r, *w, s);
+  } else {
+    detail::parseProgramWorkload(r, *w, s);
   }
+  if (given.empty()) return;
+  if (s.workloadKind != "program") {
+    r.fail(*w, fmt::format("this scenario runs a {} workload, but a program was given to run "
+                           "under it; remove [workload] (or use kind = \"program\") to run a "
+                           "program under this scenario",
+                           s.workloadKind));
+  }
+  s.program.command = given;
 }
 
 // A header string printed on the terminal: no control characters (an escape
@@ -96,7 +116,7 @@ std::string printableHeader(const TomlReader& r, const toml::table& root, const 
   return value;
 }
 
-Scenario parseRoot(const TomlReader& r, const toml::table& root) {
+Scenario parseRoot(const TomlReader& r, const toml::table& root, const ParseOptions& options) {
   Scenario s;
   s.path = r.file();
   r.checkKeys(root, "the scenario", {"name", "description", "group", "debug", "trace",
@@ -107,7 +127,7 @@ Scenario parseRoot(const TomlReader& r, const toml::table& root) {
   if (auto d = r.choice(root, "debug", {"OFF", "INFO", "DETAIL"})) s.debugLevel = *d;
   if (auto t = r.boolean(root, "trace")) s.trace = *t;
   parseCluster(r, root, s);
-  parseWorkload(r, root, s);
+  parseWorkload(r, root, options, s);
   detail::parseFaults(r, root, s);
   detail::parseExpect(r, root, s);
   return s;
@@ -115,7 +135,8 @@ Scenario parseRoot(const TomlReader& r, const toml::table& root) {
 
 }  // namespace
 
-Scenario parseScenarioText(const std::string& text, const std::string& path) {
+Scenario parseScenarioText(const std::string& text, const std::string& path,
+                           const ParseOptions& options) {
   TomlReader reader(path);
   toml::table root;
   try {
@@ -124,15 +145,15 @@ Scenario parseScenarioText(const std::string& text, const std::string& path) {
     reader.fail(static_cast<int>(e.source().begin.line),
                 fmt::format("TOML syntax error: {}", e.description()));
   }
-  return parseRoot(reader, root);
+  return parseRoot(reader, root, options);
 }
 
-Scenario parseScenarioFile(const std::string& path) {
+Scenario parseScenarioFile(const std::string& path, const ParseOptions& options) {
   std::ifstream in(path);
   if (!in) throw ValueError(fmt::format("{}: cannot open scenario file", path));
   std::stringstream buf;
   buf << in.rdbuf();
-  return parseScenarioText(buf.str(), path);
+  return parseScenarioText(buf.str(), path, options);
 }
 
 uint64_t worldCollectiveCount(const Scenario& s, int rank) {

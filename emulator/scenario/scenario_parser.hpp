@@ -8,14 +8,24 @@
 // a sequence number or step that never runs, a fault kind the workload cannot
 // have), and missing required keys (line of the enclosing table).
 #include <string>
+#include <vector>
 
 #include "emulator/scenario/scenario.hpp"
 
 namespace distlab::emulator {
 
-Scenario parseScenarioFile(const std::string& path);
+struct ParseOptions {
+  // `distlab launch --scenario FILE PROG ARGS...`: the program to run. The
+  // file may then omit [workload] (it becomes kind = "program" with this
+  // command) or give kind = "program" (this command replaces its own); any
+  // other kind is an error naming the conflict.
+  std::vector<std::string> programCommand;
+};
+
+Scenario parseScenarioFile(const std::string& path, const ParseOptions& options = {});
 // `path` is only used in messages.
-Scenario parseScenarioText(const std::string& text, const std::string& path);
+Scenario parseScenarioText(const std::string& text, const std::string& path,
+                           const ParseOptions& options = {});
 
 // Number of world-group collectives rank `rank` issues in a collective script
 // (the highest sequence number it reaches).

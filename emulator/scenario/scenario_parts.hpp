@@ -6,6 +6,7 @@ namespace distlab::emulator::detail {
 
 void parseCollectiveWorkload(const TomlReader& r, const toml::table& w, Scenario& s);
 void parseTrainingWorkload(const TomlReader& r, const toml::table& w, Scenario& s);
+void parseProgramWorkload(const TomlReader& r, const toml::table& w, Scenario& s);
 void parseFaults(const TomlReader& r, const toml::table& root, Scenario& s);
 void parseExpect(const TomlReader& r, const toml::table& root, Scenario& s);
 

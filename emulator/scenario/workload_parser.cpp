@@ -3,6 +3,7 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <cctype>
 #include <limits>
 
 #include "emulator/scenario/scenario_parts.hpp"
@@ -300,6 +301,68 @@ void parseTrainingWorkload(const TomlReader& r, const toml::table& w, Scenario& 
     }
   }
   if (engine) parseJoinAndSharding(r, w, *engine, tr);
+}
+
+namespace {
+
+// No NUL or line break inside an argument or a variable: the kernel would cut
+// the argument short, and a rank's log line would no longer be one line.
+void checkPlainText(const TomlReader& r, const toml::node& at, const std::string& what,
+                    const std::string& text) {
+  for (const unsigned char c : text) {
+    if (c == 0 || c == '\n' || c == '\r') {
+      r.fail(at, fmt::format("{} holds a NUL or line-break character; use plain text", what));
+    }
+  }
+}
+
+bool validEnvName(const std::string& name) {
+  if (name.empty() || std::isdigit(static_cast<unsigned char>(name[0]))) return false;
+  return std::all_of(name.begin(), name.end(), [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || c == '_';
+  });
+}
+
+void parseProgramEnv(const TomlReader& r, const toml::table& env, ProgramWorkload& p) {
+  for (const auto& [key, value] : env) {
+    const std::string name(key.str());
+    if (!validEnvName(name)) {
+      r.fail(value, fmt::format("env: '{}' is not a variable name (letters, digits and '_', "
+                                "not starting with a digit)", name));
+    }
+    if (std::find(kRunnerOwnedEnvVars.begin(), kRunnerOwnedEnvVars.end(), name) !=
+        kRunnerOwnedEnvVars.end()) {
+      r.fail(value, fmt::format("env: {} is set by `distlab run` from the scenario ([cluster], "
+                                "debug, the run folder); change the scenario instead", name));
+    }
+    if (!value.is_string()) r.fail(value, fmt::format("env: {} must be a string", name));
+    checkPlainText(r, value, fmt::format("env: {}", name), value.as_string()->get());
+    p.env[name] = value.as_string()->get();
+  }
+}
+
+}  // namespace
+
+void parseProgramWorkload(const TomlReader& r, const toml::table& w, Scenario& s) {
+  r.checkKeys(w, "[workload] (kind = \"program\")", {"kind", "command", "env", "cwd"});
+  ProgramWorkload& p = s.program;
+  p.pos = r.posOf(w);
+  auto command = r.strArray(w, "command");
+  if (!command || command->empty() || command->front().empty()) {
+    r.fail(r.lineOfKey(w, "command"),
+           "a program workload needs command = [\"./your_program\", \"--arg\", ...]: the "
+           "program (relative to this file's folder when it holds a '/', else looked up in "
+           "PATH) and its arguments");
+  }
+  for (const auto& arg : *command) {
+    checkPlainText(r, *w.get("command"), "an argument of 'command'", arg);
+  }
+  p.command = *command;
+  if (const toml::table* env = r.table(w, "env")) parseProgramEnv(r, *env, p);
+  if (auto cwd = r.str(w, "cwd")) {
+    checkPlainText(r, *w.get("cwd"), "'cwd'", *cwd);
+    p.cwd = *cwd;
+  }
 }
 
 }  // namespace distlab::emulator::detail

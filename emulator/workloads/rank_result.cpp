@@ -98,6 +98,9 @@ void writeRankResult(const std::string& path, const RankResult& r) {
                       {"non_finite_step", r.nonFiniteStep},
                       {"non_finite_us", r.nonFiniteUs},
                       {"non_finite_what", r.nonFiniteWhat}};
+  nlohmann::json reported = nlohmann::json::object();
+  for (const auto& [name, values] : r.reported) reported[name] = jsonNumbers(values);
+  j["reported"] = std::move(reported);
   std::string tmp = path + ".tmp";
   {
     std::ofstream out(tmp);
@@ -131,6 +134,9 @@ RankResult readRankResult(const std::string& path) {
     r.nonFiniteStep = j.at("non_finite_step");
     r.nonFiniteUs = j.at("non_finite_us");
     r.nonFiniteWhat = j.at("non_finite_what");
+    for (const auto& [name, values] : j.at("reported").items()) {
+      for (const auto& v : values) r.reported[name].push_back(numberFromJson(v));
+    }
     return r;
   } catch (const std::exception& e) {  // nlohmann's errors and numberFromJson's
     throw Error("malformed rank result " + path + ": " + e.what());

@@ -5,6 +5,7 @@
 // event log.
 #include <cstdint>
 #include <exception>
+#include <map>
 #include <optional>
 #include <string>
 #include <utility>
@@ -35,6 +36,9 @@ struct RankResult {
   int nonFiniteStep = -1;
   int64_t nonFiniteUs = 0;
   std::string nonFiniteWhat;
+  // A program's named values, in the order it reported them
+  // (distlab::program::report, emulator/program/program.hpp).
+  std::map<std::string, std::vector<double>> reported;
 };
 
 // Note [Non-finite numbers in result files]

@@ -148,9 +148,7 @@ void runTrainingWorkload(const TrainingWorkload& tr, const TrainingRunOptions& o
   if (tr.join) joinScope = makeJoin(tr, *engine, opt);
   const int batches = tr.batchesOf(rank);
   for (int step = 0; step < batches; ++step) {
-    plan.setStep(step);
-    plan.log().write(fmt::format("step {}", step));
-    for (const FaultSpec* f : plan.stepFaults(step)) plan.act(*f, 0);
+    plan.beginStep(step);
     if (step == tr.steps) {  // the first batch the other ranks do not have
       if (const FaultSpec* f = plan.engineFault("uneven_data", step)) {
         plan.recordFired(*f, 0, fmt::format("{} extra batches", f->extraBatches));

@@ -100,4 +100,22 @@ struct TrainingWorkload {
   }
 };
 
+// A user's own program (kind = "program"; Note [Programs under a scenario] in
+// runtime/comm/init_hook.hpp): started once per rank with torchrun's
+// environment; the scenario's faults, link model, debug level and tracing
+// reach it through initProcessGroup's init hook.
+struct ProgramWorkload {
+  // argv as written: command[0] is a path relative to the scenario file's
+  // folder when it holds a '/', else looked up in PATH (the runner resolves
+  // it, or replaces it with `distlab run --program`).
+  std::vector<std::string> command;
+  std::map<std::string, std::string> env;  // added to every rank's environment
+  std::string cwd;                         // relative to the scenario's folder; "": that folder
+  SourcePos pos;
+};
+
+// Variables the runner sets for a program's ranks: a scenario's `env` may
+// not set them (the cluster, debug level and scenario say what they are).
+extern const std::vector<std::string> kRunnerOwnedEnvVars;
+
 }  // namespace distlab::emulator

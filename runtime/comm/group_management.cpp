@@ -9,6 +9,7 @@
 #include "runtime/comm/backend_options.hpp"
 #include "runtime/comm/backend_registry.hpp"
 #include "runtime/comm/debug/debug_install.hpp"
+#include "runtime/comm/init_hook.hpp"
 #include "runtime/comm/world.hpp"
 #include "runtime/core/errors.hpp"
 #include "runtime/core/logging.hpp"
@@ -31,18 +32,21 @@ Milliseconds resolveInitTimeout(Milliseconds given, const std::string& spec) {
 
 }  // namespace
 
-ProcessGroupPtr initProcessGroup(const InitOptions& options) {
+ProcessGroupPtr initProcessGroup(const InitOptions& given) {
   detail::World& world = detail::currentWorld();
   if (world.defaultGroup) {
     throw ValueError("initProcessGroup: trying to initialize the default process group twice");
   }
+  InitOptions options = given;
+  // Every variable, once per initialization, before anything can block: a bad
+  // value fails here, naming it (Note [Environment read once]).
+  const RuntimeEnv env = readRuntimeEnv();
+  const InitHook* hook = detail::initHookFor(env);  // Note [Programs under a scenario]
+  if (hook) hook->prepare(options, env);
   if (options.store && !options.initMethod.empty()) {
     throw ValueError("initProcessGroup: store and initMethod are mutually exclusive");
   }
   validateBackendOptions(options.backendOptions);  // before the rendezvous can block
-  // Every variable, once per initialization, before anything can block: a bad
-  // value fails here, naming it (Note [Environment read once]).
-  const RuntimeEnv env = readRuntimeEnv();
   // The unset timeout resolves to its documented default before anything uses
   // it, the rendezvous included (it would refuse kUnsetTimeout as negative).
   const std::string spec = options.backend.empty() ? defaultBackendSpec() : options.backend;
@@ -63,6 +67,7 @@ ProcessGroupPtr initProcessGroup(const InitOptions& options) {
                                  "world_size-1 ({})",
                                  rv.rank, rv.worldSize - 1));
   }
+  if (hook) rv.store = hook->wrapStore(rv.store, rv.rank, rv.worldSize);
   ++world.generation;
   world.store = rv.store;
   world.worldSize = rv.worldSize;

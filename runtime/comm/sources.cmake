@@ -20,6 +20,7 @@ list(APPEND DISTLAB_COMM_SOURCES
   process_group_ops.cpp
   process_group_create.cpp
   group_management.cpp
+  init_hook.cpp
   world.cpp
   device_mesh.cpp
   object_collectives.cpp)

@@ -72,6 +72,17 @@ void readFlightRecorderVars(RuntimeEnv& e) {
   if (prefix && !prefix->empty()) e.frDumpPrefix = *prefix;
 }
 
+void readScenarioVars(RuntimeEnv& e) {
+  e.scenarioFile = readNonEmptyVar("DISTLAB_SCENARIO").value_or("");
+  e.scenarioResultDir = readNonEmptyVar("DISTLAB_SCENARIO_RESULT_DIR").value_or("");
+  e.scenarioTrace = env::getBool("DISTLAB_SCENARIO_TRACE").value_or(false);
+  if (!e.scenarioFile.empty() && e.scenarioResultDir.empty()) {
+    throw ValueError(
+        "environment variable DISTLAB_SCENARIO is set but DISTLAB_SCENARIO_RESULT_DIR is not; "
+        "`distlab run` sets both: run the program through it, or unset DISTLAB_SCENARIO");
+  }
+}
+
 }  // namespace
 
 std::vector<std::string> parseIfnameList(std::string_view text, std::string_view what) {
@@ -132,6 +143,7 @@ RuntimeEnv readRuntimeEnv() {
   e.glooSocketIfnames = readIfnameListVar("GLOO_SOCKET_IFNAME");
   e.ncclBlockingWait =
       readBoolPair("TORCH_NCCL_BLOCKING_WAIT", "DISTLAB_NCCL_BLOCKING_WAIT").value_or(false);
+  readScenarioVars(e);
   e.path = env::getString("PATH");
   return e;
 }

@@ -102,6 +102,16 @@ struct RuntimeEnv {
   bool ncclBlockingWait = false;
 
   // ---- the emulator ----
+  // DISTLAB_SCENARIO: the scenario file a user's program runs under (`distlab
+  // run` sets it; Note [Programs under a scenario] in runtime/comm/init_hook.hpp).
+  // Empty: none.
+  std::string scenarioFile;
+  // DISTLAB_SCENARIO_RESULT_DIR: the run's folder, where each rank writes its
+  // result, event log and trace. Required with DISTLAB_SCENARIO.
+  std::string scenarioResultDir;
+  // DISTLAB_SCENARIO_TRACE: record the rank's trace even when the scenario does
+  // not ask for it (`distlab run --trace`). Default false.
+  bool scenarioTrace = false;
   // PATH: where `distlab bench --peers` looks for mpirun and python3; unset:
   // "/usr/bin:/bin". Nothing in runtime/ uses it.
   std::optional<std::string> path;
@@ -140,7 +150,7 @@ struct EnvVarInfo {
   std::string_view usedBy;     // the component that takes the setting
 };
 
-inline constexpr std::array<EnvVarInfo, 18> kRuntimeEnvVars{{
+inline constexpr std::array<EnvVarInfo, 21> kRuntimeEnvVars{{
     {"TORCH_DISTRIBUTED_DEBUG", "", "debug level: DDP logs, unused-parameter names, DETAIL checks",
      "OFF", "OFF, INFO, DETAIL (any case)", "debug level (first use), DETAIL wrapper, DDP"},
     {"TORCH_CPP_LOG_LEVEL", "", "C++ log level, combined with the debug level", "WARNING",
@@ -184,6 +194,13 @@ inline constexpr std::array<EnvVarInfo, 18> kRuntimeEnvVars{{
      "when unset)",
      "false",
      "1/0, true/false, yes/no, on/off", "nccl backend (after option nccl.blocking_wait)"},
+    {"DISTLAB_SCENARIO", "", "the scenario a user's program runs under (set by `distlab run`)",
+     "unset (none)", "a scenario file's path", "initProcessGroup's init hook (distlab::program)"},
+    {"DISTLAB_SCENARIO_RESULT_DIR", "", "the run's folder for rank results, events and traces",
+     "unset (required with DISTLAB_SCENARIO)", "an existing folder",
+     "initProcessGroup's init hook (distlab::program)"},
+    {"DISTLAB_SCENARIO_TRACE", "", "record the rank's trace even if the scenario does not ask",
+     "false", "1/0, true/false, yes/no, on/off", "initProcessGroup's init hook (distlab::program)"},
     {"PATH", "", "where `distlab bench --peers` finds mpirun and python3", "/usr/bin:/bin",
      "a ':' list of folders", "emulator bench only"},
 }};

@@ -11,6 +11,7 @@
 #include "runtime/core/errors.hpp"
 #include "runtime/core/logging.hpp"
 #include "runtime/core/trace.hpp"
+#include "runtime/core/training_step.hpp"
 
 namespace distlab::ddp {
 namespace {
@@ -170,6 +171,7 @@ bool DistributedDataParallel::willSyncModuleBuffers() const {
 
 nn::TensorList DistributedDataParallel::forwardAll(const nn::TensorList& inputs) {
   const bool gradOn = autograd::GradMode::isEnabled();
+  if (gradOn) notifyTrainingStepBegins();  // Note [Training step observer]
   const bool sync = gradOn && requireBackwardGradSync_;
   if (sync) {
     updateRuntimeStats();

@@ -46,6 +46,7 @@
 #include "runtime/comm/group_management.hpp"
 #include "runtime/core/errors.hpp"
 #include "runtime/core/trace.hpp"
+#include "runtime/core/training_step.hpp"
 #include "runtime/fsdp/fsdp_internal.hpp"
 
 namespace distlab::fsdp {
@@ -179,6 +180,9 @@ std::optional<nn::TensorList> FSDPModule::modulePostForward(nn::Module& m,
 std::optional<nn::TensorList> FSDPModule::preForward(const nn::TensorList& inputs) {
   lazyInit();
   trace::Span span(trace::Category::kPhase, "fsdp pre-forward ", *module().traceLabel());
+  if (isRoot_ && autograd::GradMode::isEnabled()) {
+    notifyTrainingStepBegins();  // Note [Training step observer]
+  }
   if (isRoot_) {
     ctx_->forwardOrder.clear();
     ctx_->postForwardOrder.clear();

@@ -14,4 +14,13 @@ message(STATUS "consumer printed: ${out}")
 if(NOT rc EQUAL 0 OR NOT out MATCHES "distlab consumer ok")
   message(FATAL_ERROR "the consumer program failed: rc=${rc} output=${out}")
 endif()
+# The worked example: the trainer's scenarios through the project's own CTest
+# registration (distlab_add_scenario_tests from the installed package).
+execute_process(COMMAND ${CMAKE_CTEST_COMMAND} --test-dir "${WORK_DIR}/build" -L program
+                        --output-on-failure --timeout 200
+                RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE out)
+message(STATUS "the consumer's scenario tests printed: ${out}")
+if(NOT rc EQUAL 0 OR NOT out MATCHES "100% tests passed, 0 tests failed out of 5")
+  message(FATAL_ERROR "the consumer's scenario tests failed: rc=${rc}")
+endif()
 file(REMOVE_RECURSE "${WORK_DIR}")

@@ -240,6 +240,22 @@ TEST_F(RuntimeEnvTest, BackendVariables) {
   expectRejected("environment variable DISTLAB_NCCL_BLOCKING_WAIT='2' is not a boolean");
 }
 
+TEST_F(RuntimeEnvTest, ScenarioOfAUserProgram) {
+  RuntimeEnv e = readRuntimeEnv();
+  EXPECT_TRUE(e.scenarioFile.empty());
+  EXPECT_FALSE(e.scenarioTrace);
+  set("DISTLAB_SCENARIO", "/tmp/s.toml");
+  expectRejected("DISTLAB_SCENARIO is set but DISTLAB_SCENARIO_RESULT_DIR is not");
+  set("DISTLAB_SCENARIO_RESULT_DIR", "/tmp/run");
+  set("DISTLAB_SCENARIO_TRACE", "yes");
+  e = readRuntimeEnv();
+  EXPECT_EQ(e.scenarioFile, "/tmp/s.toml");
+  EXPECT_EQ(e.scenarioResultDir, "/tmp/run");
+  EXPECT_TRUE(e.scenarioTrace);
+  set("DISTLAB_SCENARIO_TRACE", "maybe");
+  expectRejected("environment variable DISTLAB_SCENARIO_TRACE='maybe' is not a boolean");
+}
+
 TEST_F(RuntimeEnvTest, PathForTheEmulator) {
   set("PATH", "/opt/mpi/bin:/usr/bin");
   EXPECT_EQ(readRuntimeEnv().path, "/opt/mpi/bin:/usr/bin");
@@ -277,7 +293,8 @@ TEST_F(RuntimeEnvTest, TheTableListsEveryVariableOnce) {
       "TORCH_FR_BUFFER_SIZE", "TORCH_NCCL_TRACE_BUFFER_SIZE", "TORCH_FR_DUMP_TEMP_FILE",
       "TORCH_NCCL_DEBUG_INFO_TEMP_FILE", "DISTLAB_DETAIL_EXCHANGE", "DISTLAB_WATCHDOG",
       "TORCH_NCCL_ASYNC_ERROR_HANDLING", "DISTLAB_ASYNC_ERROR_HANDLING", "DISTLAB_FR_DUMP_SIGNAL",
-      "GLOO_SOCKET_IFNAME", "TORCH_NCCL_BLOCKING_WAIT", "DISTLAB_NCCL_BLOCKING_WAIT", "PATH"};
+      "GLOO_SOCKET_IFNAME", "TORCH_NCCL_BLOCKING_WAIT", "DISTLAB_NCCL_BLOCKING_WAIT",
+      "DISTLAB_SCENARIO", "DISTLAB_SCENARIO_RESULT_DIR", "DISTLAB_SCENARIO_TRACE", "PATH"};
   const std::vector<std::string> names = allSpellings();
   EXPECT_EQ(std::set<std::string>(names.begin(), names.end()), tested);
   EXPECT_EQ(names.size(), tested.size()) << "a spelling appears twice";

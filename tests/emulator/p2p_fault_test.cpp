@@ -153,8 +153,8 @@ INSTANTIATE_TEST_SUITE_P(
                    "[[faults]]\nkind = \"hang\"\nranks = [0]\non = \"send\"\n",
                    "p2p.toml:20: fault 'hang' needs a trigger: at_seq = N (collective sequence "
                    "number, or the n-th send/recv with on = \"send\"|\"recv\", from 1)"}),
-    [](const ::testing::TestParamInfo<P2PBadCase>& info) {
-      std::string n = info.param.name;
+    [](const ::testing::TestParamInfo<P2PBadCase>& param) {
+      std::string n = param.param.name;
       for (char& c : n) if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
       return n;
     });
@@ -165,9 +165,9 @@ TEST(PointToPointTrigger, ATrainingWorkloadIssuesNoPointToPoint) {
       "[workload]\nkind = \"training\"\nsteps = 3\n"
       "[[faults]]\nkind = \"hang\"\nranks = [0]\non = \"send\"\nat_step = 1\n"
       "[expect]\noutcome = \"timeout\"\n";
-  EXPECT_NE(parseError(text).find("p2p.toml:12: on = \"send\" needs a collective script that "
-                                   "issues sends; the training workload issues no "
-                                   "point-to-point operation"),
+  EXPECT_NE(parseError(text).find("p2p.toml:12: on = \"send\" needs a workload that issues "
+                                   "sends (a collective script or a program); the training "
+                                   "workload issues no point-to-point operation"),
             std::string::npos)
       << parseError(text);
 }
