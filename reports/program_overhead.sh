@@ -43,13 +43,25 @@ seconds() {
   awk -v a="$t0" -v b="$t1" 'BEGIN {print b - a}'
 }
 launch=(); run=()
+# Alternate which goes first, so that a drift of the machine's load does not
+# favour one side.
 for ((i = 1; i <= rounds; ++i)); do
-  l=$(seconds "$distlab" launch --nproc-per-node 2 --master-port 0 "$trainer" --steps "$steps")
-  r=$(seconds "$distlab" run --program "$trainer" "$work/plain.toml")
+  if ((i % 2)); then
+    l=$(seconds "$distlab" launch --nproc-per-node 2 --master-port 0 "$trainer" --steps "$steps")
+    r=$(seconds "$distlab" run --program "$trainer" "$work/plain.toml")
+  else
+    r=$(seconds "$distlab" run --program "$trainer" "$work/plain.toml")
+    l=$(seconds "$distlab" launch --nproc-per-node 2 --master-port 0 "$trainer" --steps "$steps")
+  fi
   launch+=("$l"); run+=("$r")
   printf 'round %d: launch %.3f s, run %.3f s\n' "$i" "$l" "$r"
 done
 median() { printf '%s\n' "$@" | sort -g | awk '{a[NR]=$1} END {print (NR % 2) ? a[(NR+1)/2] : (a[NR/2] + a[NR/2+1]) / 2}'; }
 ml=$(median "${launch[@]}"); mr=$(median "${run[@]}")
-printf 'median: launch %.3f s, run %.3f s, run/launch %.4f (%d steps, %d rounds)\n' \
-  "$ml" "$mr" "$(awk -v a="$mr" -v b="$ml" 'BEGIN {print a / b}')" "$steps" "$rounds"
+ratios=()
+for ((i = 0; i < rounds; ++i)); do
+  ratios+=("$(awk -v a="${run[i]}" -v b="${launch[i]}" 'BEGIN {print a / b}')")
+done
+printf 'median: launch %.3f s, run %.3f s, run/launch %.4f; median of the rounds'"'"' ratios %.4f (%d steps, %d rounds)\n' \
+  "$ml" "$mr" "$(awk -v a="$mr" -v b="$ml" 'BEGIN {print a / b}')" "$(median "${ratios[@]}")" \
+  "$steps" "$rounds"
