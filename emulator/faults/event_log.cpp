@@ -1,33 +1,67 @@
 #include "emulator/faults/event_log.hpp"
 
 #include <fcntl.h>
+#include <sys/mman.h>
 #include <unistd.h>
+
+#include <cstring>
 
 #include "runtime/core/clock.hpp"
 #include "runtime/core/errors.hpp"
 
 namespace distlab::emulator {
+namespace {
+
+constexpr size_t kInitialCapacity = size_t{1} << 20;  // ~15,000 lines
+
+}  // namespace
 
 EventLog::EventLog(const std::string& path) {
   if (path.empty()) return;
-  fd_ = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0644);
+  fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd_ < 0) throw Error("cannot create event log " + path);
+  if (!mapCapacity(kInitialCapacity)) {
+    ::close(fd_);
+    fd_ = -1;
+    throw Error("cannot reserve space for the event log " + path + " (is the disk full?)");
+  }
 }
 
 EventLog::~EventLog() {
-  if (fd_ >= 0) ::close(fd_);
+  if (fd_ < 0) return;
+  if (map_) ::munmap(map_, capacity_);
+  if (::ftruncate(fd_, static_cast<off_t>(used_)) != 0) {
+    // The NUL padding stays; readers skip it (Note [Event log through a shared mapping]).
+  }
+  ::close(fd_);
+}
+
+bool EventLog::mapCapacity(size_t capacity) {
+  if (::posix_fallocate(fd_, 0, static_cast<off_t>(capacity)) != 0) return false;
+  void* fresh = ::mmap(nullptr, capacity, PROT_READ | PROT_WRITE, MAP_SHARED, fd_, 0);
+  if (fresh == MAP_FAILED) return false;
+  if (map_) ::munmap(map_, capacity_);
+  map_ = static_cast<char*>(fresh);
+  capacity_ = capacity;
+  return true;
 }
 
 void EventLog::write(const std::string& line) {
   if (fd_ < 0) return;
   std::string full = std::to_string(wallClockNowUs()) + " " + line + "\n";
   std::lock_guard<std::mutex> lock(mutex_);
-  ssize_t done = 0;
-  while (done < static_cast<ssize_t>(full.size())) {
-    ssize_t n = ::write(fd_, full.data() + done, full.size() - done);
-    if (n <= 0) return;  // best effort: a full disk must not turn into a second fault
-    done += n;
+  if (!map_) return;  // out of space earlier: best effort, never a second fault
+  if (used_ + full.size() > capacity_) {
+    size_t next = capacity_;
+    while (used_ + full.size() > next) next *= 2;
+    if (!mapCapacity(next)) {
+      ::munmap(map_, capacity_);
+      map_ = nullptr;
+      return;
+    }
   }
+  std::memcpy(map_ + used_, full.data(), full.size());
+  used_ += full.size();
 }
 
 }  // namespace distlab::emulator
