@@ -6,18 +6,19 @@
 # measured side by side, ROUNDS interleaved rounds, wall time of the whole run
 # (start to the last rank's exit). Prints each round and the medians' ratio.
 #
-#   reports/program_overhead.sh [BUILD_DIR] [STEPS] [ROUNDS]
+#   reports/program_overhead.sh [BUILD_DIR] [EPOCHS] [ROUNDS]
+# (an epoch is 12 DDP steps of batch 4 per rank)
 set -euo pipefail
 build=${1:-build/default}
-steps=${2:-400}
+epochs=${2:-400}
 rounds=${3:-7}
 distlab="$build/emulator/cli/distlab"
 trainer="$build/tests/program/user_trainer"
 for f in "$distlab" "$trainer"; do
   [[ -x "$f" ]] || { echo "program_overhead.sh: $f is not built (ninja -C $build)" >&2; exit 2; }
 done
-[[ "$steps" =~ ^[1-9][0-9]*$ && "$rounds" =~ ^[1-9][0-9]*$ ]] ||
-  { echo "program_overhead.sh: STEPS and ROUNDS are positive integers" >&2; exit 2; }
+[[ "$epochs" =~ ^[1-9][0-9]*$ && "$rounds" =~ ^[1-9][0-9]*$ ]] ||
+  { echo "program_overhead.sh: EPOCHS and ROUNDS are positive integers" >&2; exit 2; }
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 cat > "$work/plain.toml" <<TOML
@@ -31,7 +32,7 @@ timeout = 30
 run_timeout = 300
 [workload]
 kind = "program"
-command = ["trainer", "--steps", "$steps"]
+command = ["trainer", "--epochs", "$epochs"]
 [expect]
 outcome = "success"
 TOML
@@ -47,11 +48,11 @@ launch=(); run=()
 # favour one side.
 for ((i = 1; i <= rounds; ++i)); do
   if ((i % 2)); then
-    l=$(seconds "$distlab" launch --nproc-per-node 2 --master-port 0 "$trainer" --steps "$steps")
+    l=$(seconds "$distlab" launch --nproc-per-node 2 --master-port 0 "$trainer" --epochs "$epochs")
     r=$(seconds "$distlab" run --program "$trainer" "$work/plain.toml")
   else
     r=$(seconds "$distlab" run --program "$trainer" "$work/plain.toml")
-    l=$(seconds "$distlab" launch --nproc-per-node 2 --master-port 0 "$trainer" --steps "$steps")
+    l=$(seconds "$distlab" launch --nproc-per-node 2 --master-port 0 "$trainer" --epochs "$epochs")
   fi
   launch+=("$l"); run+=("$r")
   printf 'round %d: launch %.3f s, run %.3f s\n' "$i" "$l" "$r"
@@ -62,6 +63,6 @@ ratios=()
 for ((i = 0; i < rounds; ++i)); do
   ratios+=("$(awk -v a="${run[i]}" -v b="${launch[i]}" 'BEGIN {print a / b}')")
 done
-printf 'median: launch %.3f s, run %.3f s, run/launch %.4f; median of the rounds'"'"' ratios %.4f (%d steps, %d rounds)\n' \
+printf 'median: launch %.3f s, run %.3f s, run/launch %.4f; median of the rounds'"'"' ratios %.4f (%d epochs, %d rounds)\n' \
   "$ml" "$mr" "$(awk -v a="$mr" -v b="$ml" 'BEGIN {print a / b}')" "$(median "${ratios[@]}")" \
-  "$steps" "$rounds"
+  "$epochs" "$rounds"

@@ -120,6 +120,20 @@ std::vector<const FaultSpec*> FaultPlan::stepFaults(int step) {
   return out;
 }
 
+void FaultPlan::applyGradientFaults(int step, const std::vector<Tensor>& params) {
+  const FaultSpec* f = engineFault("bit_flip", step);
+  if (!f) return;
+  recordFired(*f, 0, fmt::format("bit {}", f->bit));
+  for (const auto& p : params) {
+    const Tensor& g = p.grad();
+    if (!g.defined() || g.numel() == 0) continue;
+    auto* bytes = static_cast<uint8_t*>(g.rawData());
+    const int b = f->bit % (static_cast<int>(g.elementSize()) * 8);
+    bytes[b / 8] ^= static_cast<uint8_t>(1u << (b % 8));
+    return;
+  }
+}
+
 void FaultPlan::beginStep(int step) {
   setStep(step);
   log_->write(fmt::format("step {}", step));

@@ -32,6 +32,7 @@
 
 #include "emulator/faults/event_log.hpp"
 #include "emulator/faults/fault_spec.hpp"
+#include "runtime/tensor/tensor.hpp"
 
 namespace distlab::emulator {
 
@@ -61,6 +62,10 @@ class FaultPlan {
   // Engine faults of `kind` active at `step` (skip_backward, bit_flip fire once
   // at their step; unused_param and uneven_data are always active).
   const FaultSpec* engineFault(const std::string& kind, int step);
+
+  // A bit_flip fault of `step`: flips its bit in the first element of the
+  // first defined gradient of `params` (float32 / float64), and logs it.
+  void applyGradientFaults(int step, const std::vector<Tensor>& params);
 
   bool storeDead() const;
   std::chrono::milliseconds storeDelay() const;

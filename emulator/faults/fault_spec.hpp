@@ -28,7 +28,8 @@ struct FaultSpec {
   std::string crashMode = "exit";  // exit | abort | sigkill
   int exitCode = 1;
   std::string mismatch;        // shape | dtype | op | reduce_op | root | tensor_count
-  int extraBatches = 1;        // uneven_data: batches added on the chosen ranks
+  int extraBatches = 1;        // uneven_data: batches added on the chosen ranks (training)
+  int extraSamples = 0;        // uneven_data: samples added to a program's DistributedSampler
   int bit = 30;                // bit_flip: which bit of the first gradient element
   SourcePos pos;
 };

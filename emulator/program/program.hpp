@@ -18,7 +18,7 @@ bool underScenario();
 // straggler with `at_step = N` fires here once N is reached; the other kinds
 // at the first matching operation from then on. Without markers, each
 // training forward of a DDP or root FSDP module begins the next step (Note
-// [Training step observer] in runtime/core/training_step.hpp); the first
+// [Training observer] in runtime/autograd/training_observer.hpp); the first
 // marker turns that count off. Steps only move forward; a smaller number than
 // the last one is a ValueError (a loop restarted from zero would re-fire
 // nothing and mislead).

@@ -18,9 +18,10 @@
 #include "emulator/scenario/rank_session.hpp"
 #include "emulator/scenario/scenario_parser.hpp"
 #include "runtime/comm/init_hook.hpp"
+#include "runtime/data/distributed_sampler.hpp"
 #include "runtime/core/clock.hpp"
 #include "runtime/core/errors.hpp"
-#include "runtime/core/training_step.hpp"
+#include "runtime/autograd/training_observer.hpp"
 
 namespace distlab::emulator {
 namespace {
@@ -67,9 +68,9 @@ void recordExit() {
   st.session->recordSuccess();
 }
 
-// Note [Training step observer]: without markers, each training forward of a
+// Note [Training observer]: without markers, each training forward of a
 // DDP or root FSDP module begins the next step.
-void onTrainingStep() {
+void onStepBegins() {
   ProgramState& st = state();
   RankSession* session = nullptr;
   int step = 0;
@@ -80,6 +81,37 @@ void onTrainingStep() {
     session = st.session.get();
   }
   session->plan().beginStep(step);  // outside the lock: a hang fault blocks here
+}
+
+// The synchronised gradients of the current step are in .grad: a bit_flip
+// fault of this step flips one of its bits.
+void onGradientsReady(const std::vector<Tensor>& params) {
+  ProgramState& st = state();
+  RankSession* session = nullptr;
+  int step = 0;
+  {
+    std::lock_guard<std::mutex> lock(st.mutex);
+    if (!st.session) return;
+    step = st.markersUsed ? st.lastStep : st.automaticStep;
+    session = st.session.get();
+  }
+  session->plan().applyGradientFaults(step, params);
+}
+
+// Note [Uneven shares under a scenario]: an uneven_data fault of this rank
+// grows every DistributedSampler built from now on.
+int64_t extraSamplesOfThisRank() {
+  ProgramState& st = state();
+  RankSession* session = nullptr;
+  {
+    std::lock_guard<std::mutex> lock(st.mutex);
+    session = st.session.get();
+  }
+  if (!session) return 0;
+  const FaultSpec* f = session->plan().engineFault("uneven_data", -1);
+  if (!f) return 0;
+  session->plan().recordFired(*f, 0, fmt::format("{} extra samples", f->extraSamples));
+  return f->extraSamples;
 }
 
 void prepare(comm::InitOptions& options, const RuntimeEnv& env) {
@@ -111,15 +143,19 @@ void prepare(comm::InitOptions& options, const RuntimeEnv& env) {
   // A step marked before the group existed counts (its step faults fire at
   // the next marker: nothing can be injected before the group exists).
   if (st.lastStep >= 0) st.session->plan().setStep(st.lastStep);
-  setTrainingStepObserver(onTrainingStep);
+  setTrainingObserver({onStepBegins, onGradientsReady});
+  data::setExtraSamplesSource(extraSamplesOfThisRank);
   std::set_terminate(recordUncaughtAndExit);
-  std::atexit(recordExit);
 }
 
 std::shared_ptr<comm::Store> wrapStore(std::shared_ptr<comm::Store> store, int, int worldSize) {
   ProgramState& st = state();
   std::lock_guard<std::mutex> lock(st.mutex);
   st.session->startTrace(*store, worldSize);  // clock alignment on the plain store, as the worker
+  // Registered after the trace's process-wide state exists, so that it is
+  // destroyed after this handler has written the trace (exit handlers and
+  // static destructors run in the reverse order of their registration).
+  std::atexit(recordExit);
   return st.session->wrapStore(std::move(store));
 }
 

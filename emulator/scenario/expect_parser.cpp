@@ -108,12 +108,19 @@ void parseReportExpect(const TomlReader& r, const toml::table& reports, Scenario
     if (!value.is_table()) r.fail(value, "[expect.report.<name>] entries must be tables");
     const auto& t = *value.as_table();
     r.checkKeys(t, fmt::format("[expect.report.{}]", name),
-                {"ranks", "equal_across_ranks", "min", "max", "decreased"});
+                {"ranks", "equal_across_ranks", "differ_across_ranks", "min", "max",
+                 "decreased"});
     ReportExpectation re;
     re.name = name;
     re.pos = r.posOf(t);
     if (auto v = r.ranks(t, "ranks", s.worldSize)) re.ranks = *v;
     if (auto v = r.boolean(t, "equal_across_ranks")) re.equalAcrossRanks = *v;
+    if (auto v = r.boolean(t, "differ_across_ranks")) re.differAcrossRanks = *v;
+    if (re.equalAcrossRanks && re.differAcrossRanks) {
+      r.fail(t, fmt::format("[expect.report.{}]: equal_across_ranks and differ_across_ranks "
+                            "contradict each other",
+                            name));
+    }
     const NumRange any{-1e300, 1e300, false, ""};
     re.min = r.number(t, "min", any);
     re.max = r.number(t, "max", any);

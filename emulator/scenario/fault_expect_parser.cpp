@@ -25,7 +25,7 @@ const std::map<std::string, std::set<std::string>>& kindKeys() {
       {"extra_collective", {"at_seq", "at_step", "on", "peer"}},
       {"skip_backward", {"at_step"}},
       {"unused_param", {}},
-      {"uneven_data", {"extra_batches"}},
+      {"uneven_data", {"extra_batches", "extra_samples"}},
       {"bit_flip", {"at_step", "bit"}},
       {"store_death", {"at_seq", "at_step"}},
       {"slow_store", {"delay_ms"}},
@@ -39,6 +39,36 @@ bool isEngineFault(const std::string& kind) {
 }
 bool isStoreFault(const std::string& kind) {
   return kind == "store_death" || kind == "slow_store";
+}
+
+// Engine faults on a user's program: a bit flip through DDP's or FSDP's
+// gradients, uneven data through its DistributedSampler (`extra_samples`);
+// skip_backward and unused_param act inside distlab's own training driver.
+void checkEngineFaultWorkload(const TomlReader& r, const toml::table& t, const Scenario& s,
+                              const FaultSpec& f) {
+  const bool program = s.workloadKind == "program";
+  if (program && (f.kind == "skip_backward" || f.kind == "unused_param")) {
+    r.fail(f.pos.line, fmt::format("fault '{}' acts inside distlab's training driver; it needs "
+                                   "kind = \"training\" (a program gets bit_flip through its "
+                                   "DDP/FSDP gradients and uneven_data through its "
+                                   "DistributedSampler)",
+                                   f.kind));
+  }
+  if (f.kind != "uneven_data") return;
+  if (program && !t.contains("extra_samples")) {
+    r.fail(f.pos.line, "uneven_data on a program needs extra_samples = N: the samples its "
+                       "DistributedSampler adds to the rank's share (extra_batches is for "
+                       "training workloads)");
+  }
+  if (program && t.contains("extra_batches")) {
+    r.fail(r.lineOfKey(t, "extra_batches"), "a program's uneven data is counted in samples: use "
+                                            "extra_samples");
+  }
+  if (!program && t.contains("extra_samples")) {
+    r.fail(r.lineOfKey(t, "extra_samples"), "extra_samples is for programs (their "
+                                            "DistributedSampler); a training workload takes "
+                                            "extra_batches");
+  }
 }
 
 void checkTrigger(const TomlReader& r, const toml::table& t, const Scenario& s, FaultSpec& f) {
@@ -63,13 +93,8 @@ void checkTrigger(const TomlReader& r, const toml::table& t, const Scenario& s, 
   if (f.atStep >= 0 && !training && !program) {
     r.fail(r.lineOfKey(t, "at_step"), "at_step needs a training workload; use at_seq");
   }
-  if (isEngineFault(f.kind) && program) {
-    r.fail(f.pos.line, fmt::format("fault '{}' acts inside distlab's training engines; it "
-                                   "needs kind = \"training\" (programs get hang, crash, "
-                                   "straggler, mismatch, skip/extra collective and store faults)",
-                                   f.kind));
-  }
-  if (isEngineFault(f.kind) && !training) {
+  checkEngineFaultWorkload(r, t, s, f);
+  if (isEngineFault(f.kind) && !training && !program) {
     r.fail(f.pos.line, fmt::format("fault '{}' needs a training workload", f.kind));
   }
   if (f.atStep >= 0 && training) {
@@ -158,6 +183,7 @@ void readKindParams(const TomlReader& r, const toml::table& t, FaultSpec& f) {
                        "root | tensor_count");
   }
   if (auto v = r.intInRange(t, "extra_batches", 1, 1000)) f.extraBatches = static_cast<int>(*v);
+  if (auto v = r.intInRange(t, "extra_samples", 1, 1000000)) f.extraSamples = static_cast<int>(*v);
   if (auto v = r.intInRange(t, "bit", 0, 63)) f.bit = static_cast<int>(*v);
 }
 
@@ -193,7 +219,7 @@ void parseFaults(const TomlReader& r, const toml::table& root, Scenario& s) {
                          "residual_mlp and two_layer models; model = \"gpt\" has none (use "
                          "one of those models for this fault)");
     }
-    if (f.kind == "uneven_data") {
+    if (f.kind == "uneven_data" && s.workloadKind == "training") {
       for (int rank : f.ranks) s.training.batchesPerRank[rank] =
           s.training.batchesOf(rank) + f.extraBatches;
     }

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -71,6 +72,11 @@ nlohmann::json reportJson(const Scenario& s, const ScenarioReport& rep,
                            {"what", results[r]->nonFiniteWhat}};
       }
       j["param_checksum"] = results[r]->paramChecksum;
+      if (!std::isnan(results[r]->probeLossBefore)) {  // Note [Loss on one batch]
+        j["probe_loss"] = {{"before", jsonNumber(results[r]->probeLossBefore)},
+                           {"after", jsonNumber(results[r]->probeLossAfter)}};
+      }
+      if (!results[r]->reported.empty()) j["reported"] = jsonSeries(results[r]->reported);
     } else {
       j["status"] = "no report";
     }

@@ -61,6 +61,7 @@ struct ReportExpectation {
   std::string name;
   std::vector<int> ranks;            // ranks that must report it; empty: every rank
   bool equalAcrossRanks = false;     // the same series, bit for bit, on those ranks
+  bool differAcrossRanks = false;    // some two of those ranks' series differ (a bit flip)
   std::optional<double> min, max;    // bounds of every value (NaN fails both)
   bool decreased = false;            // the last value below the first, on each rank
   SourcePos pos;

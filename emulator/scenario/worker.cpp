@@ -56,6 +56,7 @@ void runRank(RankSession& session) {
     TrainingRunOptions to;
     to.worldSize = s.worldSize;
     to.checkReference = s.expect.paramsMatchReference;
+    to.probeLoss = s.expect.lossDecreased;
     runTrainingWorkload(s.training, to, rank, world, session.plan(), session.result());
   }
   session.writeTrace();  // before the barrier: the runner reads it after the exit

@@ -83,6 +83,12 @@ std::optional<std::pair<int, std::string>> firstNonFinite(
                                      first->nonFiniteStep, first->nonFiniteWhat)};
 }
 
+nlohmann::json jsonSeries(const std::map<std::string, std::vector<double>>& series) {
+  nlohmann::json out = nlohmann::json::object();
+  for (const auto& [name, values] : series) out[name] = jsonNumbers(values);
+  return out;
+}
+
 void writeRankResult(const std::string& path, const RankResult& r) {
   nlohmann::json j = {{"rank", r.rank},         {"status", r.status},
                       {"error_type", r.errorType}, {"message", r.message},
@@ -98,9 +104,9 @@ void writeRankResult(const std::string& path, const RankResult& r) {
                       {"non_finite_step", r.nonFiniteStep},
                       {"non_finite_us", r.nonFiniteUs},
                       {"non_finite_what", r.nonFiniteWhat}};
-  nlohmann::json reported = nlohmann::json::object();
-  for (const auto& [name, values] : r.reported) reported[name] = jsonNumbers(values);
-  j["reported"] = std::move(reported);
+  j["reported"] = jsonSeries(r.reported);
+  j["probe_loss_before"] = jsonNumber(r.probeLossBefore);
+  j["probe_loss_after"] = jsonNumber(r.probeLossAfter);
   std::string tmp = path + ".tmp";
   {
     std::ofstream out(tmp);
@@ -134,6 +140,8 @@ RankResult readRankResult(const std::string& path) {
     r.nonFiniteStep = j.at("non_finite_step");
     r.nonFiniteUs = j.at("non_finite_us");
     r.nonFiniteWhat = j.at("non_finite_what");
+    r.probeLossBefore = numberFromJson(j.at("probe_loss_before"));
+    r.probeLossAfter = numberFromJson(j.at("probe_loss_after"));
     for (const auto& [name, values] : j.at("reported").items()) {
       for (const auto& v : values) r.reported[name].push_back(numberFromJson(v));
     }

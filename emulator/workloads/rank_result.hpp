@@ -5,6 +5,7 @@
 // event log.
 #include <cstdint>
 #include <exception>
+#include <limits>
 #include <map>
 #include <optional>
 #include <string>
@@ -22,6 +23,10 @@ struct RankResult {
   std::string message;
   int64_t startUs = 0, endUs = 0, errorUs = 0;  // wall clock
   std::vector<double> losses;     // training: per step
+  // training with loss_decreased: the loss on one fixed batch with the
+  // initial and the final parameters (NaN when not measured).
+  double probeLossBefore = std::numeric_limits<double>::quiet_NaN();
+  double probeLossAfter = std::numeric_limits<double>::quiet_NaN();
   std::vector<double> stepMs;     // training: per step, data to optimizer step (traced or not)
   std::string paramChecksum;      // training: FNV-1a over parameter bytes (hex)
   // params_match_reference (rank 0; Note [Checking an engine against the
@@ -50,6 +55,8 @@ nlohmann::json jsonNumber(double value);
 nlohmann::json jsonNumbers(const std::vector<double>& values);
 // Throws Error for anything but a number or one of the three strings.
 double numberFromJson(const nlohmann::json& j);
+// {"name": [values...]} for a program's reported series (jsonNumbers each).
+nlohmann::json jsonSeries(const std::map<std::string, std::vector<double>>& series);
 
 // Records the first non-finite value of a run (later calls are ignored).
 void noteNonFinite(RankResult& result, int step, std::string what);

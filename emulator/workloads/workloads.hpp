@@ -21,6 +21,10 @@ struct TrainingRunOptions {
   // params_match_reference: rank 0 checks the engine against the
   // single-process reference (reference_check.hpp) at every step.
   bool checkReference = false;
+  // loss_decreased: the loss on one fixed batch before training and after it
+  // (Note [Loss on one batch] in training_workload.cpp). Sharding engines
+  // gather their parameters for it after the last step, so every rank does.
+  bool probeLoss = false;
 };
 
 // Runs the training workload; fills losses, checksum and the reference check.

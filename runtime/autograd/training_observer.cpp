@@ -1,4 +1,4 @@
-#include "runtime/core/training_step.hpp"
+#include "runtime/autograd/training_observer.hpp"
 
 #include <memory>
 #include <mutex>
@@ -11,26 +11,33 @@ std::mutex& observerMutex() {
   return m;
 }
 
-std::shared_ptr<const std::function<void()>>& observerSlot() {
-  static std::shared_ptr<const std::function<void()>> slot;
+std::shared_ptr<const TrainingObserver>& observerSlot() {
+  static std::shared_ptr<const TrainingObserver> slot;
   return slot;
+}
+
+// A snapshot: the observer runs outside the lock (it may block).
+std::shared_ptr<const TrainingObserver> currentObserver() {
+  std::lock_guard<std::mutex> lock(observerMutex());
+  return observerSlot();
 }
 
 }  // namespace
 
-void setTrainingStepObserver(std::function<void()> observer) {
+void setTrainingObserver(TrainingObserver observer) {
+  auto next = std::make_shared<const TrainingObserver>(std::move(observer));
   std::lock_guard<std::mutex> lock(observerMutex());
-  observerSlot() =
-      observer ? std::make_shared<const std::function<void()>>(std::move(observer)) : nullptr;
+  observerSlot() = std::move(next);
 }
 
 void notifyTrainingStepBegins() {
-  std::shared_ptr<const std::function<void()>> observer;
-  {
-    std::lock_guard<std::mutex> lock(observerMutex());
-    observer = observerSlot();
-  }
-  if (observer) (*observer)();  // outside the lock: it may block
+  auto observer = currentObserver();
+  if (observer && observer->stepBegins) observer->stepBegins();
+}
+
+void notifyGradientsReady(const std::vector<Tensor>& params) {
+  auto observer = currentObserver();
+  if (observer && observer->gradientsReady) observer->gradientsReady(params);
 }
 
 }  // namespace distlab

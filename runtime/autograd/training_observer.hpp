@@ -1,24 +1,37 @@
 #pragma once
-// Where a training iteration begins, for whoever needs to count them without
-// the training loop's help (Note [Training step observer]).
+// Points of a training iteration that the engines announce, for whoever needs
+// them without the training loop's help (Note [Training observer]).
 //
-// Note [Training step observer]
-// A forward of DistributedDataParallel, or of the root FSDP module, with grad
-// mode on begins a training iteration (as DDP's own iteration count does:
-// forwards under no_sync count, forwards under NoGradGuard do not). Both call
-// notifyTrainingStepBegins() first, before any collective of the iteration,
-// so an observer can act "at the start of step N". The scenario machinery of
-// a user's program (emulator/program/) registers one to fire `at_step`
-// faults without step markers in the program; nothing else does. A program
-// that runs two such modules per iteration (a GAN) begins two steps per
-// iteration: it should mark its steps itself.
+// Note [Training observer]
+// Two points, announced by DistributedDataParallel and by the root FSDP module:
+//   - a step begins: a forward with grad mode on (as DDP's own iteration count:
+//     forwards under no_sync count, forwards under NoGradGuard do not), before
+//     any collective of the iteration, so an observer can act "at the start of
+//     step N";
+//   - gradients are ready: backward has finished and the synchronised
+//     gradients are in the parameters' .grad, before the optimizer step (DDP:
+//     the end of the Reducer's finalize; FSDP: after the root's post-backward
+//     has set the sharded .grads), with those parameters.
+// The scenario machinery of a user's program (emulator/program/) registers an
+// observer to fire `at_step` and gradient faults without calls in the program;
+// nothing else does. A program that runs two such modules per iteration (a
+// GAN) begins two steps per iteration: it should mark its steps itself.
 #include <functional>
+#include <vector>
+
+#include "runtime/tensor/tensor.hpp"
 
 namespace distlab {
 
-// Process-wide; the last one set wins; an empty function removes it. The
-// observer runs on the thread of the forward and may block (a hang fault).
-void setTrainingStepObserver(std::function<void()> observer);
+struct TrainingObserver {
+  std::function<void()> stepBegins;                                  // may block (a hang)
+  std::function<void(const std::vector<Tensor>& params)> gradientsReady;  // may edit .grad
+};
+
+// Process-wide; the last one set wins; empty functions are skipped. Observers
+// run on the thread of the forward / backward.
+void setTrainingObserver(TrainingObserver observer);
 void notifyTrainingStepBegins();
+void notifyGradientsReady(const std::vector<Tensor>& params);
 
 }  // namespace distlab

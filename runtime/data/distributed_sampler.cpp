@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <mutex>
 #include <numeric>
 #include <utility>
 
@@ -31,7 +32,31 @@ void shuffleInPlace(std::vector<int64_t>& v, uint64_t seed) {
   }
 }
 
+std::mutex& extraMutex() {
+  static std::mutex m;
+  return m;
+}
+
+std::function<int64_t()>& extraSource() {
+  static std::function<int64_t()> source;
+  return source;
+}
+
+int64_t extraSamples() {
+  std::function<int64_t()> source;
+  {
+    std::lock_guard<std::mutex> lock(extraMutex());
+    source = extraSource();
+  }
+  return source ? source() : 0;
+}
+
 }  // namespace
+
+void setExtraSamplesSource(std::function<int64_t()> source) {
+  std::lock_guard<std::mutex> lock(extraMutex());
+  extraSource() = std::move(source);
+}
 
 DistributedSampler::DistributedSampler(int64_t datasetSize, const DistributedSamplerOptions& o)
     : size_(datasetSize), shuffle_(o.shuffle), seed_(o.seed), dropLast_(o.dropLast) {
@@ -56,6 +81,7 @@ DistributedSampler::DistributedSampler(int64_t datasetSize, const DistributedSam
   } else {
     numSamples_ = (size_ + n - 1) / n;
   }
+  if (numSamples_ > 0) extra_ = extraSamples();  // an empty share has nothing to repeat
 }
 
 std::vector<int64_t> DistributedSampler::indices() const {
@@ -73,6 +99,8 @@ std::vector<int64_t> DistributedSampler::indices() const {
   mine.reserve(static_cast<size_t>(numSamples_));
   const size_t stride = static_cast<size_t>(numReplicas_);
   for (size_t i = static_cast<size_t>(rank_); i < all.size(); i += stride) mine.push_back(all[i]);
+  const size_t share = mine.size();
+  for (int64_t i = 0; i < extra_; ++i) mine.push_back(mine[static_cast<size_t>(i) % share]);
   return mine;
 }
 

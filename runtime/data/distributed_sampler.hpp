@@ -24,11 +24,20 @@
 // distlab's Generator, runtime/tensor/generator.hpp), deterministic on every
 // platform; it is not the order torch.randperm gives for the same seed.
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "runtime/comm/process_group.hpp"
 
 namespace distlab::data {
+
+// Note [Uneven shares under a scenario]
+// The scenario machinery's uneven_data fault for a user's program
+// (emulator/program/) sets a process-wide source of extra samples: a sampler
+// built afterwards in this process appends that many indices to its share,
+// repeating the share from its start, so this rank runs more batches than its
+// peers, as with uneven inputs (what Join is for). Unset (the default): none.
+void setExtraSamplesSource(std::function<int64_t()> source);
 
 struct DistributedSamplerOptions {
   int numReplicas = -1;   // -1: the size of `group` (default: the world)
@@ -52,7 +61,9 @@ class DistributedSampler {
   int64_t epoch() const { return epoch_; }
 
   std::vector<int64_t> indices() const;  // numSamples() of them
-  int64_t numSamples() const { return numSamples_; }
+  // This rank's share, extra samples included (Note [Uneven shares under a
+  // scenario]); without them the same on every rank.
+  int64_t numSamples() const { return numSamples_ + extra_; }
   int64_t totalSize() const { return numSamples_ * numReplicas_; }
   int numReplicas() const { return numReplicas_; }
   int rank() const { return rank_; }
@@ -65,6 +76,7 @@ class DistributedSampler {
   uint64_t seed_;
   bool dropLast_;
   int64_t numSamples_;
+  int64_t extra_ = 0;
   int64_t epoch_ = 0;
 };
 

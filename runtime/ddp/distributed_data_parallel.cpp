@@ -7,11 +7,11 @@
 
 #include "runtime/autograd/engine.hpp"
 #include "runtime/autograd/grad_mode.hpp"
+#include "runtime/autograd/training_observer.hpp"
 #include "runtime/core/debug_level.hpp"
 #include "runtime/core/errors.hpp"
 #include "runtime/core/logging.hpp"
 #include "runtime/core/trace.hpp"
-#include "runtime/core/training_step.hpp"
 
 namespace distlab::ddp {
 namespace {
@@ -171,7 +171,7 @@ bool DistributedDataParallel::willSyncModuleBuffers() const {
 
 nn::TensorList DistributedDataParallel::forwardAll(const nn::TensorList& inputs) {
   const bool gradOn = autograd::GradMode::isEnabled();
-  if (gradOn) notifyTrainingStepBegins();  // Note [Training step observer]
+  if (gradOn) notifyTrainingStepBegins();  // Note [Training observer]
   const bool sync = gradOn && requireBackwardGradSync_;
   if (sync) {
     updateRuntimeStats();

@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include "runtime/autograd/training_observer.hpp"
 #include "runtime/comm/debug/watchdog.hpp"
 #include "runtime/core/debug_level.hpp"
 #include "runtime/core/errors.hpp"
@@ -90,6 +91,7 @@ void Reducer::finalizeBackward() {
   }
   finalizeQueued_ = false;
   timing_.backwardCommEndNs = monotonicNowNs();
+  notifyGradientsReady(params_);  // Note [Training observer]
 }
 
 void Reducer::waitForBucket(Bucket& bucket) {

@@ -40,13 +40,13 @@
 
 #include "runtime/autograd/engine.hpp"
 #include "runtime/autograd/grad_mode.hpp"
+#include "runtime/autograd/training_observer.hpp"
 #include "runtime/autograd/multi_grad_hook.hpp"
 #include "runtime/autograd/ops_cast.hpp"
 #include "runtime/core/check.hpp"
 #include "runtime/comm/group_management.hpp"
 #include "runtime/core/errors.hpp"
 #include "runtime/core/trace.hpp"
-#include "runtime/core/training_step.hpp"
 #include "runtime/fsdp/fsdp_internal.hpp"
 
 namespace distlab::fsdp {
@@ -181,7 +181,7 @@ std::optional<nn::TensorList> FSDPModule::preForward(const nn::TensorList& input
   lazyInit();
   trace::Span span(trace::Category::kPhase, "fsdp pre-forward ", *module().traceLabel());
   if (isRoot_ && autograd::GradMode::isEnabled()) {
-    notifyTrainingStepBegins();  // Note [Training step observer]
+    notifyTrainingStepBegins();  // Note [Training observer]
   }
   if (isRoot_) {
     ctx_->forwardOrder.clear();
@@ -286,6 +286,8 @@ void FSDPModule::finalBackwardCallback() {
   }
   sampleGradientBytes();
   ctx.inBackward = false;
+  // The sharded .grads are set: Note [Training observer].
+  if (ctx.isLastBackward) notifyGradientsReady(module().parameters());
 }
 
 nn::TensorList FSDPModule::callAsForward(const ForwardMethod& method, const nn::TensorList& inputs) {

@@ -135,7 +135,7 @@ TEST(ProgramRun, LaunchUnderAScenarioWithoutAWorkload) {
                         "name = \"adhoc\"\ndescription = \"d\"\ngroup = \"test\"\n[cluster]\n"
                         "world_size = 2\n[[faults]]\nkind = \"straggler\"\nranks = [0]\n"
                         "at_step = 1\ndelay_ms = 100\n[expect]\noutcome = \"success\"\n");
-  CommandOutput r = distlab("launch --scenario " + file + " " + trainer() + " --steps 3");
+  CommandOutput r = distlab("launch --scenario " + file + " " + trainer() + " --epochs 1");
   EXPECT_EQ(r.exitCode, 0) << r.output;
   expectHas(r, "PASS  test/adhoc");
   r = distlab("launch --scenario " + file + " --nproc-per-node 2 " + trainer());
@@ -161,10 +161,18 @@ TEST(ProgramScenarioParser, RefusesWhatCannotApply) {
   expectParseError(programScenario("[\"./t\"]\nenv = { \"1X\" = \"3\" }", ok),
                    "env: '1X' is not a variable name");
   expectParseError(programScenario("[\"./t\"]\nsteps = 3", ok), "unknown key 'steps'");
-  expectParseError(programScenario("[\"./t\"]\n[[faults]]\nkind = \"bit_flip\"\nranks = [0]\n"
-                                   "at_step = 1",
+  expectParseError(programScenario("[\"./t\"]\n[[faults]]\nkind = \"skip_backward\"\n"
+                                   "ranks = [0]\nat_step = 1",
                                    ok),
-                   "fault 'bit_flip' acts inside distlab's training engines");
+                   "fault 'skip_backward' acts inside distlab's training driver");
+  expectParseError(programScenario("[\"./t\"]\n[[faults]]\nkind = \"uneven_data\"\nranks = [0]\n"
+                                   "extra_batches = 2",
+                                   ok),
+                   "uneven_data on a program needs extra_samples = N");
+  expectParseError(programScenario("[\"./t\"]", "outcome = \"success\"\n[expect.report.loss]\n"
+                                                "equal_across_ranks = true\n"
+                                                "differ_across_ranks = true\n"),
+                   "contradict each other");
   expectParseError(programScenario("[\"./t\"]", "outcome = \"success\"\nparams_equal = true\n"),
                    "'params_equal' needs a training workload");
   expectParseError(programScenario("[\"./t\"]", "outcome = \"success\"\n[expect.report.loss]\n"

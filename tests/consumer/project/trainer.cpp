@@ -1,14 +1,20 @@
 // The consumer project's own training program, written as a user would
 // without distlab's scenario machinery in mind: its own model, data and loop
-// on distlab's runtime (env:// init, DistributedSampler, DDP, SGD, send/recv). Linking
+// on distlab's runtime (env:// init, DistributedSampler, DDP or FSDP, SGD, send/recv). Linking
 // distlab::program is its only concession; its calls into distlab::program
 // (the reported probe loss; step markers in the pipeline, which has no DDP
 // forward to count steps by) are optional and do nothing outside a scenario. Its scenarios (scenarios/) run through
 // distlab_add_scenario_tests(), from the installed package (install_consumer)
 // and in distlab's own tree (tests/program/, label `program`).
 //
-//   trainer [--mode ddp|pipeline] [--steps N] [--no-init]
+//   trainer [--mode ddp|fsdp|pipeline] [--epochs N] [--join] [--steps N] [--no-init]
 //           [--exit-early-rank R] [--print-mb N] [--leave-child]
+//
+// ddp / fsdp: DistributedDataParallel or fully_shard (each Linear, then the
+// root) over 96 samples, batches of 4 from the rank's DistributedSampler
+// share, --epochs passes (12 steps per epoch on 2 ranks), inside join::Join
+// with --join (ddp). pipeline (2 ranks): rank 0 sends --steps
+// activations to rank 1.
 //
 // The last four misbehave on purpose, for distlab's own tests (the runner
 // must diagnose them, bound the run and leave nothing behind): never create a
@@ -18,7 +24,9 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <functional>
 #include <memory>
+#include <optional>
 #include <stdexcept>
 #include <string>
 
@@ -29,6 +37,8 @@
 #include "runtime/comm/group_management.hpp"
 #include "runtime/data/distributed_sampler.hpp"
 #include "runtime/ddp/distributed_data_parallel.hpp"
+#include "runtime/fsdp/fully_shard.hpp"
+#include "runtime/join/join.hpp"
 #include "runtime/nn/containers.hpp"
 #include "runtime/nn/layers.hpp"
 #include "runtime/optim/sgd.hpp"
@@ -40,7 +50,9 @@ namespace {
 
 struct Args {
   std::string mode = "ddp";
-  int steps = 4;
+  int epochs = 1;   // ddp: passes over the rank's share of the data
+  bool join = false;  // ddp: the loop runs inside join::Join (uneven inputs)
+  int steps = 4;    // pipeline: messages sent
   bool noInit = false;
   int exitEarlyRank = -1;
   int printMb = 0;
@@ -67,11 +79,15 @@ Args parseArgs(int argc, char** argv) {
     };
     if (flag == "--mode") {
       a.mode = value();
-      if (a.mode != "ddp" && a.mode != "pipeline") {
-        throw std::invalid_argument("--mode must be ddp or pipeline, got '" + a.mode + "'");
+      if (a.mode != "ddp" && a.mode != "fsdp" && a.mode != "pipeline") {
+        throw std::invalid_argument("--mode must be ddp, fsdp or pipeline, got '" + a.mode + "'");
       }
     } else if (flag == "--steps") {
       a.steps = parseCount(flag, value(), 10000);
+    } else if (flag == "--epochs") {
+      a.epochs = parseCount(flag, value(), 10000);
+    } else if (flag == "--join") {
+      a.join = true;
     } else if (flag == "--no-init") {
       a.noInit = true;
     } else if (flag == "--exit-early-rank") {
@@ -84,6 +100,7 @@ Args parseArgs(int argc, char** argv) {
       throw std::invalid_argument("unknown flag '" + flag + "'");
     }
   }
+  if (a.join && a.mode != "ddp") throw std::invalid_argument("--join needs --mode ddp");
   return a;
 }
 
@@ -102,40 +119,53 @@ struct Dataset {
   }
 };
 
-void trainDdp(const Args& a, const comm::ProcessGroupPtr& world) {
+// Data parallel training, the model replicated by DDP or sharded by FSDP.
+void trainDataParallel(const Args& a, const comm::ProcessGroupPtr& world) {
   Generator init(42);  // the same initial model on every rank (DDP also broadcasts it)
   auto model = std::make_shared<nn::Sequential>(std::vector<std::shared_ptr<nn::Module>>{
       std::make_shared<nn::Linear>(4, 16, init), std::make_shared<nn::ReLU>(),
       std::make_shared<nn::Linear>(16, 1, init)});
-  ddp::DistributedDataParallel ddpModel(model, world);
+  std::optional<ddp::DistributedDataParallel> ddpModel;
+  std::function<Tensor(const Tensor&)> forward;
+  if (a.mode == "ddp") {
+    ddpModel.emplace(model, world);
+    forward = [&](const Tensor& x) { return ddpModel->forward(x); };
+  } else {  // each Linear its own group, bottom-up, then the root
+    fsdp::fullyShard((*model)[0]);
+    fsdp::fullyShard((*model)[2]);
+    fsdp::fullyShard(model);
+    forward = [&](const Tensor& x) { return model->forward(x); };
+  }
   optim::SgdOptions so;
   so.lr = 0.05;
-  optim::SGD sgd(ddpModel.parameters(), so);
+  optim::SGD sgd(model->parameters(), so);  // FSDP: after sharding, the local shards
   const Dataset data;
   data::DistributedSampler sampler(Dataset::kSize);  // this rank's share, from the world
   constexpr size_t kBatch = 4;
   auto [probeX, probeY] = data.batch({0, 1, 2, 3, 4, 5, 6, 7});  // the same batch everywhere
-  std::vector<int64_t> order;
-  size_t next = 0;
-  int64_t epoch = -1;
-  for (int step = 0; step < a.steps; ++step) {
-    if (next + kBatch > order.size()) {  // a new epoch, a new order
-      sampler.setEpoch(++epoch);
-      order = sampler.indices();
-      next = 0;
+  // Uneven inputs: a rank that runs out of batches first shadows the others'
+  // collectives inside Join instead of leaving them waiting.
+  std::optional<join::Join> join;
+  if (a.join) join.emplace(std::vector<join::Joinable*>{&*ddpModel});
+  for (int epoch = 0; epoch < a.epochs; ++epoch) {
+    sampler.setEpoch(epoch);  // a new order each epoch
+    const std::vector<int64_t> order = sampler.indices();
+    for (size_t next = 0; next + kBatch <= order.size(); next += kBatch) {
+      // No step marker: each DDP (or root FSDP) forward begins a step for
+      // `at_step` faults.
+      auto [x, y] = data.batch({order.begin() + static_cast<std::ptrdiff_t>(next),
+                                order.begin() + static_cast<std::ptrdiff_t>(next + kBatch)});
+      sgd.zeroGrad();
+      Tensor loss = ops::mseLoss(forward(x), y);
+      autograd::backward(loss);
+      sgd.step();
+      // The loss on the same batch every step: it falls when training works
+      // (FSDP gathers its shards for it, on every rank alike).
+      autograd::NoGradGuard noGrad;
+      program::report("probe_loss", ops::mseLoss(model->forward(probeX), probeY).item<double>());
     }
-    // No step marker: each DDP forward begins a step for `at_step` faults.
-    auto [x, y] = data.batch({order.begin() + static_cast<std::ptrdiff_t>(next),
-                              order.begin() + static_cast<std::ptrdiff_t>(next + kBatch)});
-    next += kBatch;
-    sgd.zeroGrad();
-    Tensor loss = ops::mseLoss(ddpModel.forward(x), y);
-    autograd::backward(loss);
-    sgd.step();
-    // The loss on the same batch every step: it falls when training works.
-    autograd::NoGradGuard noGrad;
-    program::report("probe_loss", ops::mseLoss(model->forward(probeX), probeY).item<double>());
   }
+  if (join) join->exit();
 }
 
 // Two stages: rank 0 sends its activations to rank 1, which reduces them.
@@ -176,10 +206,10 @@ int main(int argc, char** argv) {
   io.backend = "shm";
   auto world = comm::initProcessGroup(io);
   if (world->rank() == a.exitEarlyRank) return 0;  // leaves without a word to its peers
-  if (a.mode == "ddp") {
-    trainDdp(a, world);
-  } else {
+  if (a.mode == "pipeline") {
     runPipeline(a, world);
+  } else {
+    trainDataParallel(a, world);
   }
   comm::destroyProcessGroup();
   return 0;
