@@ -80,4 +80,27 @@ ResolvedProgram resolveProgram(const Scenario& s, const std::string& programOver
   return out;
 }
 
+std::vector<std::string> checkProgramRun(const Scenario& s, const std::vector<RankExit>& exits,
+                                         const std::vector<std::optional<RankResult>>& results,
+                                         const Diagnosis& d, const std::string& dir) {
+  std::vector<std::string> out;
+  if (!s.faults.empty() && d.faultUs == 0) {
+    out.push_back(fmt::format(
+        "{}:{}: no fault fired: the program never reached the trigger (at_seq counts the world "
+        "group's collectives, or with `on` its sends/receives; at_step counts DDP/FSDP training "
+        "forwards or distlab::program::step markers)",
+        s.path, s.faults.front().pos.line));
+  }
+  for (size_t r = 0; r < exits.size(); ++r) {
+    if (exits[r].ok() && !results[r]) {
+      out.push_back(fmt::format(
+          "{}: rank {} exited with code 0 without creating its default process group under the "
+          "scenario, so no fault, link model or check applied to it: the program must call "
+          "initProcessGroup (env://) and link distlab::program; see {}/rank{}.log",
+          s.path, r, dir, r));
+    }
+  }
+  return out;
+}
+
 }  // namespace distlab::emulator

@@ -143,7 +143,8 @@ void setRankCommand(const Scenario& s, const RunOptions& o, const std::string& d
     if (o.trace) l.args.push_back("--trace");
     return;
   }
-  ResolvedProgram p = resolveProgram(s, o.program, readRuntimeEnv().path.value_or("/usr/bin:/bin"));
+  const std::string searchPath = readRuntimeEnv().path.value_or("/usr/bin:/bin");
+  ResolvedProgram p = resolveProgram(s, o.program, searchPath);
   l.executable = p.argv.front();
   l.args.assign(p.argv.begin() + 1, p.argv.end());
   l.workingDir = p.workingDir;
@@ -195,24 +196,9 @@ void execute(const Scenario& s, const RunOptions& o, const std::string& dir,
   for (const auto& seg : leakedSegments(launched.ranks)) {
     rep.failures.push_back(fmt::format("{}: shared-memory segment left behind: {}", s.path, seg));
   }
-  // The parser cannot count a program's operations: a fault that never fired
-  // would let the scenario pass for the wrong reason.
-  if (s.workloadKind == "program" && !s.faults.empty() && rep.diagnosis.faultUs == 0) {
-    rep.failures.push_back(fmt::format(
-        "{}:{}: no fault fired: the program never reached the trigger (at_seq counts the world "
-        "group's collectives, or with `on` its sends/receives; at_step needs "
-        "distlab::program::step markers)",
-        s.path, s.faults.front().pos.line));
-  }
-  // A program rank that ended well without a result never created its process
-  // group here (nothing of the scenario applied to it).
-  for (int r = 0; r < s.worldSize && s.workloadKind == "program"; ++r) {
-    if (launched.ranks[r].ok() && !results[r]) {
-      rep.failures.push_back(fmt::format(
-          "{}: rank {} exited with code 0 without creating its default process group under the "
-          "scenario, so no fault, link model or check applied to it: the program must call "
-          "initProcessGroup (env://) and link distlab::program; see {}/rank{}.log",
-          s.path, r, dir, r));
+  if (s.workloadKind == "program") {
+    for (auto& f : checkProgramRun(s, launched.ranks, results, rep.diagnosis, dir)) {
+      rep.failures.push_back(std::move(f));
     }
   }
   // The worker's "bad scenario or environment" exit; a program's exit codes are its own.

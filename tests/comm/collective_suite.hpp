@@ -9,9 +9,10 @@
 //
 // Link the distlab_backend_suite target (installed: distlab::backend_suite,
 // which distlab_add_backend_tests() instantiates for a user's backend;
-// tests/comm/distlab_backend_tests.cmake). Every test spawns ranks, builds a ProcessGroup with the backend under
-// test through the registry (createProcessGroup) and checks exact results
-// against a sequential reference (comm_test_util.hpp).
+// tests/comm/distlab_backend_tests.cmake). Every test spawns ranks, builds a
+// ProcessGroup with the backend under test through the registry
+// (createProcessGroup) and checks exact results against a sequential
+// reference (comm_test_util.hpp).
 #include <functional>
 #include <map>
 #include <set>

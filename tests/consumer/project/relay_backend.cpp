@@ -23,9 +23,9 @@ class RelayBackend : public comm::ForwardingBackend {
 
  protected:
   comm::WorkPtr intercept(const comm::Operation& op) override {
-    if (!breakMax_ || op.type != comm::OpType::kAllreduce || op.reduceOp.kind != comm::ReduceOp::kMax) {
-      return forward(op);
-    }
+    const bool maxAllreduce =
+        op.type == comm::OpType::kAllreduce && op.reduceOp.kind == comm::ReduceOp::kMax;
+    if (!breakMax_ || !maxAllreduce) return forward(op);
     comm::Operation broken = op;
     broken.reduceOp = comm::ReduceOp::kSum;  // the deliberate bug
     return forward(broken);

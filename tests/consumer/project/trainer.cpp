@@ -3,9 +3,10 @@
 // on distlab's runtime (env:// init, DistributedSampler, DDP or FSDP, SGD, send/recv). Linking
 // distlab::program is its only concession; its calls into distlab::program
 // (the reported probe loss; step markers in the pipeline, which has no DDP
-// forward to count steps by) are optional and do nothing outside a scenario. Its scenarios (scenarios/) run through
-// distlab_add_scenario_tests(), from the installed package (install_consumer)
-// and in distlab's own tree (tests/program/, label `program`).
+// forward to count steps by) are optional and do nothing outside a scenario.
+// Its scenarios (scenarios/) run through distlab_add_scenario_tests(), from
+// the installed package (install_consumer) and in distlab's own tree
+// (tests/program/, label `program`).
 //
 //   trainer [--mode ddp|fsdp|pipeline] [--epochs N] [--join] [--steps N] [--no-init]
 //           [--exit-early-rank R] [--print-mb N] [--leave-child]
