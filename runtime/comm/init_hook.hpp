@@ -39,7 +39,7 @@ struct InitHook {
 // Process-wide, as the backend registry is; the last registration wins.
 // Throws ValueError when a callback is missing.
 void setInitHook(InitHook hook);
-// Whether one is registered (tests; the program target's self-check).
+// Whether one is registered (its test).
 bool hasInitHook();
 
 namespace detail {
