@@ -29,14 +29,23 @@ BenchRow mergeRow(const std::vector<const BenchRow*>& rows, int worldSize) {
   BenchRow out = *rows.front();
   out.wrong = 0;
   double avgSum = 0;
+  std::vector<double> rank0, rankAvg, rankMin, rankMax;
   for (const BenchRow* r : rows) {
     out.roundP50Us.push_back(r->p50Us);
     avgSum += r->avgUs;
+    rank0.push_back(r->rank0MeanUs);
+    rankAvg.push_back(r->rankMeanAvgUs);
+    rankMin.push_back(r->rankMeanMinUs);
+    rankMax.push_back(r->rankMeanMaxUs);
     out.wrong += r->wrong;
     if (out.error.empty()) out.error = r->error;
   }
   out.p50Us = medianOf(out.roundP50Us);
   out.avgUs = avgSum / static_cast<double>(rows.size());
+  out.rank0MeanUs = medianOf(rank0);
+  out.rankMeanAvgUs = medianOf(rankAvg);
+  out.rankMeanMinUs = medianOf(rankMin);
+  out.rankMeanMaxUs = medianOf(rankMax);
   if (out.p50Us > 0) {
     out.algbwGBps = static_cast<double>(out.bytes) / (out.p50Us * 1e3);
     out.busbwGBps = out.algbwGBps * busBandwidthFactor(out.op, worldSize);

@@ -144,20 +144,37 @@ int64_t countWrong(const OpBuffers& b) {
   return wrong;
 }
 
-// Per-iteration slowest-rank times (us) from every rank's local times.
-std::vector<double> slowestTimes(ProcessGroup& g, const std::vector<double>& local,
-                                 const Device& dev) {
+struct CrossRankTimes {
+  std::vector<double> slowest;    // per iteration, the slowest rank's (us)
+  std::vector<double> rankMeans;  // per rank, its mean iteration time (us)
+};
+
+// Every rank's local iteration times (us), gathered on every rank.
+CrossRankTimes gatherTimes(ProcessGroup& g, const std::vector<double>& local, const Device& dev) {
   const int64_t iters = static_cast<int64_t>(local.size());
   Tensor mine = fromVector<double>(local).to(dev);
   Tensor all = empty({g.size() * iters}, TensorOptions{DType::kFloat64, dev});
   g.allgatherIntoTensor(all, mine, {.asyncOp = false})->wait();
-  std::vector<double> slowest(iters, 0.0);
+  CrossRankTimes out{std::vector<double>(iters, 0.0), std::vector<double>(g.size(), 0.0)};
   const Tensor host = all.to(Device::cpu());
   const double* p = host.data<double>();
   for (int r = 0; r < g.size(); ++r) {
-    for (int64_t i = 0; i < iters; ++i) slowest[i] = std::max(slowest[i], p[r * iters + i]);
+    for (int64_t i = 0; i < iters; ++i) {
+      out.slowest[i] = std::max(out.slowest[i], p[r * iters + i]);
+      out.rankMeans[r] += p[r * iters + i] / static_cast<double>(iters);
+    }
   }
-  return slowest;
+  return out;
+}
+
+// Note [nccl-tests output]: the ranks' means reduced as -a 0..3 would.
+void setRankMeans(BenchRow& row, const std::vector<double>& means) {
+  row.rank0MeanUs = means.front();
+  row.rankMeanMinUs = *std::min_element(means.begin(), means.end());
+  row.rankMeanMaxUs = *std::max_element(means.begin(), means.end());
+  double sum = 0;
+  for (double m : means) sum += m;
+  row.rankMeanAvgUs = sum / static_cast<double>(means.size());
 }
 
 // float32 elements in a `bytes` buffer; the split ops round down to a whole
@@ -176,10 +193,13 @@ BenchRow benchOne(ProcessGroup& g, const std::string& backend, const std::string
   BenchRow row{backend, mode, op, count * 4, count};
   const Device dev = benchDevice(g, options.device);
   OpBuffers b = makeOp(g, op, count, mode == "async", dev);
-  b.run();  // verification pass on the crafted inputs
-  Tensor wrong = full({1}, countWrong(b), TensorOptions{DType::kInt64, dev});
-  g.allreduce(wrong, {.asyncOp = false})->wait();
-  row.wrong = wrong.item<int64_t>();
+  b.run();  // verification pass on the crafted inputs (a warm-up without --check)
+  row.checked = options.check;
+  if (options.check) {
+    Tensor wrong = full({1}, countWrong(b), TensorOptions{DType::kInt64, dev});
+    g.allreduce(wrong, {.asyncOp = false})->wait();
+    row.wrong = wrong.item<int64_t>();
+  }
   Stopwatch warm;
   for (int i = 0; i < options.warmup; ++i) b.run();
   syncDevice(dev);
@@ -200,7 +220,9 @@ BenchRow benchOne(ProcessGroup& g, const std::string& backend, const std::string
     syncDevice(dev);  // Note [Bench on CUDA]
     local[i] = static_cast<double>(monotonicNowNs() - start) / 1e3;
   }
-  std::vector<double> times = slowestTimes(g, local, dev);
+  CrossRankTimes gathered = gatherTimes(g, local, dev);
+  setRankMeans(row, gathered.rankMeans);
+  std::vector<double>& times = gathered.slowest;
   row.iters = iters;
   double sum = 0;
   for (double t : times) sum += t;

@@ -21,6 +21,7 @@
 #include <nlohmann/json.hpp>
 
 #include "emulator/bench/bench_rounds.hpp"
+#include "emulator/bench/nccl_tests_output.hpp"
 #include "emulator/bench/peer_bench.hpp"
 #include "emulator/launcher/exit_guard.hpp"
 #include "runtime/comm/backend_options.hpp"
@@ -97,6 +98,10 @@ json benchRowToJson(const BenchRow& r) {
               {"count", r.count},     {"type", "float32"},  {"redop", "sum"},
               {"iters", r.iters},     {"time_p50_us", r.p50Us}, {"time_avg_us", r.avgUs},
               {"algbw_GBps", r.algbwGBps}, {"busbw_GBps", r.busbwGBps}, {"wrong", r.wrong},
+              {"checked", r.checked}, {"rank_mean_us", {{"rank0", r.rank0MeanUs},
+                                                        {"avg", r.rankMeanAvgUs},
+                                                        {"min", r.rankMeanMinUs},
+                                                        {"max", r.rankMeanMaxUs}}},
               {"error", r.error}, {"debug", r.debug}, {"time_p50_us_rounds", r.roundP50Us}};
 }
 
@@ -113,6 +118,14 @@ BenchRow benchRowFromJson(const json& j) {
   r.algbwGBps = j["algbw_GBps"];
   r.busbwGBps = j["busbw_GBps"];
   r.wrong = j["wrong"];
+  r.checked = j.value("checked", true);
+  if (j.contains("rank_mean_us")) {  // a peer's row has none (Note [nccl-tests output])
+    const json& m = j["rank_mean_us"];
+    r.rank0MeanUs = m["rank0"];
+    r.rankMeanAvgUs = m["avg"];
+    r.rankMeanMinUs = m["min"];
+    r.rankMeanMaxUs = m["max"];
+  }
   r.error = j["error"];
   r.debug = j.value("debug", "");
   r.roundP50Us = j.value("time_p50_us_rounds", std::vector<double>{});
@@ -268,7 +281,7 @@ void printTable(std::ostream& out, const std::string& backend, const std::string
     out << fmt::format(
         "  {:>10} {:>12} {:>7} {:>6} {:>12.2f} {:>12.2f} {:>10.3f} {:>10.3f} {:>7}\n", r.bytes,
         r.count, "float", reduces(r.op) ? "sum" : "none", r.p50Us, r.avgUs, r.algbwGBps,
-        r.busbwGBps, r.wrong);
+        r.busbwGBps, r.checked ? std::to_string(r.wrong) : std::string("N/A"));
   }
 }
 
@@ -336,6 +349,10 @@ void validate(const CollectivesBenchOptions& o) {
   if (o.rounds < 1 || o.rounds > 100) {
     throw ValueError(fmt::format("--rounds {} must be in 1..100", o.rounds));
   }
+  if (o.average < 0 || o.average > 3) {
+    throw ValueError(fmt::format("--average {}: use 0 (rank 0), 1 (mean over ranks), 2 (minimum) "
+                                 "or 3 (maximum), as nccl-tests' -a", o.average));
+  }
   if (o.iters < 0 || o.iters > 1000000 || o.warmup < 0 || o.warmup > 1000000) {
     throw ValueError(fmt::format("--iters {} / --warmup {}: need 0..1000000", o.iters, o.warmup));
   }
@@ -392,6 +409,7 @@ int runCollectivesBench(const CollectivesBenchOptions& options, std::ostream& ou
     throw ValueError("--peer: peers run beside forked ranks; run `distlab bench collectives "
                      "--peer ...` directly, not under `distlab launch`");
   }
+  const std::string startTime = ncclTestsNow();
   const double memcpyGBps = measureMemcpyGBps();
   std::vector<SeriesRows> rounds;
   if (launched) {
@@ -446,7 +464,14 @@ int runCollectivesBench(const CollectivesBenchOptions& options, std::ostream& ou
     for (const auto& r : all.at(p)) wrong += r.wrong;
   }
   if (o.backends.size() > 1 || !o.peers.empty()) printRatios(out, all, o);
-  out << fmt::format("#\n# Out of bounds values : {} {}\n", wrong, wrong == 0 ? "OK" : "WRONG");
+  out << fmt::format("#\n# Out of bounds values : {} {}\n", wrong,
+                     !o.check ? "N/A (--check 0)" : wrong == 0 ? "OK" : "WRONG");
+  if (!o.csvPath.empty() || !o.ncclJsonPath.empty()) {
+    std::vector<BenchRow> flat;
+    for (const auto& [name, rows] : all) flat.insert(flat.end(), rows.begin(), rows.end());
+    if (!o.csvPath.empty()) writeNcclTestsCsv(o.csvPath, flat, o);
+    if (!o.ncclJsonPath.empty()) writeNcclTestsJson(o.ncclJsonPath, flat, o, startTime);
+  }
   if (!o.jsonPath.empty()) {
     json j{{"world_size", o.worldSize},
            {"rounds", o.rounds},

@@ -10,9 +10,11 @@
 // 1e9 B/s); busbw = algbw x factor, factor 2(n-1)/n for all_reduce, (n-1)/n for
 // all_gather_into_tensor, reduce_scatter_tensor and all_to_all_single, 1 for
 // broadcast. Time is per iteration, the slowest rank's, p50
-// and mean over iterations of blocking calls. #wrong counts elements that
-// differ from the exact expected values (inputs are small integers in
-// float32, so every sum is exact), summed over ranks.
+// and mean over iterations of blocking calls; each rank's mean is also kept,
+// reduced across ranks as nccl-tests' -a does (Note [nccl-tests output] in
+// nccl_tests_output.hpp, for --csv and --nccl-json). #wrong counts elements
+// that differ from the exact expected values (inputs are small integers in
+// float32, so every sum is exact), summed over ranks; --check 0 skips it.
 //
 // Ranks: forked processes by default (FileStore rendezvous), with no debug
 // layers unless --debug asks for them; when the process
@@ -46,6 +48,11 @@ struct CollectivesBenchOptions {
   int iters = 0;   // 0: automatic (about 0.2 s per size, 5..2000)
   int warmup = 5;
   std::string jsonPath;  // empty: no JSON
+  std::string csvPath;        // nccl-tests' columns (nccl_tests_output.hpp); empty: none
+  std::string ncclJsonPath;   // nccl-tests' JSON file; empty: none
+  bool check = true;          // nccl-tests' -c: count wrong elements
+  int average = 1;            // nccl-tests' -a for the files above: 0 rank 0, 1 avg, 2 min, 3 max
+  std::vector<std::string> commandLine;  // the nccl-tests JSON's "args"
   // Also time the asynchronous path (asyncOp=true, then Work::wait): the one
   // DDP and FSDP use, through the progress thread. Rows say which path they are.
   bool async = false;
@@ -79,6 +86,13 @@ struct BenchRow {
   double algbwGBps = 0;
   double busbwGBps = 0;
   int64_t wrong = 0;
+  bool checked = true;  // false: --check 0 (wrong is not counted)
+  // Each rank's mean iteration time, reduced across ranks: rank 0's, the mean,
+  // the minimum, the maximum (nccl-tests' -a 0..3); 0 in a peer's row.
+  double rank0MeanUs = 0;
+  double rankMeanAvgUs = 0;
+  double rankMeanMinUs = 0;
+  double rankMeanMaxUs = 0;
   std::string error;  // e.g. "Backend gloo does not support reduce_scatter_tensor"
   // The debug layers of the distlab group that measured the row (see
   // CollectivesBenchOptions::debug; "init_process_group" under `distlab

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <fstream>
 #include <iostream>
 
 #include "emulator/bench/collectives_bench.hpp"
@@ -18,6 +19,14 @@
 
 namespace distlab::cli {
 namespace {
+
+// This process's argv, as nccl-tests records its own in its JSON file.
+std::vector<std::string> thisCommandLine() {
+  std::ifstream in("/proc/self/cmdline", std::ios::binary);
+  std::vector<std::string> args;
+  for (std::string arg; std::getline(in, arg, '\0');) args.push_back(arg);
+  return args;
+}
 
 // Parses "8", "64K", "64M", "1G" (binary units), at most kMaxBenchBytes.
 uint64_t parseBytes(const std::string& text, const char* flag) {
@@ -176,6 +185,7 @@ const CommandRegistrar kBench{Command{
         std::string peers;
         std::string debug = "off";
         std::vector<std::string> backendOptions;
+        int check = 1;
         emulator::CollectivesBenchOptions options;
       };
       auto flags = std::make_shared<Flags>();
@@ -192,6 +202,17 @@ const CommandRegistrar kBench{Command{
       coll->add_option("--option", flags->backendOptions,
                        "Backend option key=value (repeatable), e.g. shm.slot_bytes=1048576");
       coll->add_option("--json", flags->options.jsonPath, "Write the results as JSON here");
+      coll->add_option("--csv", flags->options.csvPath,
+                       "Write the results as CSV with nccl-tests' columns and units here");
+      coll->add_option("--nccl-json", flags->options.ncclJsonPath,
+                       "Write the results as nccl-tests' JSON file (version 2) here");
+      coll->add_option("-c,--check", flags->check,
+                       "Count wrong elements (1, default) or not (0), as nccl-tests' -c")
+          ->check(CLI::Range(0, 1));
+      coll->add_option("-a,--average", flags->options.average,
+                       "The time --csv and --nccl-json report, as nccl-tests' -a: each rank's "
+                       "mean reduced across ranks by 0 rank 0, 1 mean (default), 2 min, 3 max")
+          ->check(CLI::Range(0, 3));
       coll->add_option("--device", flags->options.device,
                        "Buffers on cpu, cuda (host backends stage through pinned memory) or "
                        "auto (cuda for nccl only)")
@@ -224,6 +245,10 @@ const CommandRegistrar kBench{Command{
           o.backendOptions[kv.substr(0, eq)] = kv.substr(eq + 1);
         }
         if (!o.jsonPath.empty()) requireWritableFile("--json", o.jsonPath);
+        if (!o.csvPath.empty()) requireWritableFile("--csv", o.csvPath);
+        if (!o.ncclJsonPath.empty()) requireWritableFile("--nccl-json", o.ncclJsonPath);
+        o.check = flags->check == 1;
+        o.commandLine = thisCommandLine();
         return emulator::runCollectivesBench(o, std::cout);
       });
     }}};

@@ -5,6 +5,9 @@
 #include <unistd.h>
 
 #include <cstring>
+#include <iterator>
+
+#include <fmt/format.h>
 
 #include "runtime/core/clock.hpp"
 #include "runtime/core/errors.hpp"
@@ -46,9 +49,11 @@ bool EventLog::mapCapacity(size_t capacity) {
   return true;
 }
 
-void EventLog::write(const std::string& line) {
+void EventLog::write(std::string_view line) {
   if (fd_ < 0) return;
-  std::string full = std::to_string(wallClockNowUs()) + " " + line + "\n";
+  // Formatted on the stack: a line is logged on every operation of a rank.
+  fmt::memory_buffer full;
+  fmt::format_to(std::back_inserter(full), "{} {}\n", wallClockNowUs(), line);
   std::lock_guard<std::mutex> lock(mutex_);
   if (!map_) return;  // out of space earlier: best effort, never a second fault
   if (used_ + full.size() > capacity_) {

@@ -23,6 +23,7 @@
 #include <cstddef>
 #include <mutex>
 #include <string>
+#include <string_view>
 
 namespace distlab::emulator {
 
@@ -35,7 +36,7 @@ class EventLog {
   EventLog& operator=(const EventLog&) = delete;
 
   // Appends "<now_us> <line>\n".
-  void write(const std::string& line);
+  void write(std::string_view line);
 
  private:
   // Maps `capacity` bytes (reserved first); false when the space is not there.

@@ -2,6 +2,9 @@
 
 #include <fmt/format.h>
 
+#include <iterator>
+#include <string_view>
+
 #include "runtime/comm/backend_registry.hpp"
 #include "runtime/core/errors.hpp"
 
@@ -30,23 +33,26 @@ FaultBackend::FaultBackend(comm::BackendPtr inner, std::shared_ptr<FaultPlan> pl
       groupName_(std::move(groupName)) {}
 
 namespace {
-// Logs "<what> ok|failed" when the Work completes.
+// Logs "<prefix> <what> ok|failed" when the Work completes ("done 12",
+// "p2p_done send 1 12"); formatted then, not at every issue.
 class DoneLogger : public comm::WorkObserver {
  public:
-  DoneLogger(std::shared_ptr<FaultPlan> plan, std::string what)
-      : plan_(std::move(plan)), what_(std::move(what)) {}
+  DoneLogger(std::shared_ptr<FaultPlan> plan, const char* prefix, std::string what)
+      : plan_(std::move(plan)), prefix_(prefix), what_(std::move(what)) {}
   void onCompleted(const comm::Work& work) override {
-    plan_->log().write(fmt::format("{} {}", what_, work.isSuccess() ? "ok" : "failed"));
+    plan_->log().write(
+        fmt::format("{} {} {}", prefix_, what_, work.isSuccess() ? "ok" : "failed"));
   }
 
  private:
   std::shared_ptr<FaultPlan> plan_;
+  const char* prefix_;
   std::string what_;
 };
 }  // namespace
 
 WorkPtr FaultBackend::track(uint64_t seq, WorkPtr work) {
-  work->addObserver(std::make_shared<DoneLogger>(plan_, fmt::format("done {}", seq)));
+  work->addObserver(std::make_shared<DoneLogger>(plan_, "done", std::to_string(seq)));
   return work;
 }
 
@@ -54,16 +60,17 @@ void FaultBackend::logOp(const Operation& op) {
   // A scatter's non-root ranks have no inputs: its output is what all share.
   const auto logged = op.type == OpType::kScatter ? op.outputs : op.inputs;
   int64_t numel = 0;
-  std::string dtype = "-";
+  std::string_view dtype = "-";
   for (const auto& t : logged) {
     numel += t.numel();
-    dtype = std::string(dtypeName(t.dtype()));
+    dtype = dtypeName(t.dtype());
   }
-  const std::string redop =
-      comm::hasReduceOp(op.type) ? std::string(reduceOpName(op.reduceOp)) : "-";
-  plan_->log().write(fmt::format("op {} {} {} {} {} {} {}", op.seq, comm::opTypeName(op.type),
-                                 numel, dtype, redop, comm::hasRoot(op.type) ? op.root : -1,
-                                 logged.size()));
+  const std::string_view redop = comm::hasReduceOp(op.type) ? reduceOpName(op.reduceOp) : "-";
+  fmt::memory_buffer line;
+  fmt::format_to(std::back_inserter(line), "op {} {} {} {} {} {} {}", op.seq,
+                 comm::opTypeName(op.type), numel, dtype, redop,
+                 comm::hasRoot(op.type) ? op.root : -1, logged.size());
+  plan_->log().write(std::string_view(line.data(), line.size()));
 }
 
 const FaultSpec* FaultBackend::before(const Operation& op) {
@@ -158,7 +165,7 @@ WorkPtr FaultBackend::pointToPoint(const Operation& op) {
   plan_->log().write(
       fmt::format("p2p {} {} {} {}", what, t.numel(), dtypeName(t.dtype()), op.tag));
   WorkPtr work = forward(changed);
-  work->addObserver(std::make_shared<DoneLogger>(plan_, "p2p_done " + what));
+  work->addObserver(std::make_shared<DoneLogger>(plan_, "p2p_done", what));
   return work;
 }
 

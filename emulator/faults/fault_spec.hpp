@@ -31,6 +31,7 @@ struct FaultSpec {
   int extraBatches = 1;        // uneven_data: batches added on the chosen ranks (training)
   int extraSamples = 0;        // uneven_data: samples added to a program's DistributedSampler
   int bit = 30;                // bit_flip: which bit of the first gradient element
+  std::string parameter;       // unused_param on a program: the one left out ("": the last)
   SourcePos pos;
 };
 

@@ -3,6 +3,7 @@
 #include "emulator/program/program_session.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -34,6 +35,8 @@ struct ProgramState {
   int lastStep = -1;         // the last marker (program::step)
   bool markersUsed = false;  // markers replace the automatic count
   int automaticStep = -1;    // the last step begun by a DDP/FSDP forward
+  int skippedStep = -1;      // the step whose backward a skip_backward fault skipped
+  bool unusedRecorded = false;  // the unused_param fault's firing is logged once
 };
 
 // Never destroyed: the exit handler and the terminate handler may run while
@@ -83,19 +86,70 @@ void onStepBegins() {
   session->plan().beginStep(step);  // outside the lock: a hang fault blocks here
 }
 
+// The session and the current step (markers win over the automatic count);
+// nullptr before the process group exists.
+RankSession* sessionAndStep(int& step) {
+  ProgramState& st = state();
+  std::lock_guard<std::mutex> lock(st.mutex);
+  step = st.markersUsed ? st.lastStep : st.automaticStep;
+  return st.session.get();
+}
+
 // The synchronised gradients of the current step are in .grad: a bit_flip
 // fault of this step flips one of its bits.
 void onGradientsReady(const std::vector<Tensor>& params) {
-  ProgramState& st = state();
-  RankSession* session = nullptr;
   int step = 0;
+  if (RankSession* session = sessionAndStep(step)) {
+    session->plan().applyGradientFaults(step, params);
+  }
+}
+
+// A skip_backward fault of the current step skips every backward of that
+// step (gradient accumulation included); its firing is logged once.
+bool onBackward() {
+  int step = 0;
+  RankSession* session = sessionAndStep(step);
+  if (!session) return false;
+  const FaultSpec* f = session->plan().engineFault("skip_backward", step);
+  if (!f) return false;
+  ProgramState& st = state();
+  bool first = false;
   {
     std::lock_guard<std::mutex> lock(st.mutex);
-    if (!st.session) return;
-    step = st.markersUsed ? st.lastStep : st.automaticStep;
-    session = st.session.get();
+    first = st.skippedStep != step;
+    st.skippedStep = step;
   }
-  session->plan().applyGradientFaults(step, params);
+  if (first) session->plan().recordFired(*f, 0, "backward skipped");
+  return true;
+}
+
+// An unused_param fault leaves its parameter (default: the module's last)
+// out of every DDP training forward of this rank.
+std::vector<std::string> onParametersLeftUnused(
+    const std::function<std::vector<std::string>()>& parameterNames) {
+  int step = 0;
+  RankSession* session = sessionAndStep(step);
+  if (!session) return {};
+  const FaultSpec* f = session->plan().engineFault("unused_param", -1);
+  if (!f) return {};
+  const std::vector<std::string> names = parameterNames();
+  if (names.empty()) return {};
+  const std::string chosen = f->parameter.empty() ? names.back() : f->parameter;
+  if (std::find(names.begin(), names.end(), chosen) == names.end()) {
+    throw ValueError(fmt::format("{}:{}: unused_param: parameter = \"{}\" is not a parameter of "
+                                 "the DDP module that requires grad; its parameters: {}",
+                                 session->scenario().path, f->pos.line, chosen,
+                                 fmt::join(names, ", ")));
+  }
+  ProgramState& st = state();
+  bool first = false;
+  {
+    std::lock_guard<std::mutex> lock(st.mutex);
+    first = !st.unusedRecorded;
+    st.unusedRecorded = true;
+  }
+  if (first) session->plan().recordFired(*f, 0, fmt::format("{} left out of the forward", chosen));
+  return {chosen};
 }
 
 // Note [Uneven shares under a scenario]: an uneven_data fault of this rank
@@ -143,7 +197,7 @@ void prepare(comm::InitOptions& options, const RuntimeEnv& env) {
   // A step marked before the group existed counts (its step faults fire at
   // the next marker: nothing can be injected before the group exists).
   if (st.lastStep >= 0) st.session->plan().setStep(st.lastStep);
-  setTrainingObserver({onStepBegins, onGradientsReady});
+  setTrainingObserver({onStepBegins, onGradientsReady, onBackward, onParametersLeftUnused});
   data::setExtraSamplesSource(extraSamplesOfThisRank);
   std::set_terminate(recordUncaughtAndExit);
 }

@@ -24,7 +24,7 @@ const std::map<std::string, std::set<std::string>>& kindKeys() {
       {"skip_collective", {"at_seq", "at_step", "on", "peer"}},
       {"extra_collective", {"at_seq", "at_step", "on", "peer"}},
       {"skip_backward", {"at_step"}},
-      {"unused_param", {}},
+      {"unused_param", {"parameter"}},
       {"uneven_data", {"extra_batches", "extra_samples"}},
       {"bit_flip", {"at_step", "bit"}},
       {"store_death", {"at_seq", "at_step"}},
@@ -41,18 +41,18 @@ bool isStoreFault(const std::string& kind) {
   return kind == "store_death" || kind == "slow_store";
 }
 
-// Engine faults on a user's program: a bit flip through DDP's or FSDP's
-// gradients, uneven data through its DistributedSampler (`extra_samples`);
-// skip_backward and unused_param act inside distlab's own training driver.
+// Engine faults on a user's program act through distlab's DDP and FSDP
+// (Note [Training observer]): skip_backward at the step's backward, a bit
+// flip in the synchronised gradients, unused_param through DDP's forward
+// (`parameter`, default the last one), uneven data through its
+// DistributedSampler (`extra_samples`).
 void checkEngineFaultWorkload(const TomlReader& r, const toml::table& t, const Scenario& s,
                               const FaultSpec& f) {
   const bool program = s.workloadKind == "program";
-  if (program && (f.kind == "skip_backward" || f.kind == "unused_param")) {
-    r.fail(f.pos.line, fmt::format("fault '{}' acts inside distlab's training driver; it needs "
-                                   "kind = \"training\" (a program gets bit_flip through its "
-                                   "DDP/FSDP gradients and uneven_data through its "
-                                   "DistributedSampler)",
-                                   f.kind));
+  if (!program && t.contains("parameter")) {
+    r.fail(r.lineOfKey(t, "parameter"),
+           "parameter names one of a program's parameters; a training workload's unused_param "
+           "leaves its model's auxiliary head out (remove parameter)");
   }
   if (f.kind != "uneven_data") return;
   if (program && !t.contains("extra_samples")) {
@@ -185,6 +185,11 @@ void readKindParams(const TomlReader& r, const toml::table& t, FaultSpec& f) {
   if (auto v = r.intInRange(t, "extra_batches", 1, 1000)) f.extraBatches = static_cast<int>(*v);
   if (auto v = r.intInRange(t, "extra_samples", 1, 1000000)) f.extraSamples = static_cast<int>(*v);
   if (auto v = r.intInRange(t, "bit", 0, 63)) f.bit = static_cast<int>(*v);
+  if (auto v = r.str(t, "parameter")) {
+    if (v->empty()) r.fail(r.lineOfKey(t, "parameter"), "parameter must name a parameter of the "
+                                                          "DDP module (\"fc2.bias\"), not be empty");
+    f.parameter = *v;
+  }
 }
 
 }  // namespace

@@ -6,6 +6,7 @@
 #include <cstring>
 #include <limits>
 
+#include "emulator/workloads/scenario_data.hpp"
 #include "emulator/workloads/training_model.hpp"
 #include "runtime/autograd/engine.hpp"
 #include "runtime/autograd/grad_mode.hpp"
@@ -38,8 +39,9 @@ bool bitwiseEqual(const Tensor& a, const Tensor& b) {
 
 }  // namespace
 
-ReferenceChecker::ReferenceChecker(const TrainingWorkload& training, int ranks)
-    : training_(training), ranks_(ranks), model_(buildScenarioModel(training)) {
+ReferenceChecker::ReferenceChecker(const TrainingWorkload& training, int worldSize, int ranks)
+    : training_(training), worldSize_(worldSize), ranks_(ranks),
+      model_(buildScenarioModel(training)) {
   for (const auto& [name, p] : model_->namedParameters()) names_.push_back(name);
   accumulated_.resize(static_cast<size_t>(ranks));
   std::tie(commUnitRoundoff_, commHalfSubnormal_) = commRounding(training);
@@ -68,7 +70,7 @@ void ReferenceChecker::afterBackward(int step, bool synced,
   const auto& tr = training_;
   for (int q = 0; q < ranks_; ++q) {
     model_->zeroGrad();
-    auto [x, y] = scenarioBatch(tr, q, step);
+    auto [x, y] = scenarioBatch(tr, worldSize_, q, step);
     autograd::backward(scenarioLoss(model_->call({x}), y, true));
     auto& acc = accumulated_[static_cast<size_t>(q)];
     for (size_t i = 0; i < refParams.size(); ++i) {

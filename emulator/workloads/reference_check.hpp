@@ -51,9 +51,10 @@ struct ReferenceVerdict {
 
 class ReferenceChecker {
  public:
-  // `ranks`: how many ranks' batches make one global step (1 for local engines).
+  // `ranks`: how many ranks' batches make one global step (1 for local
+  // engines), of a world of `worldSize` (whose sampler shares the data).
   // `training` must outlive the checker.
-  ReferenceChecker(const TrainingWorkload& training, int ranks);
+  ReferenceChecker(const TrainingWorkload& training, int worldSize, int ranks);
 
   // After the engine's backward of `step`, before the optimizer: recompute and
   // accumulate every rank's local gradient at `engineParams`; when `synced`,
@@ -69,6 +70,7 @@ class ReferenceChecker {
   void compareSynced(int step, const std::vector<Tensor>& engineParams);
 
   const TrainingWorkload& training_;
+  int worldSize_;
   int ranks_;
   std::shared_ptr<nn::Module> model_;
   std::vector<std::string> names_;

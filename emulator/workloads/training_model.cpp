@@ -96,43 +96,6 @@ void setAuxUsed(nn::Module& model, bool used) {
   if (auto* net = dynamic_cast<ScenarioNet*>(&model)) net->setAuxUsed(used);
 }
 
-namespace {
-
-// The generator of `rank`'s batch `step`. Each rank cycles over
-// kDistinctBatches batches, so a short run shows a clearly decreasing loss
-// (fresh batches every step are too noisy for that).
-Generator batchGenerator(const TrainingWorkload& tr, int rank, int step) {
-  constexpr int kDistinctBatches = 2;
-  return Generator(tr.seed * 1000003ULL + static_cast<uint64_t>(rank) * 7919ULL +
-                   static_cast<uint64_t>(step % kDistinctBatches) * 104729ULL + 17);
-}
-
-// Token ids and the teacher's next-token targets (see the header comment).
-std::pair<Tensor, Tensor> gptBatch(const TrainingWorkload& tr, Generator& gen) {
-  const GptWorkload& g = tr.gpt;
-  Tensor x = randint(0, g.vocab, {tr.batchSize, g.block}, gen);
-  const std::vector<int64_t> ids = x.contiguous().toVector<int64_t>();
-  std::vector<int64_t> targets(ids.size());
-  for (size_t i = 0; i < ids.size(); ++i) {
-    const int64_t previous = i % static_cast<size_t>(g.block) == 0 ? 0 : ids[i - 1];
-    targets[i] = (ids[i] + previous) % g.vocab;
-  }
-  return {x, fromVector(targets, {tr.batchSize, g.block})};
-}
-
-}  // namespace
-
-std::pair<Tensor, Tensor> scenarioBatch(const TrainingWorkload& tr, int rank, int step) {
-  autograd::NoGradGuard noGrad;
-  Generator gen = batchGenerator(tr, rank, step);
-  if (tr.model == "gpt") return gptBatch(tr, gen);
-  int64_t in = modelInputDim(tr), out = modelOutputDim(tr);
-  Generator teacherGen(tr.seed * 7 + 1);
-  Tensor teacher = randn({in, out}, teacherGen).div(std::sqrt(static_cast<double>(in)));
-  Tensor x = randn({tr.batchSize, in}, gen);
-  return {x, x.mm(teacher)};
-}
-
 Tensor scenarioLoss(const nn::TensorList& outputs, const Tensor& y, bool useAux) {
   if (y.dtype() == DType::kInt64) {  // gpt: logits (B, T, vocab), targets (B, T)
     const Tensor& logits = outputs.at(0);

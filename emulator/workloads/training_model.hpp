@@ -1,6 +1,7 @@
 #pragma once
-// The model and data of a training scenario, shared by every rank and by the
-// single-process reference (so both start from bit-identical parameters).
+// The model and loss of a training scenario, shared by every rank and by the
+// single-process reference (so both start from bit-identical parameters);
+// its data: scenario_data.hpp.
 //
 // ScenarioNet = body (mlp | residual_mlp | two_layer, from nn/models) and an
 // auxiliary head `aux` = Linear(out, out). forwardAll returns {main, aux}; the
@@ -12,16 +13,11 @@
 // do: DDP finds unused parameters by walking the graph from the outputs.)
 // For two_layer, TwoLinLayerNet's a is the main path and b the aux.
 //
-// Data: x ~ N(0, 1) [batch, in] from a generator seeded by (seed, rank, step % 2)
-// (each rank cycles over two batches);
-// y = x @ W_teacher, a fixed random teacher, so the loss can decrease.
-//
 // model = "gpt": the model is nn::Gpt itself (FQNs wte, wpe, h.<i>, ln_f,
 // lm_head; no ScenarioNet and no aux head: the parser refuses the
-// unused_param fault for it). x = token ids, int64 (batch, block), uniform
-// over the vocabulary from the same per-(seed, rank, step % 2) generator;
-// y[b, t] = (x[b, t] + x[b, t-1]) % vocab (x[b, -1] = 0), a fixed teacher that
-// needs attention to the previous token; loss = cross entropy of the logits
+// unused_param fault for it). Its batches are token ids and the targets
+// (x[b, t] + x[b, t-1]) % vocab, a fixed teacher that needs attention to the
+// previous token; loss = cross entropy of the logits
 // (batch * block rows) against y.
 #include <memory>
 #include <utility>
@@ -37,9 +33,6 @@ int64_t modelOutputDim(const TrainingWorkload& tr);
 
 // Runs or skips the aux head in forward (see the header comment).
 void setAuxUsed(nn::Module& model, bool used);
-
-// (x, y) of `rank`'s batch `step`.
-std::pair<Tensor, Tensor> scenarioBatch(const TrainingWorkload& tr, int rank, int step);
 
 // The scenario loss over the model outputs (see the header comment): cross
 // entropy when `y` holds int64 token ids (gpt), else the MSE (+ aux) loss.

@@ -10,6 +10,7 @@
 
 #include "emulator/workloads/engine_registry.hpp"
 #include "emulator/workloads/reference_check.hpp"
+#include "emulator/workloads/scenario_data.hpp"
 #include "emulator/workloads/training_engine.hpp"
 #include "emulator/workloads/training_model.hpp"
 #include "emulator/workloads/workloads.hpp"
@@ -121,10 +122,10 @@ namespace {
 // collective to the steps and no fault sees it.
 class ProbeLoss {
  public:
-  ProbeLoss(const TrainingWorkload& tr, bool useAux)
+  ProbeLoss(const TrainingWorkload& tr, int worldSize, bool useAux)
       : model_(buildScenarioModel(tr)), useAux_(useAux) {
     setAuxUsed(*model_, useAux);
-    std::tie(x_, y_) = scenarioBatch(tr, 0, 0);
+    std::tie(x_, y_) = scenarioBatch(tr, worldSize, 0, 0);
   }
   double now() {
     autograd::NoGradGuard noGrad;
@@ -169,7 +170,8 @@ void runTrainingWorkload(const TrainingWorkload& tr, const TrainingRunOptions& o
   // Note [Checking an engine against the single-process reference].
   std::unique_ptr<ReferenceChecker> reference;
   if (options.checkReference && rank == 0) {
-    reference = std::make_unique<ReferenceChecker>(tr, info->distributed ? options.worldSize : 1);
+    reference = std::make_unique<ReferenceChecker>(tr, options.worldSize,
+                                                   info->distributed ? options.worldSize : 1);
   }
   // Note [Join in the training driver]: with join = true the whole loop is
   // the Join scope; a rank that ran out of batches shadows in exit().
@@ -177,7 +179,7 @@ void runTrainingWorkload(const TrainingWorkload& tr, const TrainingRunOptions& o
   if (tr.join) joinScope = makeJoin(tr, *engine, opt);
   std::optional<ProbeLoss> probe;
   if (options.probeLoss) {
-    probe.emplace(tr, !auxUnused);
+    probe.emplace(tr, options.worldSize, !auxUnused);
     result.probeLossBefore = probe->now();
   }
   const int batches = tr.batchesOf(rank);
@@ -195,7 +197,7 @@ void runTrainingWorkload(const TrainingWorkload& tr, const TrainingRunOptions& o
                      trace::enabled() ? std::to_string(step) : std::string());
     Stopwatch stepWatch;
     engine->setGradSync(syncStep(tr, step));
-    auto [x, y] = scenarioBatch(tr, rank, step);
+    auto [x, y] = scenarioBatch(tr, options.worldSize, rank, step);
     Tensor loss = scenarioLoss(engine->forward(x), y, !auxUnused);
     result.losses.push_back(loss.item<double>());
     if (!std::isfinite(result.losses.back())) {

@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "runtime/autograd/grad_mode.hpp"
+#include "runtime/autograd/training_observer.hpp"
 #include "runtime/core/check.hpp"
 #include "runtime/core/errors.hpp"
 
@@ -137,6 +138,7 @@ std::shared_ptr<GraphRoot> makeRoot(const TensorList& tensors, const TensorList&
 
 void backward(const TensorList& tensors, const TensorList& grads, bool retainGraph) {
   auto root = makeRoot(tensors, grads);
+  if (observerSkipsBackward()) return;  // a skip_backward fault (Note [Training observer])
   GraphTask task;
   TaskScope scope(&task);
   trace::Span phase(trace::Category::kPhase, "backward");

@@ -40,4 +40,16 @@ void notifyGradientsReady(const std::vector<Tensor>& params) {
   if (observer && observer->gradientsReady) observer->gradientsReady(params);
 }
 
+bool observerSkipsBackward() {
+  auto observer = currentObserver();
+  return observer && observer->skipBackward && observer->skipBackward();
+}
+
+std::vector<std::string> observerParametersLeftUnused(
+    const std::function<std::vector<std::string>()>& parameterNames) {
+  auto observer = currentObserver();
+  if (!observer || !observer->parametersLeftUnused) return {};
+  return observer->parametersLeftUnused(parameterNames);
+}
+
 }  // namespace distlab

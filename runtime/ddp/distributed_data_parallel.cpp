@@ -12,6 +12,7 @@
 #include "runtime/core/errors.hpp"
 #include "runtime/core/logging.hpp"
 #include "runtime/core/trace.hpp"
+#include "runtime/nn/detached_parameters.hpp"
 
 namespace distlab::ddp {
 namespace {
@@ -22,6 +23,12 @@ nn::NamedTensors trainableParameters(const nn::Module& module) {
     if (p.requiresGrad()) out.emplace_back(name, p);
   }
   return out;
+}
+
+std::vector<std::string> trainableParameterNames(const nn::Module& module) {
+  std::vector<std::string> names;
+  for (auto& [name, p] : trainableParameters(module)) names.push_back(name);
+  return names;
 }
 
 const Tensor& findParam(const nn::NamedTensors& params, const std::string& name,
@@ -193,7 +200,14 @@ nn::TensorList DistributedDataParallel::forwardAll(const nn::TensorList& inputs)
   }
   if (willSyncModuleBuffers()) syncModuleBuffers(/*joined=*/false);
   if (joinConfig().enable) checkGlobalRequiresBackwardGradSync(/*joined=*/false);
-  nn::TensorList outputs = module_->call(inputs);
+  nn::TensorList outputs;
+  {
+    // Note [Training observer]: an unused_param fault leaves parameters out.
+    std::vector<std::string> leftOut;
+    if (gradOn) leftOut = observerParametersLeftUnused([this] { return trainableParameterNames(*module_); });
+    nn::DetachedParameters detached(*module_, leftOut);
+    outputs = module_->call(inputs);
+  }
   if (sync) {
     requireForwardParamSync_ = true;
     delayedArmed_ = !delayedParams_.empty();

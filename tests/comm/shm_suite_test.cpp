@@ -3,8 +3,14 @@
 // pipelined paths.
 #include "tests/comm/collective_suite.hpp"
 #include "tests/comm/comm_test_util.hpp"
+#include "tests/comm/failure_suite.hpp"
 
 namespace distlab::testing {
+
+// The backend-independent failure suite (tests/comm/failure_suite.hpp); the
+// shm backend's own, tighter failure tests are comm_failure_test.
+INSTANTIATE_TEST_SUITE_P(Shm, FailureSuite, ::testing::Values(FailureSuiteParam{"shm"}),
+                         failureSuiteParamName);
 
 INSTANTIATE_TEST_SUITE_P(
     Shm, CollectiveSuite,

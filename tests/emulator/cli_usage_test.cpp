@@ -88,6 +88,12 @@ TEST(CliUsage, BenchRejectsEmptyOpsUnknownOptionsAndUnwritableJson) {
   expectUsageError("bench collectives --rounds 0", "--rounds 0 must be in 1..100");
   expectUsageError("bench collectives --rounds 101", "--rounds 101 must be in 1..100");
   expectUsageError("bench collectives --rounds two", "--rounds");
+  expectUsageError("bench collectives --check 2", "--check");
+  expectUsageError("bench collectives -a 4", "--average");
+  expectUsageError("bench collectives --csv /nonexistent-dir/out.csv",
+                   "--csv /nonexistent-dir/out.csv: cannot write this file");
+  expectUsageError("bench collectives --nccl-json /nonexistent-dir/out.json",
+                   "--nccl-json /nonexistent-dir/out.json: cannot write this file");
   expectUsageError("bench collectives --peer ''", "--peer: an empty value is not allowed");
   expectUsageError("bench collectives --peer openmpi", "--peer: unknown peer 'openmpi'; use mpi,torch-gloo");
   expectUsageError("bench collectives --debug ''", "--debug: an empty value is not allowed");

@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "emulator/workloads/scenario_data.hpp"
 #include "emulator/workloads/training_model.hpp"
 #include "runtime/autograd/engine.hpp"
 #include "runtime/autograd/grad_mode.hpp"
@@ -36,7 +37,7 @@ std::vector<int64_t> ids(const Tensor& t) { return t.contiguous().toVector<int64
 
 TEST(GptWorkload, BatchesAreTokenIdsWithTheTeacherTargets) {
   const TrainingWorkload tr = smallGpt();
-  auto [x, y] = scenarioBatch(tr, 0, 0);
+  auto [x, y] = scenarioBatch(tr, 2, 0, 0);
   ASSERT_EQ(x.dtype(), DType::kInt64);
   ASSERT_EQ(y.dtype(), DType::kInt64);
   EXPECT_EQ(x.sizes(), (Shape{3, 6}));
@@ -48,9 +49,9 @@ TEST(GptWorkload, BatchesAreTokenIdsWithTheTeacherTargets) {
     const int64_t previous = i % 6 == 0 ? 0 : xs[i - 1];
     EXPECT_EQ(ys[i], (xs[i] + previous) % 16) << "token " << i;
   }
-  EXPECT_EQ(ids(scenarioBatch(tr, 0, 2).first), xs);  // each rank cycles over two batches
-  EXPECT_NE(ids(scenarioBatch(tr, 0, 1).first), xs);
-  EXPECT_NE(ids(scenarioBatch(tr, 1, 0).first), xs);  // and the ranks differ
+  EXPECT_EQ(ids(scenarioBatch(tr, 2, 0, 0).first), xs);  // the same sampler, the same batch
+  EXPECT_NE(ids(scenarioBatch(tr, 2, 0, 1).first), xs);
+  EXPECT_NE(ids(scenarioBatch(tr, 2, 1, 0).first), xs);  // and the ranks' shares differ
 }
 
 TEST(GptWorkload, ModelIsTheGptWithItsNames) {
@@ -85,7 +86,7 @@ double crossEntropyByHand(const Tensor& logits, const std::vector<int64_t>& targ
 TEST(GptWorkload, LossIsTheCrossEntropyOfTheLogitsAndFalls) {
   const TrainingWorkload tr = smallGpt();
   auto model = buildScenarioModel(tr);
-  auto [x, y] = scenarioBatch(tr, 0, 0);
+  auto [x, y] = scenarioBatch(tr, 2, 0, 0);
   nn::TensorList out = model->call({x});
   ASSERT_EQ(out.size(), 1u);
   EXPECT_EQ(out[0].sizes(), (Shape{3, 6, 16}));

@@ -8,6 +8,7 @@
 #include <algorithm>
 
 #include "emulator/workloads/reference_check.hpp"
+#include "emulator/workloads/scenario_data.hpp"
 #include "emulator/workloads/training_model.hpp"
 #include "runtime/autograd/engine.hpp"
 #include "runtime/autograd/grad_mode.hpp"
@@ -36,7 +37,7 @@ std::vector<Tensor> engineGradients(nn::Module& model, const TrainingWorkload& t
   std::vector<std::vector<Tensor>> local(kRanks);
   for (int q = 0; q < kRanks; ++q) {
     model.zeroGrad();
-    auto [x, y] = scenarioBatch(tr, q, step);
+    auto [x, y] = scenarioBatch(tr, kRanks, q, step);
     autograd::backward(scenarioLoss(model.call({x}), y, true));
     for (const auto& p : model.parameters()) local[q].push_back(p.grad().div(Scalar(kRanks)));
   }
@@ -55,7 +56,7 @@ std::vector<Tensor> engineGradients(nn::Module& model, const TrainingWorkload& t
 ReferenceVerdict train(const std::vector<int>& order,
                        const std::function<void(int, std::vector<Tensor>&)>& tamper) {
   const TrainingWorkload tr = adamwTraining();
-  ReferenceChecker checker(tr, kRanks);
+  ReferenceChecker checker(tr, kRanks, kRanks);
   auto model = buildScenarioModel(tr);
   auto params = model->parameters();
   optim::AdamWOptions o;

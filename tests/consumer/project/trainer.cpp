@@ -8,13 +8,13 @@
 // the installed package (install_consumer) and in distlab's own tree
 // (tests/program/, label `program`).
 //
-//   trainer [--mode ddp|fsdp|pipeline] [--epochs N] [--join] [--steps N] [--no-init]
+//   trainer [--mode ddp|fsdp|pipeline] [--epochs N] [--join] [--find-unused] [--steps N] [--no-init]
 //           [--exit-early-rank R] [--print-mb N] [--leave-child]
 //
 // ddp / fsdp: DistributedDataParallel or fully_shard (each Linear, then the
 // root) over 96 samples, batches of 4 from the rank's DistributedSampler
 // share, --epochs passes (12 steps per epoch on 2 ranks), inside join::Join
-// with --join (ddp). pipeline (2 ranks): rank 0 sends --steps
+// with --join (ddp), DDP with find_unused_parameters with --find-unused. pipeline (2 ranks): rank 0 sends --steps
 // activations to rank 1.
 //
 // The last four misbehave on purpose, for distlab's own tests (the runner
@@ -53,6 +53,7 @@ struct Args {
   std::string mode = "ddp";
   int epochs = 1;   // ddp: passes over the rank's share of the data
   bool join = false;  // ddp: the loop runs inside join::Join (uneven inputs)
+  bool findUnused = false;  // ddp: find_unused_parameters = true
   int steps = 4;    // pipeline: messages sent
   bool noInit = false;
   int exitEarlyRank = -1;
@@ -89,6 +90,8 @@ Args parseArgs(int argc, char** argv) {
       a.epochs = parseCount(flag, value(), 10000);
     } else if (flag == "--join") {
       a.join = true;
+    } else if (flag == "--find-unused") {
+      a.findUnused = true;
     } else if (flag == "--no-init") {
       a.noInit = true;
     } else if (flag == "--exit-early-rank") {
@@ -102,6 +105,9 @@ Args parseArgs(int argc, char** argv) {
     }
   }
   if (a.join && a.mode != "ddp") throw std::invalid_argument("--join needs --mode ddp");
+  if (a.findUnused && a.mode != "ddp") {
+    throw std::invalid_argument("--find-unused needs --mode ddp");
+  }
   return a;
 }
 
@@ -129,7 +135,9 @@ void trainDataParallel(const Args& a, const comm::ProcessGroupPtr& world) {
   std::optional<ddp::DistributedDataParallel> ddpModel;
   std::function<Tensor(const Tensor&)> forward;
   if (a.mode == "ddp") {
-    ddpModel.emplace(model, world);
+    ddp::DDPOptions options;
+    options.findUnusedParameters = a.findUnused;
+    ddpModel.emplace(model, world, options);
     forward = [&](const Tensor& x) { return ddpModel->forward(x); };
   } else {  // each Linear its own group, bottom-up, then the root
     fsdp::fullyShard((*model)[0]);
