@@ -356,6 +356,15 @@ std::string subgroupNote(const DumpGroup& cfg) {
 
 }  // namespace
 
+std::string torchMatchState(const Divergence& d) {
+  if (d.kind == "COLLECTIVE_TYPE_MISMATCH") return d.kind;
+  if (d.kind == "SIZE_OR_SYNTAX_MISMATCH" || d.kind == "P2P_MISMATCH") return "SIZE_OR_SYNTAX_MISMATCH";
+  if (d.kind == "DTYPE_MISMATCH") return "COLLECTIVE_DTYPE_MISMATCH";
+  if (d.kind == "NOT_FINISHED") return "COLLECTIVE_STATE_MISMATCH";
+  if (d.notJoined.empty() && !d.noDump.empty()) return "UNDECIDED";
+  return "NOT_ALL_RANKS_JOINED";
+}
+
 AnalysisResult analyzeRankDumps(const std::vector<RankDump>& dumps) {
   if (dumps.empty()) throw ValueError("analyze: no dump files given");
   AnalysisResult result;
@@ -379,20 +388,24 @@ AnalysisResult analyzeRankDumps(const std::vector<RankDump>& dumps) {
     if (!d) d = a.pointToPoint();
     if (!d) continue;
     d->text += subgroupNote(cfg);
+    d->matchState = torchMatchState(*d);
     result.divergences.push_back(*d);
   }
   result.text = fmt::format("Analyzed {} dump(s) (ranks {}), {} group(s).\n", dumps.size(),
                             ranksText(result.ranks), groups.size());
   if (result.divergences.empty()) {
-    result.text += "No divergence found: every rank agrees on every recorded operation.\n";
+    result.text += "No divergence found: every rank agrees on every recorded operation "
+                   "(PyTorch's analyzer: FULLY_MATCHED).\n";
   }
-  for (const auto& d : result.divergences) result.text += d.text + "\n";
+  for (const auto& d : result.divergences) {
+    result.text += fmt::format("{} (PyTorch's analyzer: {})\n", d.text, d.matchState);
+  }
   return result;
 }
 
 AnalysisResult analyzeDumps(const std::vector<std::string>& paths) {
   std::vector<RankDump> dumps;
-  for (const auto& p : paths) dumps.push_back(readDumpFile(p));
+  for (const auto& p : paths) dumps.push_back(readAnyDumpFile(p));
   return analyzeRankDumps(dumps);
 }
 
