@@ -360,7 +360,8 @@ void checkDumpVersion(const json& top, const DumpSite& s) {
   const json& v = required(top, "version", s);
   if (!v.is_string() || v.get_ref<const std::string&>() != knownDumpVersion()) {
     failDump(s.path, fmt::format("{}: 'version' = {} is not a dump version this reader knows; "
-                                 "expected \"{}\"",
+                                 "expected \"{}\" (distlab's), or \"2.<minor>\" for a "
+                                 "PyTorch dump",
                                  s.where, shownValue(v), knownDumpVersion()));
   }
 }

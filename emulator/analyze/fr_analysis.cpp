@@ -45,6 +45,11 @@ std::vector<int> minority(const std::map<int, std::string>& values, std::string*
   return out;
 }
 
+// Collectives whose entry's peer is their root (group rank).
+bool hasRoot(const std::string& op) {
+  return op == "BROADCAST" || op == "REDUCE" || op == "GATHER" || op == "SCATTER";
+}
+
 // A dump's entries by group, built once: looking a group's entries up in
 // every entry of every dump made the analysis quadratic in groups x entries.
 using EntriesByGroup = std::map<std::string, std::vector<const DumpEntry*>>;
@@ -190,6 +195,19 @@ std::optional<Divergence> GroupAnalysis::mismatch(uint64_t s,
   }
   if (!(culprits = minority(dtypes, &expected)).empty()) {
     return report("DTYPE_MISMATCH", "dtypes", dtypes);
+  }
+  std::map<int, std::string> reduceOps, roots;
+  for (int r : joined) {
+    const DumpEntry* e = views_.at(r).coll.at(s);
+    if (!e->reduceOp.empty()) reduceOps[r] = e->reduceOp;
+    if (hasRoot(op)) roots[r] = std::to_string(e->peer);
+  }
+  // Dumps that record no reduce op (PyTorch's) are not compared.
+  if (reduceOps.size() == joined.size() && !(culprits = minority(reduceOps, &expected)).empty()) {
+    return report("REDUCE_OP_MISMATCH", "reduce op", reduceOps);
+  }
+  if (!roots.empty() && !(culprits = minority(roots, &expected)).empty()) {
+    return report("ROOT_MISMATCH", "root (group rank)", roots);
   }
   return uneven ? crossCheck(s, joined) : std::nullopt;
 }
@@ -360,7 +378,10 @@ std::string torchMatchState(const Divergence& d) {
   if (d.kind == "COLLECTIVE_TYPE_MISMATCH") return d.kind;
   if (d.kind == "SIZE_OR_SYNTAX_MISMATCH" || d.kind == "P2P_MISMATCH") return "SIZE_OR_SYNTAX_MISMATCH";
   if (d.kind == "DTYPE_MISMATCH") return "COLLECTIVE_DTYPE_MISMATCH";
-  if (d.kind == "NOT_FINISHED") return "COLLECTIVE_STATE_MISMATCH";
+  // With no rank finished, every state agrees: PyTorch finds nothing, as for
+  // the reduce ops and roots it does not compare.
+  if (d.kind == "NOT_FINISHED") return d.culprits.empty() ? "FULLY_MATCHED" : "COLLECTIVE_STATE_MISMATCH";
+  if (d.kind == "REDUCE_OP_MISMATCH" || d.kind == "ROOT_MISMATCH") return "FULLY_MATCHED";
   if (d.notJoined.empty() && !d.noDump.empty()) return "UNDECIDED";
   return "NOT_ALL_RANKS_JOINED";
 }

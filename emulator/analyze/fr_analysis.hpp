@@ -15,9 +15,12 @@
 //                            joined ranks issued a collective the others never do.
 //   COLLECTIVE_TYPE_MISMATCH op differs; SIZE_OR_SYNTAX_MISMATCH sizes differ
 //                            (uneven allgather/alltoall are cross-checked, not
-//                            compared); DTYPE_MISMATCH dtypes differ. The culprit
-//                            is the minority against a strict majority, else
-//                            every rank that differs from the lowest rank.
+//                            compared); DTYPE_MISMATCH dtypes differ;
+//                            REDUCE_OP_MISMATCH reduce ops differ (where every
+//                            rank's dump records one); ROOT_MISMATCH the root of
+//                            a broadcast, reduce, gather or scatter differs. The
+//                            culprit is the minority against a strict majority,
+//                            else every rank that differs from the lowest rank.
 //   NOT_FINISHED             all joined, some did not finish: the culprits are
 //                            the ranks that joined but did not finish.
 // Point-to-point operations are matched per (sender, receiver) by p2p_seq_id:
@@ -58,14 +61,17 @@ struct Divergence {
 //   COLLECTIVE_TYPE_MISMATCH -> COLLECTIVE_TYPE_MISMATCH
 //   SIZE_OR_SYNTAX_MISMATCH, P2P_MISMATCH -> SIZE_OR_SYNTAX_MISMATCH
 //   DTYPE_MISMATCH -> COLLECTIVE_DTYPE_MISMATCH
-//   NOT_FINISHED -> COLLECTIVE_STATE_MISMATCH
+//   NOT_FINISHED -> COLLECTIVE_STATE_MISMATCH where some ranks finished,
+//     FULLY_MATCHED where none did (every state is the same)
+//   REDUCE_OP_MISMATCH, ROOT_MISMATCH -> FULLY_MATCHED (PyTorch's dumps hold
+//     neither, so its analyzer cannot see them)
 //   NOT_JOINED, EXTRA_COLLECTIVE, UNMATCHED_P2P -> NOT_ALL_RANKS_JOINED (its
 //     "Not all ranks joining collective"; UNDECIDED where the ranks that did
 //     not join left no dump, as PyTorch cannot tell then)
 // and no divergence is FULLY_MATCHED. distlab goes further where PyTorch's
 // analyzer does not look: it names ranks that left no dump as dead, tells an
 // extra collective from a missing one, and matches point-to-point operations
-// per peer.
+// per peer, compares reduce ops and roots.
 std::string torchMatchState(const Divergence& d);
 
 struct AnalysisResult {

@@ -113,6 +113,9 @@ json entryOf(const DumpEntry& e, std::string_view op, const DumpGroup& g, const 
          {"thread_name", ""},
          {"thread_id", ""},
          {"frames", json::array()}};
+  // distlab's own, which PyTorch's analyzer ignores and distlab reads back.
+  if (!e.reduceOp.empty()) j["reduce_op"] = e.reduceOp;
+  if (!e.isP2P && e.peer >= 0) j["root"] = info.torchRank(static_cast<size_t>(e.peer), g);
   if (e.completedNs != 0 && e.startedNs != 0 && state == "completed") {
     j["duration_ms"] = static_cast<double>(e.completedNs - e.startedNs) / 1e6;
   }

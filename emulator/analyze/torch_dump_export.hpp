@@ -32,8 +32,10 @@
 //   never records; pg_config ranks as the text of the list, as PyTorch
 //   writes them; pg_status keyed by pg_id; process_group a list [name, desc]
 //   (PyTorch's is a tuple; the analyzer only indexes it).
-// distlab's extra fields (reduce_op, peer, splits, error) have no PyTorch
-// field and stay in the distlab dump.
+// Two fields PyTorch does not record are added, for distlab to read back
+// (PyTorch's analyzer ignores fields it does not know): "reduce_op" and
+// "root" (the root's group rank, numbered as PyTorch numbers them). The
+// others of distlab's (splits, error, timed_out) stay in the distlab dump.
 #include <string>
 #include <vector>
 

@@ -215,6 +215,10 @@ std::optional<DumpEntry> TorchDumpReader::readEntry(const json& e, const DumpSit
     d.peer = p2pPeer(name, d.profilingName, send, static_cast<int>(world), s);
     d.p2pSeq = ++p2pCount_[{d.group, d.peer, send}];  // Note [Reading PyTorch's dumps]
   }
+  if (e.contains("reduce_op") && e["reduce_op"].is_string()) d.reduceOp = dumpString(e, "reduce_op", s);
+  if (!p2p) {
+    d.peer = static_cast<int>(dumpOptionalInteger(e, "root", s, 0, static_cast<int64_t>(world) - 1, -1));
+  }
   if (d.opType == "ALLTOALL" && d.inputSizes.size() <= 1) d.opType = "ALLTOALL_BASE";
   unflattenAllGather(d, world);
   constexpr int64_t kMaxNs = std::numeric_limits<int64_t>::max();
@@ -321,7 +325,8 @@ DumpFormat detectDumpFormat(std::string_view bytes) {
   const size_t end = bytes.find('"', p + 1);
   if (end == std::string_view::npos) return DumpFormat::kDistlab;
   const std::string_view v = bytes.substr(p + 1, end - p - 1);
-  return v.ends_with("-distlab") ? DumpFormat::kDistlab : DumpFormat::kTorchJson;
+  return v.starts_with("2.") && allDigits(v.substr(2)) ? DumpFormat::kTorchJson
+                                                       : DumpFormat::kDistlab;
 }
 
 int rankFromFileName(const std::string& path) {

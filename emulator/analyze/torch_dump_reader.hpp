@@ -25,6 +25,8 @@
 //   read as world outputs of the input's shape (PyTorch records the flat
 //   tensor), so the analysis compares what each rank expects from each peer.
 // - dtypes: c10's names become distlab's ("Float" -> "float32").
+// - distlab's extras, when present (its export writes them): "reduce_op",
+//   and "root", a collective's root in group ranks.
 // - version: "<major>.<minor>" of integers, major 2 (any minor); anything
 //   else is refused, naming the field.
 #include <string>
@@ -39,8 +41,9 @@ namespace distlab::emulator {
 enum class DumpFormat { kDistlab, kTorchPickle, kTorchJson };
 
 // By content: a pickle is PyTorch's; JSON whose top-level 'version' (the
-// last key of a sorted object) ends in "-distlab", or that has none, is
-// distlab's (whose reader names what is wrong); other JSON is PyTorch's.
+// last key of a sorted object) is PyTorch's "2.<minor>" is PyTorch's; other
+// JSON is distlab's, whose reader names what is wrong (a version neither
+// writes included).
 DumpFormat detectDumpFormat(std::string_view bytes);
 
 // The rank a file name ends in, or -1.

@@ -263,6 +263,32 @@ TEST_F(FrTorch, RoundTripKeepsTheVerdict) {
                     out3);
 }
 
+// What PyTorch's analyzer cannot see (its dumps hold no reduce op or root)
+// distlab still names, on its own dumps and on their export.
+TEST_F(FrTorch, ReduceOpAndRootMismatchesSurviveTheExport) {
+  const auto withOp = [&](int r, const std::string& reduceOp, int root) {
+    json a = distlabEntry(1, "ALLREDUCE", k10);
+    a["reduce_op"] = reduceOp;
+    json b = distlabEntry(1, "BROADCAST", k10, {}, "completed", "float32", root);
+    b["collective_seq_id"] = 2;
+    return distlabDump(dir_, r, {a, b});
+  };
+  const std::vector<std::string> reduce{withOp(0, "SUM", 0), withOp(1, "MAX", 0), withOp(2, "SUM", 0)};
+  const auto r = analyzeDumps(reduce);
+  ASSERT_EQ(r.divergences.size(), 1u) << r.text;
+  EXPECT_EQ(r.divergences[0].kind, "REDUCE_OP_MISMATCH");
+  EXPECT_THAT(r.divergences[0].culprits, ElementsAre(1));
+  EXPECT_EQ(r.divergences[0].matchState, "FULLY_MATCHED");
+  testing::TempDir out1, out2;
+  expectSameVerdict(reduce, out1);
+  const std::vector<std::string> root{withOp(0, "SUM", 0), withOp(1, "SUM", 0), withOp(2, "SUM", 1)};
+  const auto r2 = analyzeDumps(root);
+  ASSERT_EQ(r2.divergences.size(), 1u) << r2.text;
+  EXPECT_EQ(r2.divergences[0].kind, "ROOT_MISMATCH");
+  EXPECT_THAT(r2.divergences[0].culprits, ElementsAre(2));
+  expectSameVerdict(root, out2);
+}
+
 TEST_F(FrTorch, ExportWritesPyTorchsFields) {
   const std::string d = distlabDump(
       dir_, 0,
