@@ -253,14 +253,20 @@ void checkProcessGroup(const json& e, const DumpSite& s, const std::string& grou
 int64_t dumpInteger(const json& obj, const char* name, const DumpSite& s, int64_t lo, int64_t hi) {
   return integerField(obj, name, s, lo, hi);
 }
-int64_t dumpOptionalInteger(const json& obj, const char* name, const DumpSite& s, int64_t lo,
-                            int64_t hi, int64_t fallback) {
+int64_t dumpOptionalInteger(const json& obj,
+                            const char* name,
+                            const DumpSite& s,
+                            int64_t lo,
+                            int64_t hi,
+                            int64_t fallback) {
   return optionalInteger(obj, name, s, lo, hi, fallback);
 }
 std::string dumpString(const json& obj, const char* name, const DumpSite& s) {
   return stringField(obj, name, s);
 }
-bool dumpBool(const json& obj, const char* name, const DumpSite& s) { return boolField(obj, name, s); }
+bool dumpBool(const json& obj, const char* name, const DumpSite& s) {
+  return boolField(obj, name, s);
+}
 std::vector<std::vector<int64_t>> dumpShapes(const json& obj, const char* name, const DumpSite& s) {
   return shapeList(obj, name, s);
 }

@@ -36,17 +36,24 @@ inline constexpr int64_t kMaxDumpSeq = int64_t{1} << 53;
 // Typed fields with the checks and messages of distlab's own dumps, for the
 // readers of other formats (torch_dump_reader.cpp). Each throws as above.
 const nlohmann::json& dumpRequired(const nlohmann::json& obj, const char* name, const DumpSite& s);
-int64_t dumpInteger(const nlohmann::json& obj, const char* name, const DumpSite& s, int64_t lo,
-                    int64_t hi);
+int64_t dumpInteger(
+    const nlohmann::json& obj, const char* name, const DumpSite& s, int64_t lo, int64_t hi);
 // `fallback` when the field is missing or null.
-int64_t dumpOptionalInteger(const nlohmann::json& obj, const char* name, const DumpSite& s,
-                            int64_t lo, int64_t hi, int64_t fallback);
+int64_t dumpOptionalInteger(const nlohmann::json& obj,
+                            const char* name,
+                            const DumpSite& s,
+                            int64_t lo,
+                            int64_t hi,
+                            int64_t fallback);
 std::string dumpString(const nlohmann::json& obj, const char* name, const DumpSite& s);
 bool dumpBool(const nlohmann::json& obj, const char* name, const DumpSite& s);
 // Shapes: sizes in [0, 2^63) whose product fits int64.
-std::vector<std::vector<int64_t>> dumpShapes(const nlohmann::json& obj, const char* name,
+std::vector<std::vector<int64_t>> dumpShapes(const nlohmann::json& obj,
+                                             const char* name,
                                              const DumpSite& s);
-std::vector<std::string> dumpStrings(const nlohmann::json& obj, const char* name, const DumpSite& s);
+std::vector<std::string> dumpStrings(const nlohmann::json& obj,
+                                     const char* name,
+                                     const DumpSite& s);
 // `v` as a message shows it: compact JSON, at most 64 characters.
 std::string shownJson(const nlohmann::json& v);
 

@@ -376,11 +376,13 @@ std::string subgroupNote(const DumpGroup& cfg) {
 
 std::string torchMatchState(const Divergence& d) {
   if (d.kind == "COLLECTIVE_TYPE_MISMATCH") return d.kind;
-  if (d.kind == "SIZE_OR_SYNTAX_MISMATCH" || d.kind == "P2P_MISMATCH") return "SIZE_OR_SYNTAX_MISMATCH";
+  if (d.kind == "SIZE_OR_SYNTAX_MISMATCH" || d.kind == "P2P_MISMATCH")
+    return "SIZE_OR_SYNTAX_MISMATCH";
   if (d.kind == "DTYPE_MISMATCH") return "COLLECTIVE_DTYPE_MISMATCH";
   // With no rank finished, every state agrees: PyTorch finds nothing, as for
   // the reduce ops and roots it does not compare.
-  if (d.kind == "NOT_FINISHED") return d.culprits.empty() ? "FULLY_MATCHED" : "COLLECTIVE_STATE_MISMATCH";
+  if (d.kind == "NOT_FINISHED")
+    return d.culprits.empty() ? "FULLY_MATCHED" : "COLLECTIVE_STATE_MISMATCH";
   if (d.kind == "REDUCE_OP_MISMATCH" || d.kind == "ROOT_MISMATCH") return "FULLY_MATCHED";
   if (d.notJoined.empty() && !d.noDump.empty()) return "UNDECIDED";
   return "NOT_ALL_RANKS_JOINED";
@@ -415,8 +417,9 @@ AnalysisResult analyzeRankDumps(const std::vector<RankDump>& dumps) {
   result.text = fmt::format("Analyzed {} dump(s) (ranks {}), {} group(s).\n", dumps.size(),
                             ranksText(result.ranks), groups.size());
   if (result.divergences.empty()) {
-    result.text += "No divergence found: every rank agrees on every recorded operation "
-                   "(PyTorch's analyzer: FULLY_MATCHED).\n";
+    result.text +=
+        "No divergence found: every rank agrees on every recorded operation "
+        "(PyTorch's analyzer: FULLY_MATCHED).\n";
   }
   for (const auto& d : result.divergences) {
     result.text += fmt::format("{} (PyTorch's analyzer: {})\n", d.text, d.matchState);

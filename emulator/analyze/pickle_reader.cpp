@@ -42,8 +42,7 @@ NodePtr containerNode(Kind k) { return std::make_shared<Node>(Node{k, json(), {}
 bool isListBuilder(const std::string& name) {
   return name == "torch.jit._pickle.build_intlist" ||
          name == "torch.jit._pickle.build_doublelist" ||
-         name == "torch.jit._pickle.build_boollist" ||
-         name == "torch.jit._pickle.restore_type_tag";
+         name == "torch.jit._pickle.build_boollist" || name == "torch.jit._pickle.restore_type_tag";
 }
 
 class Unpickler {
@@ -83,9 +82,10 @@ void Unpickler::fail(const std::string& what) const {
 
 std::string_view Unpickler::take(uint64_t n, const char* what) {
   if (n > in_.size() - pos_) {
-    fail(fmt::format("truncated: {} needs {} more bytes, {} are left; the file was cut off "
-                     "(copy or dump it again)",
-                     what, n, in_.size() - pos_));
+    fail(
+        fmt::format("truncated: {} needs {} more bytes, {} are left; the file was cut off "
+                    "(copy or dump it again)",
+                    what, n, in_.size() - pos_));
   }
   const std::string_view s = in_.substr(pos_, n);
   pos_ += n;
@@ -126,7 +126,8 @@ NodePtr Unpickler::pop(const char* what) {
 }
 
 NodePtr& Unpickler::top(const char* what) {
-  if (stack_.empty()) fail(fmt::format("{} finds no value on the stack; the pickle is damaged", what));
+  if (stack_.empty())
+    fail(fmt::format("{} finds no value on the stack; the pickle is damaged", what));
   return stack_.back();
 }
 
@@ -171,8 +172,9 @@ void Unpickler::reduce() {
   NodePtr args = pop("REDUCE");
   NodePtr callable = pop("REDUCE");
   if (callable->kind != Kind::kGlobal || !isListBuilder(callable->scalar.get<std::string>())) {
-    fail("REDUCE calls something a flight recorder dump never holds; only the list builders of "
-         "torch.jit._pickle are read");
+    fail(
+        "REDUCE calls something a flight recorder dump never holds; only the list builders of "
+        "torch.jit._pickle are read");
   }
   if (args->kind != Kind::kTuple || args->items.empty()) fail("REDUCE without arguments");
   push(args->items[0]);
@@ -203,17 +205,32 @@ bool Unpickler::step() {
       if (v < 2 || v > 5) fail(fmt::format("pickle protocol {}; expected 2 to 5", v));
       return true;
     }
-    case op::kFrame: littleEndian(8); return true;  // a length hint only
-    case op::kStop: return false;
-    case op::kNone: push(scalarNode(nullptr)); return true;
-    case op::kTrue: push(scalarNode(true)); return true;
-    case op::kFalse: push(scalarNode(false)); return true;
+    case op::kFrame:
+      littleEndian(8);
+      return true;  // a length hint only
+    case op::kStop:
+      return false;
+    case op::kNone:
+      push(scalarNode(nullptr));
+      return true;
+    case op::kTrue:
+      push(scalarNode(true));
+      return true;
+    case op::kFalse:
+      push(scalarNode(false));
+      return true;
     case op::kBinInt:
       push(scalarNode(static_cast<int64_t>(static_cast<int32_t>(littleEndian(4)))));
       return true;
-    case op::kBinInt1: push(scalarNode(littleEndian(1))); return true;
-    case op::kBinInt2: push(scalarNode(littleEndian(2))); return true;
-    case op::kLong1: pushLong(take(littleEndian(1), "LONG1")); return true;
+    case op::kBinInt1:
+      push(scalarNode(littleEndian(1)));
+      return true;
+    case op::kBinInt2:
+      push(scalarNode(littleEndian(2)));
+      return true;
+    case op::kLong1:
+      pushLong(take(littleEndian(1), "LONG1"));
+      return true;
     case op::kBinFloat: {
       uint64_t bits = 0;
       for (char c : take(8, "BINFLOAT")) bits = (bits << 8) | static_cast<unsigned char>(c);
@@ -223,21 +240,42 @@ bool Unpickler::step() {
     case op::kShortBinUnicode:
       push(scalarNode(std::string(take(littleEndian(1), "SHORT_BINUNICODE"))));
       return true;
-    case op::kBinUnicode: push(scalarNode(std::string(take(littleEndian(4), "BINUNICODE")))); return true;
-    case op::kBinUnicode8: push(scalarNode(std::string(take(littleEndian(8), "BINUNICODE8")))); return true;
-    case op::kEmptyList: push(containerNode(Kind::kList)); return true;
-    case op::kEmptyDict: push(containerNode(Kind::kDict)); return true;
-    case op::kEmptyTuple: push(containerNode(Kind::kTuple)); return true;
-    case op::kMark: marks_.push_back(stack_.size()); return true;
-    case op::kAppend: addItems("APPEND", {pop("APPEND")}, false); return true;
-    case op::kAppends: addItems("APPENDS", popToMark("APPENDS"), false); return true;
+    case op::kBinUnicode:
+      push(scalarNode(std::string(take(littleEndian(4), "BINUNICODE"))));
+      return true;
+    case op::kBinUnicode8:
+      push(scalarNode(std::string(take(littleEndian(8), "BINUNICODE8"))));
+      return true;
+    case op::kEmptyList:
+      push(containerNode(Kind::kList));
+      return true;
+    case op::kEmptyDict:
+      push(containerNode(Kind::kDict));
+      return true;
+    case op::kEmptyTuple:
+      push(containerNode(Kind::kTuple));
+      return true;
+    case op::kMark:
+      marks_.push_back(stack_.size());
+      return true;
+    case op::kAppend:
+      addItems("APPEND", {pop("APPEND")}, false);
+      return true;
+    case op::kAppends:
+      addItems("APPENDS", popToMark("APPENDS"), false);
+      return true;
     case op::kSetItem: {
       NodePtr v = pop("SETITEM"), k = pop("SETITEM");
       addItems("SETITEM", {k, v}, true);
       return true;
     }
-    case op::kSetItems: addItems("SETITEMS", popToMark("SETITEMS"), true); return true;
-    case op::kTuple: case op::kTuple1: case op::kTuple2: case op::kTuple3: {
+    case op::kSetItems:
+      addItems("SETITEMS", popToMark("SETITEMS"), true);
+      return true;
+    case op::kTuple:
+    case op::kTuple1:
+    case op::kTuple2:
+    case op::kTuple3: {
       NodePtr t = containerNode(Kind::kTuple);
       if (code == op::kTuple) {
         t->items = popToMark("TUPLE");
@@ -248,38 +286,55 @@ bool Unpickler::step() {
       push(t);
       return true;
     }
-    case op::kBinPut: memoPut(littleEndian(1)); return true;
-    case op::kLongBinPut: memoPut(littleEndian(4)); return true;
-    case op::kMemoize: memoPut(memo_.size()); return true;
-    case op::kBinGet: memoGet(littleEndian(1)); return true;
-    case op::kLongBinGet: memoGet(littleEndian(4)); return true;
+    case op::kBinPut:
+      memoPut(littleEndian(1));
+      return true;
+    case op::kLongBinPut:
+      memoPut(littleEndian(4));
+      return true;
+    case op::kMemoize:
+      memoPut(memo_.size());
+      return true;
+    case op::kBinGet:
+      memoGet(littleEndian(1));
+      return true;
+    case op::kLongBinGet:
+      memoGet(littleEndian(4));
+      return true;
     case op::kGlobal: {
       std::string module = line("GLOBAL"), name = line("GLOBAL");
       push(std::make_shared<Node>(Node{Kind::kGlobal, module + "." + name, {}}));
       return true;
     }
-    case op::kReduce: reduce(); return true;
+    case op::kReduce:
+      reduce();
+      return true;
     default:
-      fail(fmt::format("unknown opcode 0x{:02x}; a flight recorder dump holds only dicts, lists, "
-                       "tuples, strings, numbers, booleans and None (pickle protocol 2 to 5)",
-                       code));
+      fail(
+          fmt::format("unknown opcode 0x{:02x}; a flight recorder dump holds only dicts, lists, "
+                      "tuples, strings, numbers, booleans and None (pickle protocol 2 to 5)",
+                      code));
   }
 }
 
 json Unpickler::toJson(const Node& n, size_t depth) {
   if (depth > kMaxDumpDepth) {
-    fail(fmt::format("values nested deeper than {} (or a value holding itself); a dump nests 5 "
-                     "deep",
-                     kMaxDumpDepth));
+    fail(
+        fmt::format("values nested deeper than {} (or a value holding itself); a dump nests 5 "
+                    "deep",
+                    kMaxDumpDepth));
   }
   if (++emitted_ > kMaxDumpValues) {
-    fail(fmt::format("more than {} values once shared values are expanded; expected at most "
-                     "that many in a dump",
-                     kMaxDumpValues));
+    fail(
+        fmt::format("more than {} values once shared values are expanded; expected at most "
+                    "that many in a dump",
+                    kMaxDumpValues));
   }
   switch (n.kind) {
-    case Kind::kScalar: return n.scalar;
-    case Kind::kList: case Kind::kTuple: {
+    case Kind::kScalar:
+      return n.scalar;
+    case Kind::kList:
+    case Kind::kTuple: {
       json out = json::array();
       for (const auto& i : n.items) out.push_back(toJson(*i, depth + 1));
       return out;
@@ -291,11 +346,13 @@ json Unpickler::toJson(const Node& n, size_t depth) {
         if (!key.is_string() && !key.is_number_integer()) {
           fail(fmt::format("a dict key {} is not a string or an integer", shownText(key.dump())));
         }
-        out[key.is_string() ? key.get<std::string>() : key.dump()] = toJson(*n.items[i + 1], depth + 1);
+        out[key.is_string() ? key.get<std::string>() : key.dump()] =
+            toJson(*n.items[i + 1], depth + 1);
       }
       return out;
     }
-    default: fail(fmt::format("a global ({}) where a value belongs", n.scalar.dump()));
+    default:
+      fail(fmt::format("a global ({}) where a value belongs", n.scalar.dump()));
   }
 }
 

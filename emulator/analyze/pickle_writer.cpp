@@ -89,15 +89,26 @@ void putDict(std::string& out, const json& v) {
 
 void putValue(std::string& out, const json& v) {
   switch (v.type()) {
-    case json::value_t::null: putOp(out, op::kNone); return;
-    case json::value_t::boolean: putOp(out, v.get<bool>() ? op::kTrue : op::kFalse); return;
-    case json::value_t::number_integer: return putInt(out, v.get<int64_t>());
-    case json::value_t::number_unsigned: return putUnsigned(out, v.get<uint64_t>());
-    case json::value_t::number_float: return putFloat(out, v.get<double>());
-    case json::value_t::string: return putString(out, v.get_ref<const std::string&>());
-    case json::value_t::array: return putList(out, v);
-    case json::value_t::object: return putDict(out, v);
-    default: throw ValueError("toPickle: a binary value has no pickle form here");
+    case json::value_t::null:
+      putOp(out, op::kNone);
+      return;
+    case json::value_t::boolean:
+      putOp(out, v.get<bool>() ? op::kTrue : op::kFalse);
+      return;
+    case json::value_t::number_integer:
+      return putInt(out, v.get<int64_t>());
+    case json::value_t::number_unsigned:
+      return putUnsigned(out, v.get<uint64_t>());
+    case json::value_t::number_float:
+      return putFloat(out, v.get<double>());
+    case json::value_t::string:
+      return putString(out, v.get_ref<const std::string&>());
+    case json::value_t::array:
+      return putList(out, v);
+    case json::value_t::object:
+      return putDict(out, v);
+    default:
+      throw ValueError("toPickle: a binary value has no pickle form here");
   }
 }
 

@@ -56,7 +56,8 @@ struct GroupInfo {
   std::vector<int> sorted;
   int torchRank(size_t groupRank, const DumpGroup& g) const {
     const int global = g.ranks.at(groupRank);
-    return static_cast<int>(std::lower_bound(sorted.begin(), sorted.end(), global) - sorted.begin());
+    return static_cast<int>(std::lower_bound(sorted.begin(), sorted.end(), global) -
+                            sorted.begin());
   }
 };
 
@@ -67,8 +68,11 @@ struct Counters {
   uint64_t collective = 0, p2p = 0;
 };
 
-std::string profilingName(const DumpEntry& e, std::string_view op, const DumpGroup& g,
-                          const GroupInfo& info, int ownRank) {
+std::string profilingName(const DumpEntry& e,
+                          std::string_view op,
+                          const DumpGroup& g,
+                          const GroupInfo& info,
+                          int ownRank) {
   std::string name = fmt::format("nccl:{}", op);
   if (!e.isP2P) return name;
   const int peer = info.torchRank(static_cast<size_t>(e.peer), g);
@@ -81,8 +85,13 @@ std::string torchState(const DumpEntry& e) {
   return e.startedNs != 0 ? "started" : "scheduled";
 }
 
-json entryOf(const DumpEntry& e, std::string_view op, const DumpGroup& g, const GroupInfo& info,
-             int ownRank, Counters& c, size_t recordId) {
+json entryOf(const DumpEntry& e,
+             std::string_view op,
+             const DumpGroup& g,
+             const GroupInfo& info,
+             int ownRank,
+             Counters& c,
+             size_t recordId) {
   if (e.isP2P) {
     ++c.p2p;
   } else {
@@ -92,27 +101,29 @@ json entryOf(const DumpEntry& e, std::string_view op, const DumpGroup& g, const 
   if (e.opType == "ALLGATHER") out = flattened(out);
   if (e.opType == "REDUCE_SCATTER") in = flattened(in);
   const std::string state = torchState(e);
-  json j{{"record_id", recordId},
-         {"pg_id", info.pgId},
-         {"process_group", json::array({g.name, g.desc})},
-         {"collective_seq_id", c.collective},
-         {"p2p_seq_id", e.isP2P ? c.p2p : 0},
-         {"op_id", e.opId},
-         {"profiling_name", profilingName(e, op, g, info, ownRank)},
-         {"time_created_ns", e.createdNs},
-         {"input_sizes", in},
-         {"input_dtypes", dtypes(e.inputDtypes, in.size())},
-         {"output_sizes", out},
-         {"output_dtypes", dtypes(e.outputDtypes, out.size())},
-         {"state", state},
-         {"time_discovered_started_ns", state == "scheduled" ? json(nullptr) : nsOrNone(e.startedNs)},
-         {"time_discovered_completed_ns", state == "completed" ? nsOrNone(e.completedNs) : json(nullptr)},
-         {"retired", e.state == "completed" || e.state == "failed"},
-         {"timeout_ms", e.timeoutMs},
-         {"is_p2p", e.isP2P},
-         {"thread_name", ""},
-         {"thread_id", ""},
-         {"frames", json::array()}};
+  json j{
+      {"record_id", recordId},
+      {"pg_id", info.pgId},
+      {"process_group", json::array({g.name, g.desc})},
+      {"collective_seq_id", c.collective},
+      {"p2p_seq_id", e.isP2P ? c.p2p : 0},
+      {"op_id", e.opId},
+      {"profiling_name", profilingName(e, op, g, info, ownRank)},
+      {"time_created_ns", e.createdNs},
+      {"input_sizes", in},
+      {"input_dtypes", dtypes(e.inputDtypes, in.size())},
+      {"output_sizes", out},
+      {"output_dtypes", dtypes(e.outputDtypes, out.size())},
+      {"state", state},
+      {"time_discovered_started_ns", state == "scheduled" ? json(nullptr) : nsOrNone(e.startedNs)},
+      {"time_discovered_completed_ns",
+       state == "completed" ? nsOrNone(e.completedNs) : json(nullptr)},
+      {"retired", e.state == "completed" || e.state == "failed"},
+      {"timeout_ms", e.timeoutMs},
+      {"is_p2p", e.isP2P},
+      {"thread_name", ""},
+      {"thread_id", ""},
+      {"frames", json::array()}};
   // distlab's own, which PyTorch's analyzer ignores and distlab reads back.
   if (!e.reduceOp.empty()) j["reduce_op"] = e.reduceOp;
   if (!e.isP2P && e.peer >= 0) j["root"] = info.torchRank(static_cast<size_t>(e.peer), g);
@@ -143,8 +154,9 @@ json torchDumpOf(const RankDump& dump) {
   }
   std::vector<const DumpEntry*> order;
   for (const auto& e : dump.entries) order.push_back(&e);
-  std::stable_sort(order.begin(), order.end(),
-                   [](const DumpEntry* a, const DumpEntry* b) { return a->recordId < b->recordId; });
+  std::stable_sort(order.begin(), order.end(), [](const DumpEntry* a, const DumpEntry* b) {
+    return a->recordId < b->recordId;
+  });
   std::map<std::string, Counters> counters;
   json entries = json::array();
   for (const DumpEntry* e : order) {
@@ -166,10 +178,11 @@ namespace {
 // Creates `dir` and proves it writable before anything is written.
 void prepareExportDir(const std::string& dir) {
   const auto fail = [&](const std::string& what) {
-    throw ValueError(fmt::format("analyze: --export-torch {}: {}; expected a folder that can be "
-                                 "created and written (choose another path or fix its "
-                                 "permissions)",
-                                 dir, what));
+    throw ValueError(
+        fmt::format("analyze: --export-torch {}: {}; expected a folder that can be "
+                    "created and written (choose another path or fix its "
+                    "permissions)",
+                    dir, what));
   };
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
@@ -183,12 +196,15 @@ void prepareExportDir(const std::string& dir) {
 }  // namespace
 
 std::vector<std::string> exportTorchDumps(const std::vector<std::string>& dumps,
-                                          const std::string& dir, const std::string& prefix) {
+                                          const std::string& dir,
+                                          const std::string& prefix) {
   if (dumps.empty()) throw ValueError("analyze: no dump files given");
-  if (prefix.find('/') != std::string::npos || (!prefix.empty() && std::isdigit(static_cast<unsigned char>(prefix.back())))) {
-    throw ValueError(fmt::format("analyze: export prefix '{}' must be a file name not ending in a "
-                                 "digit: the rank follows it",
-                                 prefix));
+  if (prefix.find('/') != std::string::npos ||
+      (!prefix.empty() && std::isdigit(static_cast<unsigned char>(prefix.back())))) {
+    throw ValueError(
+        fmt::format("analyze: export prefix '{}' must be a file name not ending in a "
+                    "digit: the rank follows it",
+                    prefix));
   }
   std::map<int, std::string> pickles;  // rank -> bytes
   std::map<int, std::string> source;

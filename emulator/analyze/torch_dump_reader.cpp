@@ -23,7 +23,9 @@ namespace {
 using nlohmann::json;
 
 bool allDigits(std::string_view s) {
-  return !s.empty() && std::all_of(s.begin(), s.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)); });
+  return !s.empty() && std::all_of(s.begin(), s.end(), [](char c) {
+    return std::isdigit(static_cast<unsigned char>(c));
+  });
 }
 
 // "2.7" -> ok; the analysis reads every minor of major 2.
@@ -31,8 +33,8 @@ void checkTorchVersion(const json& top, const DumpSite& s) {
   const json& v = dumpRequired(top, "version", s);
   const std::string text = v.is_string() ? v.get<std::string>() : std::string();
   const size_t dot = text.find('.');
-  const bool numeric = dot != std::string::npos && allDigits(text.substr(0, dot)) &&
-                       allDigits(text.substr(dot + 1));
+  const bool numeric =
+      dot != std::string::npos && allDigits(text.substr(0, dot)) && allDigits(text.substr(dot + 1));
   if (!numeric || text.substr(0, dot) != "2") {
     failDump(s.path, fmt::format("{}: 'version' = {} is not a PyTorch dump version this reader "
                                  "knows; expected \"2.<minor>\" (two integers, as PyTorch 2.x "
@@ -60,7 +62,9 @@ std::vector<int> groupRanks(const json& cfg, const DumpSite& s) {
   std::vector<int> ranks;
   for (size_t i = 0; i < list.size(); ++i) {
     const json wrapped{{"ranks", list[i]}};
-    ranks.push_back(static_cast<int>(dumpInteger(wrapped, "ranks", DumpSite{s.path, fmt::format("{} (item {})", s.where, i)}, 0, kMaxDumpRank)));
+    ranks.push_back(static_cast<int>(
+        dumpInteger(wrapped, "ranks", DumpSite{s.path, fmt::format("{} (item {})", s.where, i)}, 0,
+                    kMaxDumpRank)));
   }
   std::sort(ranks.begin(), ranks.end());
   if (std::adjacent_find(ranks.begin(), ranks.end()) != ranks.end()) {
@@ -98,14 +102,16 @@ ParsedName splitProfilingName(const std::string& name, const DumpSite& s) {
 }
 
 // The peer of a send ("<src>-><dst>") or recv ("<dst><-<src>"), group ranks.
-int p2pPeer(const ParsedName& n, const std::string& profilingName, bool send, int groupSize,
+int p2pPeer(const ParsedName& n,
+            const std::string& profilingName,
+            bool send,
+            int groupSize,
             const DumpSite& s) {
   const std::string sep = send ? "->" : "<-";
   const size_t at = n.meta.find(sep);
   const std::string own = at == std::string::npos ? "" : n.meta.substr(0, at);
   const std::string peer = at == std::string::npos ? "" : n.meta.substr(at + 2);
-  if (!allDigits(own) || !allDigits(peer) || peer.size() > 7 ||
-      std::stoi(peer) >= groupSize) {
+  if (!allDigits(own) || !allDigits(peer) || peer.size() > 7 || std::stoi(peer) >= groupSize) {
     failDump(s.path, fmt::format("{}: 'profiling_name' = \"{}\" does not name its peer in a group "
                                  "of {} ranks; expected \"nccl:{} {}\"",
                                  s.where, shownText(profilingName), groupSize, n.op,
@@ -155,7 +161,8 @@ void TorchDumpReader::readGroups(const json& top) {
   }
   for (const auto& [name, g] : cfg.items()) {
     const DumpSite s{path_, fmt::format("pg_config '{}'", shownText(name))};
-    if (!g.is_object()) failDump(path_, fmt::format("{} is not a dict; expected {{name, desc, ranks}}", s.where));
+    if (!g.is_object())
+      failDump(path_, fmt::format("{} is not a dict; expected {{name, desc, ranks}}", s.where));
     DumpGroup group;
     group.name = name;
     auto desc = g.find("desc");
@@ -191,19 +198,23 @@ std::optional<DumpEntry> TorchDumpReader::readEntry(const json& e, const DumpSit
                                 s.where, shownText(d.profilingName), knownTorchOpNames()));
   }
   d.opType = std::string(*opType);
-  const bool send = d.opType == "SEND", p2p = send || d.opType == "RECV" || d.opType == "RECVANYSOURCE";
+  const bool send = d.opType == "SEND",
+             p2p = send || d.opType == "RECV" || d.opType == "RECVANYSOURCE";
   d.isP2P = e.contains("is_p2p") ? dumpBool(e, "is_p2p", s) : p2p;
   if (d.isP2P != p2p) {
     failDump(path_, fmt::format("{}: 'is_p2p' = {} disagrees with 'profiling_name' = \"{}\"; "
                                 "expected is_p2p true exactly for send and recv",
                                 s.where, d.isP2P, shownText(d.profilingName)));
   }
-  d.collectiveSeq = static_cast<uint64_t>(dumpInteger(e, "collective_seq_id", s, p2p ? 0 : 1, kMaxDumpSeq));
+  d.collectiveSeq =
+      static_cast<uint64_t>(dumpInteger(e, "collective_seq_id", s, p2p ? 0 : 1, kMaxDumpSeq));
   dumpInteger(e, "p2p_seq_id", s, 0, kMaxDumpSeq);
   d.inputSizes = dumpShapes(e, "input_sizes", s);
   d.outputSizes = dumpShapes(e, "output_sizes", s);
-  for (const auto& t : dumpStrings(e, "input_dtypes", s)) d.inputDtypes.push_back(dtypeOfTorchName(t));
-  for (const auto& t : dumpStrings(e, "output_dtypes", s)) d.outputDtypes.push_back(dtypeOfTorchName(t));
+  for (const auto& t : dumpStrings(e, "input_dtypes", s))
+    d.inputDtypes.push_back(dtypeOfTorchName(t));
+  for (const auto& t : dumpStrings(e, "output_dtypes", s))
+    d.outputDtypes.push_back(dtypeOfTorchName(t));
   d.state = dumpString(e, "state", s);
   if (d.state != "scheduled" && d.state != "started" && d.state != "completed") {
     failDump(path_, fmt::format("{}: 'state' = \"{}\" is not one of PyTorch's states; expected "
@@ -215,9 +226,11 @@ std::optional<DumpEntry> TorchDumpReader::readEntry(const json& e, const DumpSit
     d.peer = p2pPeer(name, d.profilingName, send, static_cast<int>(world), s);
     d.p2pSeq = ++p2pCount_[{d.group, d.peer, send}];  // Note [Reading PyTorch's dumps]
   }
-  if (e.contains("reduce_op") && e["reduce_op"].is_string()) d.reduceOp = dumpString(e, "reduce_op", s);
+  if (e.contains("reduce_op") && e["reduce_op"].is_string())
+    d.reduceOp = dumpString(e, "reduce_op", s);
   if (!p2p) {
-    d.peer = static_cast<int>(dumpOptionalInteger(e, "root", s, 0, static_cast<int64_t>(world) - 1, -1));
+    d.peer =
+        static_cast<int>(dumpOptionalInteger(e, "root", s, 0, static_cast<int64_t>(world) - 1, -1));
   }
   if (d.opType == "ALLTOALL" && d.inputSizes.size() <= 1) d.opType = "ALLTOALL_BASE";
   unflattenAllGather(d, world);
@@ -228,7 +241,8 @@ std::optional<DumpEntry> TorchDumpReader::readEntry(const json& e, const DumpSit
   d.startedNs = dumpOptionalInteger(e, "time_discovered_started_ns", s, 0, kMaxNs, 0);
   d.completedNs = dumpOptionalInteger(e, "time_discovered_completed_ns", s, 0, kMaxNs, 0);
   d.timeoutMs = dumpOptionalInteger(e, "timeout_ms", s, 0, kMaxNs, 0);
-  if (e.contains("pg_id") && e["pg_id"].is_number_integer()) pgNames_[e["pg_id"].get<int64_t>()] = d.group;
+  if (e.contains("pg_id") && e["pg_id"].is_number_integer())
+    pgNames_[e["pg_id"].get<int64_t>()] = d.group;
   return d;
 }
 
@@ -252,7 +266,8 @@ void TorchDumpReader::readStatus(const json& top) {
   if (it == top.end() || !it->is_object()) return;
   for (const auto& [key, status] : it->items()) {
     std::string group = key;
-    if (allDigits(key) && key.size() < 16 && pgNames_.count(std::stoll(key))) group = pgNames_[std::stoll(key)];
+    if (allDigits(key) && key.size() < 16 && pgNames_.count(std::stoll(key)))
+      group = pgNames_[std::stoll(key)];
     auto g = dump_.groups.find(group);
     if (g == dump_.groups.end() || !status.is_object()) continue;
     const DumpSite s{path_, fmt::format("pg_status '{}'", shownText(key))};
@@ -269,8 +284,9 @@ RankDump TorchDumpReader::read(const json& top) {
   dump_.rank = top.contains("rank") ? static_cast<int>(dumpInteger(top, "rank", s, 0, kMaxDumpRank))
                                     : rankFromFileName(path_);
   if (dump_.rank < 0) {
-    failDump(path_, "the file name does not end in the rank and the dump holds none; expected "
-                    "PyTorch's naming, <prefix><rank> (e.g. fr_rank_3): rename the file");
+    failDump(path_,
+             "the file name does not end in the rank and the dump holds none; expected "
+             "PyTorch's naming, <prefix><rank> (e.g. fr_rank_3): rename the file");
   }
   readGroups(top);
   auto entries = top.find("entries");  // the JSON form leaves out an empty list
@@ -360,9 +376,12 @@ RankDump readAnyDumpFile(const std::string& path) {
   if (!in) failDump(path, "cannot open the file");
   const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   switch (detectDumpFormat(text)) {
-    case DumpFormat::kTorchPickle: return parseTorchDump(fromPickle(text, path), path);
-    case DumpFormat::kTorchJson: return parseTorchDump(parseTorchJson(text, path), path);
-    case DumpFormat::kDistlab: break;
+    case DumpFormat::kTorchPickle:
+      return parseTorchDump(fromPickle(text, path), path);
+    case DumpFormat::kTorchJson:
+      return parseTorchDump(parseTorchJson(text, path), path);
+    case DumpFormat::kDistlab:
+      break;
   }
   return parseDump(text, path);
 }

@@ -51,9 +51,16 @@ constexpr std::array<TorchOpRow, 33> kOps = {{
 constexpr std::array<std::string_view, 3> kSkipped = {"coalesced", "split", "new_window"};
 
 constexpr std::array<std::pair<std::string_view, std::string_view>, 10> kDtypes = {{
-    {"float32", "Float"}, {"float64", "Double"}, {"float16", "Half"}, {"bfloat16", "BFloat16"},
-    {"int8", "Char"},     {"uint8", "Byte"},     {"int16", "Short"},  {"int32", "Int"},
-    {"int64", "Long"},    {"bool", "Bool"},
+    {"float32", "Float"},
+    {"float64", "Double"},
+    {"float16", "Half"},
+    {"bfloat16", "BFloat16"},
+    {"int8", "Char"},
+    {"uint8", "Byte"},
+    {"int16", "Short"},
+    {"int32", "Int"},
+    {"int64", "Long"},
+    {"bool", "Bool"},
 }};
 
 }  // namespace

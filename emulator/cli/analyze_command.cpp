@@ -77,7 +77,9 @@ const CommandRegistrar kAnalyze{Command{
     "analyze", "find the first divergence across ranks' flight-recorder dumps",
     [](CLI::App& sub) -> std::function<int()> {
       auto flags = std::make_shared<AnalyzeFlags>();
-      sub.add_option("dumps", flags->dumps, "one dump file per rank: distlab's <prefix><rank>.json or PyTorch's <prefix><rank>")
+      sub.add_option(
+             "dumps", flags->dumps,
+             "one dump file per rank: distlab's <prefix><rank>.json or PyTorch's <prefix><rank>")
           ->required();
       sub.add_flag("--json", flags->json, "print the result as JSON");
       sub.add_option("--export-torch", flags->exportTorch,

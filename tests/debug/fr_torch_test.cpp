@@ -30,25 +30,36 @@ using ::testing::HasSubstr;
 using ::testing::IsEmpty;
 
 // One entry as PyTorch's NCCL group records it.
-json torchEntry(uint64_t seq, const std::string& name, json in, json out = json(),
-                const std::string& state = "completed", const std::string& dtype = "Float",
+json torchEntry(uint64_t seq,
+                const std::string& name,
+                json in,
+                json out = json(),
+                const std::string& state = "completed",
+                const std::string& dtype = "Float",
                 uint64_t p2pSeq = 0) {
   if (out.is_null()) out = in;
   json dIn = json::array(), dOut = json::array();
   for (size_t i = 0; i < in.size(); ++i) dIn.push_back(dtype);
   for (size_t i = 0; i < out.size(); ++i) dOut.push_back(dtype);
   const bool p2p = name.rfind("nccl:send", 0) == 0 || name.rfind("nccl:recv", 0) == 0;
-  return {{"record_id", 0},           {"pg_id", 0},
+  return {{"record_id", 0},
+          {"pg_id", 0},
           {"process_group", {"0", "default_pg"}},
-          {"collective_seq_id", seq}, {"p2p_seq_id", p2pSeq},
-          {"op_id", seq},             {"profiling_name", name},
-          {"time_created_ns", 1},     {"input_sizes", in},
-          {"input_dtypes", dIn},      {"output_sizes", out},
-          {"output_dtypes", dOut},    {"state", state},
+          {"collective_seq_id", seq},
+          {"p2p_seq_id", p2pSeq},
+          {"op_id", seq},
+          {"profiling_name", name},
+          {"time_created_ns", 1},
+          {"input_sizes", in},
+          {"input_dtypes", dIn},
+          {"output_sizes", out},
+          {"output_dtypes", dOut},
+          {"state", state},
           {"time_discovered_started_ns", nullptr},
           {"time_discovered_completed_ns", nullptr},
           {"retired", state == "completed"},
-          {"timeout_ms", 600000},     {"is_p2p", p2p},
+          {"timeout_ms", 600000},
+          {"is_p2p", p2p},
           {"frames", json::array()}};
 }
 
@@ -61,8 +72,11 @@ json torchDump(std::vector<json> entries, int world = 3) {
   return {{"version", "2.9"},
           {"comm_lib_version", "2.21.5"},
           {"pg_config", {{"0", {{"name", "0"}, {"desc", "default_pg"}, {"ranks", ranks + "]"}}}}},
-          {"pg_status", {{"0", {{"last_enqueued_collective", 0}, {"last_started_collective", 0},
-                                {"last_completed_collective", 0}}}}},
+          {"pg_status",
+           {{"0",
+             {{"last_enqueued_collective", 0},
+              {"last_started_collective", 0},
+              {"last_completed_collective", 0}}}}},
           {"entries", entries}};
 }
 
@@ -96,8 +110,8 @@ const json k10 = json::parse("[[10]]");
 const json k12 = json::parse("[[12]]");
 
 TEST_F(FrTorch, FullyMatchedIsNoFinding) {
-  const json d = torchDump({torchEntry(1, "nccl:all_reduce", k10),
-                            torchEntry(2, "nccl:broadcast", k10)});
+  const json d =
+      torchDump({torchEntry(1, "nccl:all_reduce", k10), torchEntry(2, "nccl:broadcast", k10)});
   const auto r = analyze({d, d, d});
   EXPECT_FALSE(r.foundDivergence()) << r.text;
   EXPECT_THAT(r.ranks, ElementsAre(0, 1, 2));
@@ -135,8 +149,8 @@ TEST_F(FrTorch, SizeMismatchNamesTheCulprit) {
 
 TEST_F(FrTorch, DtypeMismatchNamesTheCulprit) {
   const json ok = torchDump({torchEntry(1, "nccl:all_reduce", k10)});
-  const auto r =
-      analyze({ok, ok, torchDump({torchEntry(1, "nccl:all_reduce", k10, {}, "completed", "Half")})});
+  const auto r = analyze(
+      {ok, ok, torchDump({torchEntry(1, "nccl:all_reduce", k10, {}, "completed", "Half")})});
   ASSERT_EQ(r.divergences.size(), 1u) << r.text;
   EXPECT_EQ(r.divergences[0].kind, "DTYPE_MISMATCH");
   EXPECT_EQ(r.divergences[0].matchState, "COLLECTIVE_DTYPE_MISMATCH");
@@ -147,7 +161,8 @@ TEST_F(FrTorch, DtypeMismatchNamesTheCulprit) {
 // PyTorch records an all_gather's output as one flat tensor ([world, n]) and
 // numbers send/recv per group: neither is a finding.
 TEST_F(FrTorch, FlatAllGatherAndPerGroupP2PNumberingAreNoFalseAlarm) {
-  const json gather = torchEntry(1, "nccl:all_gather", json::parse("[[4]]"), json::parse("[[3, 4]]"));
+  const json gather =
+      torchEntry(1, "nccl:all_gather", json::parse("[[4]]"), json::parse("[[3, 4]]"));
   // Rank 1 sends to 0 then 2; each peer sees its recv as p2p number 1 of its
   // own, while rank 1 counts 1 and 2.
   const auto r = analyze(
@@ -160,11 +175,13 @@ TEST_F(FrTorch, FlatAllGatherAndPerGroupP2PNumberingAreNoFalseAlarm) {
 
 TEST_F(FrTorch, ReadsPyTorchsJsonForm) {
   json d = torchDump({torchEntry(1, "nccl:all_reduce", k10)});
-  d["pg_status"]["0"] = {{"last_enqueued_collective", "1"}, {"last_started_collective", "1"},
+  d["pg_status"]["0"] = {{"last_enqueued_collective", "1"},
+                         {"last_started_collective", "1"},
                          {"last_completed_collective", "1"}};
   d["entries"][0]["time_discovered_started_ns"] = 0;
-  const json hung = torchDump({torchEntry(1, "nccl:all_reduce", k10),
-                               torchEntry(2, "nccl:all_gather", k10, json::parse("[[30]]"), "started")});
+  const json hung =
+      torchDump({torchEntry(1, "nccl:all_reduce", k10),
+                 torchEntry(2, "nccl:all_gather", k10, json::parse("[[30]]"), "started")});
   std::vector<std::string> paths{writeFile(dir_.file("trace_0"), d.dump()),
                                  writeFile(dir_.file("trace_1"), hung.dump()),
                                  writeFile(dir_.file("trace_2"), toPickle(hung))};
@@ -188,36 +205,50 @@ TEST_F(FrTorch, BadInputNamesTheFileTheFieldAndTheFix) {
   EXPECT_THAT(errorOf("fr_0", toPickle(torchDump({torchEntry(1, "nccl:frobnicate", k10)}))),
               HasSubstr("entry 0: 'profiling_name' = \"nccl:frobnicate\" names no operation "
                         "this reader knows; expected one of broadcast,"));
-  EXPECT_THAT(errorOf("fr_0", toPickle(torchDump({torchEntry(1, "nccl:send", k10)}))),
-              HasSubstr("does not name its peer in a group of 3 ranks; expected \"nccl:send 0->1\""));
+  EXPECT_THAT(
+      errorOf("fr_0", toPickle(torchDump({torchEntry(1, "nccl:send", k10)}))),
+      HasSubstr("does not name its peer in a group of 3 ranks; expected \"nccl:send 0->1\""));
   EXPECT_THAT(errorOf("dump.pkl", toPickle(torchDump({}))),
               HasSubstr("dump.pkl: the file name does not end in the rank"));
   const std::string whole = toPickle(torchDump({torchEntry(1, "nccl:all_reduce", k10)}));
-  EXPECT_THAT(errorOf("fr_1", whole.substr(0, whole.size() / 2)),
-              HasSubstr("fr_1: pickle: byte "));
+  EXPECT_THAT(errorOf("fr_1", whole.substr(0, whole.size() / 2)), HasSubstr("fr_1: pickle: byte "));
 }
 
 // ---- export: distlab's dumps in PyTorch's format --------------------------------
 
-json distlabEntry(uint64_t seq, const std::string& op, json in, json out = json(),
-                  const std::string& state = "completed", const std::string& dtype = "float32",
-                  int peer = -1, uint64_t record = 0) {
+json distlabEntry(uint64_t seq,
+                  const std::string& op,
+                  json in,
+                  json out = json(),
+                  const std::string& state = "completed",
+                  const std::string& dtype = "float32",
+                  int peer = -1,
+                  uint64_t record = 0) {
   if (out.is_null()) out = in;
   json dIn = json::array(), dOut = json::array();
   for (size_t i = 0; i < in.size(); ++i) dIn.push_back(dtype);
   for (size_t i = 0; i < out.size(); ++i) dOut.push_back(dtype);
   const bool p2p = op == "SEND" || op == "RECV";
-  return {{"record_id", record},   {"pg_id", "g"},
+  return {{"record_id", record},
+          {"pg_id", "g"},
           {"process_group", {"g", "default_pg"}},
-          {"collective_seq_id", p2p ? 0 : seq}, {"p2p_seq_id", p2p ? seq : 0},
-          {"is_p2p", p2p},         {"profiling_name", "shm:" + op},
-          {"op_type", op},         {"input_sizes", in},
-          {"output_sizes", out},   {"input_dtypes", dIn},
-          {"output_dtypes", dOut}, {"state", state},
-          {"peer", peer},          {"time_discovered_started_ns", state == "scheduled" ? json() : json(5)}};
+          {"collective_seq_id", p2p ? 0 : seq},
+          {"p2p_seq_id", p2p ? seq : 0},
+          {"is_p2p", p2p},
+          {"profiling_name", "shm:" + op},
+          {"op_type", op},
+          {"input_sizes", in},
+          {"output_sizes", out},
+          {"input_dtypes", dIn},
+          {"output_dtypes", dOut},
+          {"state", state},
+          {"peer", peer},
+          {"time_discovered_started_ns", state == "scheduled" ? json() : json(5)}};
 }
 
-std::string distlabDump(const testing::TempDir& dir, int rank, std::vector<json> entries,
+std::string distlabDump(const testing::TempDir& dir,
+                        int rank,
+                        std::vector<json> entries,
                         int world = 3) {
   json ranks = json::array();
   for (int r = 0; r < world; ++r) ranks.push_back(r);
@@ -258,9 +289,10 @@ TEST_F(FrTorch, RoundTripKeepsTheVerdict) {
                      distlabDump(dir_, 1, {distlabEntry(1, "ALLREDUCE", k10)}),
                      distlabDump(dir_, 2, {distlabEntry(1, "ALLREDUCE", k12)})},
                     out2);
-  expectSameVerdict({distlabDump(dir_, 0, {distlabEntry(1, "SEND", k10, {}, "completed", "float32", 1)}),
-                     distlabDump(dir_, 1, {distlabEntry(1, "RECV", k10, {}, "completed", "float32", 0)})},
-                    out3);
+  expectSameVerdict(
+      {distlabDump(dir_, 0, {distlabEntry(1, "SEND", k10, {}, "completed", "float32", 1)}),
+       distlabDump(dir_, 1, {distlabEntry(1, "RECV", k10, {}, "completed", "float32", 0)})},
+      out3);
 }
 
 // What PyTorch's analyzer cannot see (its dumps hold no reduce op or root)
@@ -273,7 +305,8 @@ TEST_F(FrTorch, ReduceOpAndRootMismatchesSurviveTheExport) {
     b["collective_seq_id"] = 2;
     return distlabDump(dir_, r, {a, b});
   };
-  const std::vector<std::string> reduce{withOp(0, "SUM", 0), withOp(1, "MAX", 0), withOp(2, "SUM", 0)};
+  const std::vector<std::string> reduce{withOp(0, "SUM", 0), withOp(1, "MAX", 0),
+                                        withOp(2, "SUM", 0)};
   const auto r = analyzeDumps(reduce);
   ASSERT_EQ(r.divergences.size(), 1u) << r.text;
   EXPECT_EQ(r.divergences[0].kind, "REDUCE_OP_MISMATCH");
@@ -281,7 +314,8 @@ TEST_F(FrTorch, ReduceOpAndRootMismatchesSurviveTheExport) {
   EXPECT_EQ(r.divergences[0].matchState, "FULLY_MATCHED");
   testing::TempDir out1, out2;
   expectSameVerdict(reduce, out1);
-  const std::vector<std::string> root{withOp(0, "SUM", 0), withOp(1, "SUM", 0), withOp(2, "SUM", 1)};
+  const std::vector<std::string> root{withOp(0, "SUM", 0), withOp(1, "SUM", 0),
+                                      withOp(2, "SUM", 1)};
   const auto r2 = analyzeDumps(root);
   ASSERT_EQ(r2.divergences.size(), 1u) << r2.text;
   EXPECT_EQ(r2.divergences[0].kind, "ROOT_MISMATCH");
@@ -326,8 +360,8 @@ TEST_F(FrTorch, ExportToAFolderThatCannotBeMadeNamesIt) {
     exportTorchDumps({d}, blocked);
     FAIL() << "no error";
   } catch (const ValueError& e) {
-    EXPECT_THAT(e.what(), HasSubstr("analyze: --export-torch " + blocked +
-                                    ": cannot create the folder"));
+    EXPECT_THAT(e.what(),
+                HasSubstr("analyze: --export-torch " + blocked + ": cannot create the folder"));
   }
 }
 
@@ -337,8 +371,8 @@ TEST_F(FrTorch, CliExportsAndAnalyzes) {
   const std::string a = distlabDump(dir_, 0, {distlabEntry(1, "ALLREDUCE", k10)});
   const std::string b = distlabDump(dir_, 1, {distlabEntry(1, "ALLREDUCE", k12)});
   const auto run = [](const std::string& args) {
-    const std::string cmd = "timeout -s KILL 60 " + std::string(DISTLAB_CLI_PATH) + " analyze " +
-                            args + " 2>&1";
+    const std::string cmd =
+        "timeout -s KILL 60 " + std::string(DISTLAB_CLI_PATH) + " analyze " + args + " 2>&1";
     std::string out;
     FILE* p = popen(cmd.c_str(), "r");
     char buf[4096];

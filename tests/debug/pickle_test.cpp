@@ -50,8 +50,12 @@ TEST(PickleWriter, IntegersTakeTheSmallestOpcode) {
 
 TEST(PickleWriter, ContainersAndScalars) {
   EXPECT_EQ(toPickle(json::parse(R"({"a": [true, null, 1.5], "b": {}})")),
-            framed(bytes("}(X\x01\x00\x00\x00" "a](\x88N" "G\x3f\xf8\x00\x00\x00\x00\x00\x00" "e"
-                         "X\x01\x00\x00\x00" "b}u",
+            framed(bytes("}(X\x01\x00\x00\x00"
+                         "a](\x88N"
+                         "G\x3f\xf8\x00\x00\x00\x00\x00\x00"
+                         "e"
+                         "X\x01\x00\x00\x00"
+                         "b}u",
                          30)));
   EXPECT_EQ(toPickle(json::array()), framed("]"));
   EXPECT_EQ(toPickle(json(false)), framed("\x89"));
@@ -62,9 +66,9 @@ TEST(PickleReader, ReadsBackWhatTheWriterWrote) {
       "time": null, "ok": false, "ms": 0.25, "neg": -70000, "big": 9007199254740993,
       "name": "nccl:send 0->2 \u00e9"}], "version": "2.7", "empty": {}})");
   EXPECT_EQ(fromPickle(toPickle(v), "p"), v);
-  const json edges = json::array({std::numeric_limits<int64_t>::min(),
-                                  std::numeric_limits<int64_t>::max(),
-                                  std::numeric_limits<uint64_t>::max(), -128, -129, 65535, 65536});
+  const json edges =
+      json::array({std::numeric_limits<int64_t>::min(), std::numeric_limits<int64_t>::max(),
+                   std::numeric_limits<uint64_t>::max(), -128, -129, 65535, 65536});
   EXPECT_EQ(fromPickle(toPickle(edges), "p"), edges);
 }
 
@@ -100,7 +104,9 @@ TEST(PickleReader, ReadsPythonsProtocolTwo) {
 
 TEST(PickleReader, ReadsTheListBuildersOfC10sPickler) {
   // torch.jit._pickle.build_intlist(([3, 4],))
-  const std::string p = framed("ctorch.jit._pickle\nbuild_intlist\n](K\x03K\x04" "e\x85R");
+  const std::string p = framed(
+      "ctorch.jit._pickle\nbuild_intlist\n](K\x03K\x04"
+      "e\x85R");
   EXPECT_EQ(fromPickle(p, "p"), json::parse("[3, 4]"));
 }
 
@@ -121,12 +127,16 @@ TEST(PickleReader, UnknownOpcodesAndCallsAreRefusedNotRun) {
   EXPECT_THAT(errorOf("\x80\x07N."), HasSubstr("pickle protocol 7; expected 2 to 5"));
   EXPECT_THAT(errorOf(framed("NN")), HasSubstr("STOP with 2 values"));
   EXPECT_THAT(errorOf(framed("e")), HasSubstr("APPENDS finds no MARK"));
-  EXPECT_THAT(errorOf(framed(bytes("h\x05", 2))), HasSubstr("GET of memo entry 5, which was never PUT"));
+  EXPECT_THAT(errorOf(framed(bytes("h\x05", 2))),
+              HasSubstr("GET of memo entry 5, which was never PUT"));
 }
 
 TEST(PickleReader, SelfReferenceAndSharedExpansionAreBounded) {
   // l = []; l.append(l)
-  EXPECT_THAT(errorOf(framed(bytes("]q\x00h\x00" "a", 6))), HasSubstr("nested deeper than 32"));
+  EXPECT_THAT(errorOf(framed(bytes("]q\x00h\x00"
+                                   "a",
+                                   6))),
+              HasSubstr("nested deeper than 32"));
   // Each list holds the previous one twice: 2^30 values once expanded (all
   // 31 lists in one tuple).
   std::string p = "(]q" + bytes("\x00", 1);
@@ -135,7 +145,7 @@ TEST(PickleReader, SelfReferenceAndSharedExpansionAreBounded) {
          static_cast<char>(i);
   }
   EXPECT_THAT(errorOf(framed(p + "t")), HasSubstr("more than 2097152 values once shared values are "
-                                            "expanded"));
+                                                  "expanded"));
 }
 
 }  // namespace
