@@ -222,18 +222,6 @@ std::string readState(const json& e, const DumpSite& s) {
   return state;
 }
 
-// The fields only `--export-torch` carries over; each is optional.
-void readExportFields(const json& e, const DumpSite& s, DumpEntry& d) {
-  constexpr int64_t kMaxNs = std::numeric_limits<int64_t>::max();
-  d.recordId = static_cast<uint64_t>(optionalInteger(e, "record_id", s, 0, kMaxDumpSeq, 0));
-  d.opId = static_cast<uint64_t>(optionalInteger(e, "op_id", s, 0, kMaxDumpSeq, 0));
-  d.createdNs = optionalInteger(e, "time_created_ns", s, 0, kMaxNs, 0);
-  d.startedNs = optionalInteger(e, "time_discovered_started_ns", s, 0, kMaxNs, 0);
-  d.completedNs = optionalInteger(e, "time_discovered_completed_ns", s, 0, kMaxNs, 0);
-  d.timeoutMs = optionalInteger(e, "timeout_ms", s, 0, kMaxNs, 0);
-  d.reduceOp = optionalString(e, "reduce_op", s);
-}
-
 // process_group: [name, desc] of the entry's group, when present.
 void checkProcessGroup(const json& e, const DumpSite& s, const std::string& group) {
   const json* v = optionalField(e, "process_group");
@@ -249,6 +237,17 @@ void checkProcessGroup(const json& e, const DumpSite& s, const std::string& grou
 }
 
 }  // namespace
+
+void readExportFields(const json& e, const DumpSite& s, DumpEntry& d) {
+  constexpr int64_t kMaxNs = std::numeric_limits<int64_t>::max();
+  d.recordId = static_cast<uint64_t>(optionalInteger(e, "record_id", s, 0, kMaxDumpSeq, 0));
+  d.opId = static_cast<uint64_t>(optionalInteger(e, "op_id", s, 0, kMaxDumpSeq, 0));
+  d.createdNs = optionalInteger(e, "time_created_ns", s, 0, kMaxNs, 0);
+  d.startedNs = optionalInteger(e, "time_discovered_started_ns", s, 0, kMaxNs, 0);
+  d.completedNs = optionalInteger(e, "time_discovered_completed_ns", s, 0, kMaxNs, 0);
+  d.timeoutMs = optionalInteger(e, "timeout_ms", s, 0, kMaxNs, 0);
+  d.reduceOp = optionalString(e, "reduce_op", s);
+}
 
 int64_t dumpInteger(const json& obj, const char* name, const DumpSite& s, int64_t lo, int64_t hi) {
   return integerField(obj, name, s, lo, hi);

@@ -54,6 +54,9 @@ std::vector<std::vector<int64_t>> dumpShapes(const nlohmann::json& obj,
 std::vector<std::string> dumpStrings(const nlohmann::json& obj,
                                      const char* name,
                                      const DumpSite& s);
+// The optional fields only `--export-torch` carries over (record_id, op_id,
+// the times, timeout_ms, reduce_op), into `d`.
+void readExportFields(const nlohmann::json& e, const DumpSite& s, DumpEntry& d);
 // `v` as a message shows it: compact JSON, at most 64 characters.
 std::string shownJson(const nlohmann::json& v);
 

@@ -36,8 +36,10 @@ Shapes flattened(const Shapes& list) {
     shape.insert(shape.end(), list[0].begin(), list[0].end());
     return {shape};
   }
-  int64_t total = 0;
-  for (const auto& s : list) total += elementCount(s);
+  int64_t total = 0;  // each shape's count fits int64 (dump_fields.hpp); their sum may not
+  for (const auto& s : list) {
+    if (__builtin_add_overflow(total, elementCount(s), &total)) return list;
+  }
   return {{total}};
 }
 

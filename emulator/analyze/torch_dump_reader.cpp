@@ -130,7 +130,10 @@ void unflattenAllGather(DumpEntry& d, size_t world) {
   int64_t in = 1, out = 1;
   for (int64_t x : d.inputSizes[0]) in *= x;
   for (int64_t x : d.outputSizes[0]) out *= x;
-  if (out != in * static_cast<int64_t>(world)) return;
+  int64_t expected = 0;  // shapes are checked to fit int64; world times may not
+  if (__builtin_mul_overflow(in, static_cast<int64_t>(world), &expected) || out != expected) {
+    return;
+  }
   d.outputSizes.assign(world, d.inputSizes[0]);
   if (d.outputDtypes.size() == 1) d.outputDtypes.assign(world, d.outputDtypes[0]);
 }
@@ -145,6 +148,9 @@ class TorchDumpReader {
   void readEntries(const json& list);
   void readStatus(const json& top);
   std::optional<DumpEntry> readEntry(const json& e, const DumpSite& s);
+  size_t readGroupOf(const json& e, const DumpSite& s, DumpEntry& d);
+  std::optional<ParsedName> readOp(const json& e, const DumpSite& s, DumpEntry& d);
+  void readTensors(const json& e, const DumpSite& s, DumpEntry& d);
 
   const std::string& path_;
   RankDump dump_;
@@ -172,15 +178,14 @@ void TorchDumpReader::readGroups(const json& top) {
   }
 }
 
-std::optional<DumpEntry> TorchDumpReader::readEntry(const json& e, const DumpSite& s) {
-  if (!e.is_object()) failDump(path_, fmt::format("{} is not a dict; expected an entry", s.where));
+// process_group [name, desc]: a group of pg_config; its size.
+size_t TorchDumpReader::readGroupOf(const json& e, const DumpSite& s, DumpEntry& d) {
   const json& pg = dumpRequired(e, "process_group", s);
   if (!pg.is_array() || pg.size() != 2 || !pg[0].is_string() || !pg[1].is_string()) {
     failDump(path_, fmt::format("{}: 'process_group' = {} is not [name, desc]; expected two "
                                 "strings",
                                 s.where, shownJson(pg)));
   }
-  DumpEntry d;
   d.group = pg[0].get<std::string>();
   auto g = dump_.groups.find(d.group);
   if (g == dump_.groups.end()) {
@@ -188,6 +193,14 @@ std::optional<DumpEntry> TorchDumpReader::readEntry(const json& e, const DumpSit
                                 "hold",
                                 s.where, shownText(d.group)));
   }
+  if (e.contains("pg_id") && e["pg_id"].is_number_integer()) {
+    pgNames_[e["pg_id"].get<int64_t>()] = d.group;
+  }
+  return g->second.ranks.size();
+}
+
+// profiling_name and is_p2p: the op; nullopt for an entry that is none.
+std::optional<ParsedName> TorchDumpReader::readOp(const json& e, const DumpSite& s, DumpEntry& d) {
   d.profilingName = dumpString(e, "profiling_name", s);
   const ParsedName name = splitProfilingName(d.profilingName, s);
   if (torchOpSkipped(name.op)) return std::nullopt;
@@ -198,51 +211,55 @@ std::optional<DumpEntry> TorchDumpReader::readEntry(const json& e, const DumpSit
                                 s.where, shownText(d.profilingName), knownTorchOpNames()));
   }
   d.opType = std::string(*opType);
-  const bool send = d.opType == "SEND",
-             p2p = send || d.opType == "RECV" || d.opType == "RECVANYSOURCE";
+  const bool p2p = d.opType == "SEND" || d.opType == "RECV" || d.opType == "RECVANYSOURCE";
   d.isP2P = e.contains("is_p2p") ? dumpBool(e, "is_p2p", s) : p2p;
   if (d.isP2P != p2p) {
     failDump(path_, fmt::format("{}: 'is_p2p' = {} disagrees with 'profiling_name' = \"{}\"; "
                                 "expected is_p2p true exactly for send and recv",
                                 s.where, d.isP2P, shownText(d.profilingName)));
   }
-  d.collectiveSeq =
-      static_cast<uint64_t>(dumpInteger(e, "collective_seq_id", s, p2p ? 0 : 1, kMaxDumpSeq));
-  dumpInteger(e, "p2p_seq_id", s, 0, kMaxDumpSeq);
+  return name;
+}
+
+// Sizes, dtypes (as distlab names them) and state.
+void TorchDumpReader::readTensors(const json& e, const DumpSite& s, DumpEntry& d) {
   d.inputSizes = dumpShapes(e, "input_sizes", s);
   d.outputSizes = dumpShapes(e, "output_sizes", s);
-  for (const auto& t : dumpStrings(e, "input_dtypes", s))
+  for (const auto& t : dumpStrings(e, "input_dtypes", s)) {
     d.inputDtypes.push_back(dtypeOfTorchName(t));
-  for (const auto& t : dumpStrings(e, "output_dtypes", s))
+  }
+  for (const auto& t : dumpStrings(e, "output_dtypes", s)) {
     d.outputDtypes.push_back(dtypeOfTorchName(t));
+  }
   d.state = dumpString(e, "state", s);
   if (d.state != "scheduled" && d.state != "started" && d.state != "completed") {
     failDump(path_, fmt::format("{}: 'state' = \"{}\" is not one of PyTorch's states; expected "
                                 "scheduled, started or completed",
                                 s.where, shownText(d.state)));
   }
-  const size_t world = g->second.ranks.size();
-  if (p2p) {
-    d.peer = p2pPeer(name, d.profilingName, send, static_cast<int>(world), s);
+}
+
+std::optional<DumpEntry> TorchDumpReader::readEntry(const json& e, const DumpSite& s) {
+  if (!e.is_object()) failDump(path_, fmt::format("{} is not a dict; expected an entry", s.where));
+  DumpEntry d;
+  const size_t world = readGroupOf(e, s, d);
+  const auto name = readOp(e, s, d);
+  if (!name) return std::nullopt;
+  d.collectiveSeq =
+      static_cast<uint64_t>(dumpInteger(e, "collective_seq_id", s, d.isP2P ? 0 : 1, kMaxDumpSeq));
+  dumpInteger(e, "p2p_seq_id", s, 0, kMaxDumpSeq);
+  readTensors(e, s, d);
+  if (d.isP2P) {
+    const bool send = d.opType == "SEND";
+    d.peer = p2pPeer(*name, d.profilingName, send, static_cast<int>(world), s);
     d.p2pSeq = ++p2pCount_[{d.group, d.peer, send}];  // Note [Reading PyTorch's dumps]
-  }
-  if (e.contains("reduce_op") && e["reduce_op"].is_string())
-    d.reduceOp = dumpString(e, "reduce_op", s);
-  if (!p2p) {
-    d.peer =
-        static_cast<int>(dumpOptionalInteger(e, "root", s, 0, static_cast<int64_t>(world) - 1, -1));
+  } else {
+    const auto lastRank = static_cast<int64_t>(world) - 1;
+    d.peer = static_cast<int>(dumpOptionalInteger(e, "root", s, 0, lastRank, -1));
   }
   if (d.opType == "ALLTOALL" && d.inputSizes.size() <= 1) d.opType = "ALLTOALL_BASE";
   unflattenAllGather(d, world);
-  constexpr int64_t kMaxNs = std::numeric_limits<int64_t>::max();
-  d.recordId = static_cast<uint64_t>(dumpOptionalInteger(e, "record_id", s, 0, kMaxDumpSeq, 0));
-  d.opId = static_cast<uint64_t>(dumpOptionalInteger(e, "op_id", s, 0, kMaxDumpSeq, 0));
-  d.createdNs = dumpOptionalInteger(e, "time_created_ns", s, 0, kMaxNs, 0);
-  d.startedNs = dumpOptionalInteger(e, "time_discovered_started_ns", s, 0, kMaxNs, 0);
-  d.completedNs = dumpOptionalInteger(e, "time_discovered_completed_ns", s, 0, kMaxNs, 0);
-  d.timeoutMs = dumpOptionalInteger(e, "timeout_ms", s, 0, kMaxNs, 0);
-  if (e.contains("pg_id") && e["pg_id"].is_number_integer())
-    pgNames_[e["pg_id"].get<int64_t>()] = d.group;
+  readExportFields(e, s, d);  // reduce_op too, when the export wrote one
   return d;
 }
 
