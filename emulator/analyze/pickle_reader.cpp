@@ -52,7 +52,7 @@ class Unpickler {
 
  private:
   bool step();  // false at STOP
-  uint64_t littleEndian(int bytes);
+  uint64_t littleEndian(int bytes, const char* what);
   std::string_view take(uint64_t n, const char* what);
   std::string line(const char* what);
   void push(NodePtr n);
@@ -92,8 +92,8 @@ std::string_view Unpickler::take(uint64_t n, const char* what) {
   return s;
 }
 
-uint64_t Unpickler::littleEndian(int bytes) {
-  const std::string_view s = take(bytes, "an integer argument");
+uint64_t Unpickler::littleEndian(int bytes, const char* what) {
+  const std::string_view s = take(bytes, what);
   uint64_t v = 0;
   for (int i = bytes - 1; i >= 0; --i) v = (v << 8) | static_cast<unsigned char>(s[i]);
   return v;
@@ -206,7 +206,7 @@ bool Unpickler::step() {
       return true;
     }
     case op::kFrame:
-      littleEndian(8);
+      littleEndian(8, "FRAME");
       return true;  // a length hint only
     case op::kStop:
       return false;
@@ -220,16 +220,16 @@ bool Unpickler::step() {
       push(scalarNode(false));
       return true;
     case op::kBinInt:
-      push(scalarNode(static_cast<int64_t>(static_cast<int32_t>(littleEndian(4)))));
+      push(scalarNode(static_cast<int64_t>(static_cast<int32_t>(littleEndian(4, "BININT")))));
       return true;
     case op::kBinInt1:
-      push(scalarNode(littleEndian(1)));
+      push(scalarNode(littleEndian(1, "BININT1")));
       return true;
     case op::kBinInt2:
-      push(scalarNode(littleEndian(2)));
+      push(scalarNode(littleEndian(2, "BININT2")));
       return true;
     case op::kLong1:
-      pushLong(take(littleEndian(1), "LONG1"));
+      pushLong(take(littleEndian(1, "LONG1"), "LONG1"));
       return true;
     case op::kBinFloat: {
       uint64_t bits = 0;
@@ -238,13 +238,13 @@ bool Unpickler::step() {
       return true;
     }
     case op::kShortBinUnicode:
-      push(scalarNode(std::string(take(littleEndian(1), "SHORT_BINUNICODE"))));
+      push(scalarNode(std::string(take(littleEndian(1, "SHORT_BINUNICODE"), "SHORT_BINUNICODE"))));
       return true;
     case op::kBinUnicode:
-      push(scalarNode(std::string(take(littleEndian(4), "BINUNICODE"))));
+      push(scalarNode(std::string(take(littleEndian(4, "BINUNICODE"), "BINUNICODE"))));
       return true;
     case op::kBinUnicode8:
-      push(scalarNode(std::string(take(littleEndian(8), "BINUNICODE8"))));
+      push(scalarNode(std::string(take(littleEndian(8, "BINUNICODE8"), "BINUNICODE8"))));
       return true;
     case op::kEmptyList:
       push(containerNode(Kind::kList));
@@ -287,19 +287,19 @@ bool Unpickler::step() {
       return true;
     }
     case op::kBinPut:
-      memoPut(littleEndian(1));
+      memoPut(littleEndian(1, "BINPUT"));
       return true;
     case op::kLongBinPut:
-      memoPut(littleEndian(4));
+      memoPut(littleEndian(4, "LONG_BINPUT"));
       return true;
     case op::kMemoize:
       memoPut(memo_.size());
       return true;
     case op::kBinGet:
-      memoGet(littleEndian(1));
+      memoGet(littleEndian(1, "BINGET"));
       return true;
     case op::kLongBinGet:
-      memoGet(littleEndian(4));
+      memoGet(littleEndian(4, "LONG_BINGET"));
       return true;
     case op::kGlobal: {
       std::string module = line("GLOBAL"), name = line("GLOBAL");
