@@ -20,8 +20,6 @@ using nlohmann::json;
 // negative or fractional number, or one past these, is a malformed dump: read
 // as-is it would wrap into a huge unsigned value, a negative size or another
 // rank.
-constexpr int64_t kMaxDumpRank = (int64_t{1} << 20) - 1;
-constexpr int64_t kMaxDumpSeq = int64_t{1} << 53;
 constexpr int64_t kMaxSize = std::numeric_limits<int64_t>::max();
 constexpr int64_t kMinTag = std::numeric_limits<int>::min();
 constexpr int64_t kMaxTag = std::numeric_limits<int>::max();
@@ -240,6 +238,45 @@ void checkProcessGroup(const json& e, const DumpSite& s, const std::string& grou
 
 }  // namespace
 
+void readExportFields(const json& e, const DumpSite& s, DumpEntry& d) {
+  constexpr int64_t kMaxNs = std::numeric_limits<int64_t>::max();
+  d.recordId = static_cast<uint64_t>(optionalInteger(e, "record_id", s, 0, kMaxDumpSeq, 0));
+  d.opId = static_cast<uint64_t>(optionalInteger(e, "op_id", s, 0, kMaxDumpSeq, 0));
+  d.createdNs = optionalInteger(e, "time_created_ns", s, 0, kMaxNs, 0);
+  d.startedNs = optionalInteger(e, "time_discovered_started_ns", s, 0, kMaxNs, 0);
+  d.completedNs = optionalInteger(e, "time_discovered_completed_ns", s, 0, kMaxNs, 0);
+  d.timeoutMs = optionalInteger(e, "timeout_ms", s, 0, kMaxNs, 0);
+  d.reduceOp = optionalString(e, "reduce_op", s);
+}
+
+int64_t dumpInteger(const json& obj, const char* name, const DumpSite& s, int64_t lo, int64_t hi) {
+  return integerField(obj, name, s, lo, hi);
+}
+int64_t dumpOptionalInteger(const json& obj,
+                            const char* name,
+                            const DumpSite& s,
+                            int64_t lo,
+                            int64_t hi,
+                            int64_t fallback) {
+  return optionalInteger(obj, name, s, lo, hi, fallback);
+}
+std::string dumpString(const json& obj, const char* name, const DumpSite& s) {
+  return stringField(obj, name, s);
+}
+bool dumpBool(const json& obj, const char* name, const DumpSite& s) {
+  return boolField(obj, name, s);
+}
+std::vector<std::vector<int64_t>> dumpShapes(const json& obj, const char* name, const DumpSite& s) {
+  return shapeList(obj, name, s);
+}
+std::vector<std::string> dumpStrings(const json& obj, const char* name, const DumpSite& s) {
+  return stringList(obj, name, s);
+}
+const json& dumpRequired(const json& obj, const char* name, const DumpSite& s) {
+  return required(obj, name, s);
+}
+std::string shownJson(const json& v) { return shownValue(v); }
+
 void failDump(const std::string& path, const std::string& what) {
   std::string line = fmt::format("analyze: {}: {}", path, what);
   std::string out;
@@ -283,6 +320,7 @@ DumpEntry readEntry(const json& e, const DumpSite& s) {
   d.tag = static_cast<int>(optionalInteger(e, "tag", s, kMinTag, kMaxTag, 0));
   d.timedOut = optionalField(e, "timed_out") && boolField(e, "timed_out", s);
   d.error = optionalString(e, "error", s);
+  readExportFields(e, s, d);
   checkProcessGroup(e, s, d.group);
   return d;
 }
@@ -327,7 +365,8 @@ void checkDumpVersion(const json& top, const DumpSite& s) {
   const json& v = required(top, "version", s);
   if (!v.is_string() || v.get_ref<const std::string&>() != knownDumpVersion()) {
     failDump(s.path, fmt::format("{}: 'version' = {} is not a dump version this reader knows; "
-                                 "expected \"{}\"",
+                                 "expected \"{}\" (distlab's), or \"2.<minor>\" for a "
+                                 "PyTorch dump",
                                  s.where, shownValue(v), knownDumpVersion()));
   }
 }

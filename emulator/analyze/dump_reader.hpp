@@ -60,6 +60,11 @@ struct DumpEntry {
   int tag = 0;
   bool timedOut = false;
   std::string error;
+  // Read when present, for `--export-torch` (torch_dump_export.hpp); the
+  // analysis does not use them. Times are wall-clock ns, 0 = not reached.
+  uint64_t recordId = 0, opId = 0;
+  int64_t createdNs = 0, startedNs = 0, completedNs = 0, timeoutMs = 0;
+  std::string reduceOp;
 };
 
 struct DumpGroup {

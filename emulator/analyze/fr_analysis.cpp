@@ -45,6 +45,11 @@ std::vector<int> minority(const std::map<int, std::string>& values, std::string*
   return out;
 }
 
+// Collectives whose entry's peer is their root (group rank).
+bool hasRoot(const std::string& op) {
+  return op == "BROADCAST" || op == "REDUCE" || op == "GATHER" || op == "SCATTER";
+}
+
 // A dump's entries by group, built once: looking a group's entries up in
 // every entry of every dump made the analysis quadratic in groups x entries.
 using EntriesByGroup = std::map<std::string, std::vector<const DumpEntry*>>;
@@ -190,6 +195,19 @@ std::optional<Divergence> GroupAnalysis::mismatch(uint64_t s,
   }
   if (!(culprits = minority(dtypes, &expected)).empty()) {
     return report("DTYPE_MISMATCH", "dtypes", dtypes);
+  }
+  std::map<int, std::string> reduceOps, roots;
+  for (int r : joined) {
+    const DumpEntry* e = views_.at(r).coll.at(s);
+    if (!e->reduceOp.empty()) reduceOps[r] = e->reduceOp;
+    if (hasRoot(op)) roots[r] = std::to_string(e->peer);
+  }
+  // Dumps that record no reduce op (PyTorch's) are not compared.
+  if (reduceOps.size() == joined.size() && !(culprits = minority(reduceOps, &expected)).empty()) {
+    return report("REDUCE_OP_MISMATCH", "reduce op", reduceOps);
+  }
+  if (!roots.empty() && !(culprits = minority(roots, &expected)).empty()) {
+    return report("ROOT_MISMATCH", "root (group rank)", roots);
   }
   return uneven ? crossCheck(s, joined) : std::nullopt;
 }
@@ -356,6 +374,20 @@ std::string subgroupNote(const DumpGroup& cfg) {
 
 }  // namespace
 
+std::string torchMatchState(const Divergence& d) {
+  if (d.kind == "COLLECTIVE_TYPE_MISMATCH") return d.kind;
+  if (d.kind == "SIZE_OR_SYNTAX_MISMATCH" || d.kind == "P2P_MISMATCH")
+    return "SIZE_OR_SYNTAX_MISMATCH";
+  if (d.kind == "DTYPE_MISMATCH") return "COLLECTIVE_DTYPE_MISMATCH";
+  // With no rank finished, every state agrees: PyTorch finds nothing, as for
+  // the reduce ops and roots it does not compare.
+  if (d.kind == "NOT_FINISHED")
+    return d.culprits.empty() ? "FULLY_MATCHED" : "COLLECTIVE_STATE_MISMATCH";
+  if (d.kind == "REDUCE_OP_MISMATCH" || d.kind == "ROOT_MISMATCH") return "FULLY_MATCHED";
+  if (d.notJoined.empty() && !d.noDump.empty()) return "UNDECIDED";
+  return "NOT_ALL_RANKS_JOINED";
+}
+
 AnalysisResult analyzeRankDumps(const std::vector<RankDump>& dumps) {
   if (dumps.empty()) throw ValueError("analyze: no dump files given");
   AnalysisResult result;
@@ -379,20 +411,25 @@ AnalysisResult analyzeRankDumps(const std::vector<RankDump>& dumps) {
     if (!d) d = a.pointToPoint();
     if (!d) continue;
     d->text += subgroupNote(cfg);
+    d->matchState = torchMatchState(*d);
     result.divergences.push_back(*d);
   }
   result.text = fmt::format("Analyzed {} dump(s) (ranks {}), {} group(s).\n", dumps.size(),
                             ranksText(result.ranks), groups.size());
   if (result.divergences.empty()) {
-    result.text += "No divergence found: every rank agrees on every recorded operation.\n";
+    result.text +=
+        "No divergence found: every rank agrees on every recorded operation "
+        "(PyTorch's analyzer: FULLY_MATCHED).\n";
   }
-  for (const auto& d : result.divergences) result.text += d.text + "\n";
+  for (const auto& d : result.divergences) {
+    result.text += fmt::format("{} (PyTorch's analyzer: {})\n", d.text, d.matchState);
+  }
   return result;
 }
 
 AnalysisResult analyzeDumps(const std::vector<std::string>& paths) {
   std::vector<RankDump> dumps;
-  for (const auto& p : paths) dumps.push_back(readDumpFile(p));
+  for (const auto& p : paths) dumps.push_back(readAnyDumpFile(p));
   return analyzeRankDumps(dumps);
 }
 

@@ -1,0 +1,385 @@
+#include "emulator/analyze/pickle_reader.hpp"
+
+#include <fmt/format.h>
+
+#include <bit>
+#include <cstdint>
+#include <memory>
+#include <unordered_map>
+#include <vector>
+
+#include "emulator/analyze/dump_fields.hpp"
+#include "emulator/analyze/dump_reader.hpp"
+#include "emulator/analyze/pickle_opcodes.hpp"
+
+namespace distlab::emulator {
+namespace {
+
+using nlohmann::json;
+namespace op = pickle_op;  // Note [Pickle opcodes]
+
+// Note [Pickle values by reference]
+// A pickle may PUT a container in the memo while it is still empty and fill
+// it afterwards (c10's pickler and Python's both do), then GET it again
+// elsewhere. Values are therefore nodes held by shared pointers while the
+// opcodes run, and become JSON only at STOP; that conversion counts every
+// value it emits against kMaxDumpValues and stops at kMaxDumpDepth, so a small
+// file whose GETs share one list many times over, or a list holding itself,
+// is refused instead of expanding without bound.
+struct Node;
+using NodePtr = std::shared_ptr<Node>;
+enum class Kind { kScalar, kList, kTuple, kDict, kGlobal, kMark };
+struct Node {
+  Kind kind = Kind::kScalar;
+  json scalar;                 // kScalar; kGlobal: "module.name"
+  std::vector<NodePtr> items;  // list, tuple; dict: key, value, key, value, ...
+};
+
+NodePtr scalarNode(json v) { return std::make_shared<Node>(Node{Kind::kScalar, std::move(v), {}}); }
+NodePtr containerNode(Kind k) { return std::make_shared<Node>(Node{k, json(), {}}); }
+
+// The list builders c10's pickler may emit; each returns its first argument.
+bool isListBuilder(const std::string& name) {
+  return name == "torch.jit._pickle.build_intlist" ||
+         name == "torch.jit._pickle.build_doublelist" ||
+         name == "torch.jit._pickle.build_boollist" || name == "torch.jit._pickle.restore_type_tag";
+}
+
+class Unpickler {
+ public:
+  Unpickler(std::string_view bytes, const std::string& path) : in_(bytes), path_(path) {}
+  json run();
+
+ private:
+  bool step();  // false at STOP
+  uint64_t littleEndian(int bytes, const char* what);
+  std::string_view take(uint64_t n, const char* what);
+  std::string line(const char* what);
+  void push(NodePtr n);
+  NodePtr pop(const char* what);
+  std::vector<NodePtr> popToMark(const char* what);
+  NodePtr& top(const char* what);
+  void addItems(const char* what, std::vector<NodePtr> items, bool dict);
+  void memoPut(uint64_t key);
+  void memoGet(uint64_t key);
+  void reduce();
+  void pushLong(std::string_view bytes);
+  json toJson(const Node& n, size_t depth);
+  [[noreturn]] void fail(const std::string& what) const;
+
+  std::string_view in_;
+  const std::string& path_;
+  size_t pos_ = 0, opAt_ = 0;
+  std::vector<NodePtr> stack_;
+  std::vector<size_t> marks_;
+  std::unordered_map<uint64_t, NodePtr> memo_;
+  size_t created_ = 0, emitted_ = 0;
+};
+
+void Unpickler::fail(const std::string& what) const {
+  failDump(path_, fmt::format("pickle: byte {}: {}", opAt_, what));
+}
+
+std::string_view Unpickler::take(uint64_t n, const char* what) {
+  if (n > in_.size() - pos_) {
+    fail(
+        fmt::format("truncated: {} needs {} more bytes, {} are left; the file was cut off "
+                    "(copy or dump it again)",
+                    what, n, in_.size() - pos_));
+  }
+  const std::string_view s = in_.substr(pos_, n);
+  pos_ += n;
+  return s;
+}
+
+uint64_t Unpickler::littleEndian(int bytes, const char* what) {
+  const std::string_view s = take(bytes, what);
+  uint64_t v = 0;
+  for (int i = bytes - 1; i >= 0; --i) v = (v << 8) | static_cast<unsigned char>(s[i]);
+  return v;
+}
+
+std::string Unpickler::line(const char* what) {
+  const size_t end = in_.find('\n', pos_);
+  if (end == std::string_view::npos || end - pos_ > 256) {
+    fail(fmt::format("truncated: {} has no end of line", what));
+  }
+  std::string s(in_.substr(pos_, end - pos_));
+  pos_ = end + 1;
+  return s;
+}
+
+void Unpickler::push(NodePtr n) {
+  if (++created_ > kMaxDumpValues) {
+    fail(fmt::format("more than {} values; expected at most that many in a dump", kMaxDumpValues));
+  }
+  stack_.push_back(std::move(n));
+}
+
+NodePtr Unpickler::pop(const char* what) {
+  if (stack_.empty() || (!marks_.empty() && stack_.size() <= marks_.back())) {
+    fail(fmt::format("{} finds no value on the stack; the pickle is damaged", what));
+  }
+  NodePtr n = std::move(stack_.back());
+  stack_.pop_back();
+  return n;
+}
+
+NodePtr& Unpickler::top(const char* what) {
+  if (stack_.empty())
+    fail(fmt::format("{} finds no value on the stack; the pickle is damaged", what));
+  return stack_.back();
+}
+
+std::vector<NodePtr> Unpickler::popToMark(const char* what) {
+  if (marks_.empty()) fail(fmt::format("{} finds no MARK; the pickle is damaged", what));
+  const size_t at = marks_.back();
+  marks_.pop_back();
+  std::vector<NodePtr> items(std::make_move_iterator(stack_.begin() + static_cast<long>(at)),
+                             std::make_move_iterator(stack_.end()));
+  stack_.resize(at);
+  return items;
+}
+
+void Unpickler::addItems(const char* what, std::vector<NodePtr> items, bool dict) {
+  Node& target = *top(what);
+  if (target.kind != (dict ? Kind::kDict : Kind::kList)) {
+    fail(fmt::format("{} adds to a value that is not a {}; the pickle is damaged", what,
+                     dict ? "dict" : "list"));
+  }
+  if (dict && items.size() % 2 != 0) fail(fmt::format("{} has a key without a value", what));
+  if (target.items.size() + items.size() > (dict ? 2 : 1) * kMaxDumpListLength) {
+    fail(fmt::format("more than {} items in one list or dict; expected at most that many",
+                     kMaxDumpListLength));
+  }
+  for (auto& i : items) target.items.push_back(std::move(i));
+}
+
+void Unpickler::memoPut(uint64_t key) {
+  if (memo_.size() >= kMaxDumpValues) fail("too many memo entries");
+  memo_[key] = top("PUT");
+}
+
+void Unpickler::memoGet(uint64_t key) {
+  auto it = memo_.find(key);
+  if (it == memo_.end()) fail(fmt::format("GET of memo entry {}, which was never PUT", key));
+  push(it->second);
+}
+
+// REDUCE calls only the list builders (isListBuilder): the result is the
+// first item of the argument tuple.
+void Unpickler::reduce() {
+  NodePtr args = pop("REDUCE");
+  NodePtr callable = pop("REDUCE");
+  if (callable->kind != Kind::kGlobal || !isListBuilder(callable->scalar.get<std::string>())) {
+    fail(
+        "REDUCE calls something a flight recorder dump never holds; only the list builders of "
+        "torch.jit._pickle are read");
+  }
+  if (args->kind != Kind::kTuple || args->items.empty()) fail("REDUCE without arguments");
+  push(args->items[0]);
+}
+
+// LONG1's little-endian two's complement, as an int64 (or uint64 when only
+// a sign byte exceeds it).
+void Unpickler::pushLong(std::string_view b) {
+  if (b.size() > 9 || (b.size() == 9 && b[8] != 0)) {
+    fail("an integer wider than 64 bits; a dump holds none");
+  }
+  uint64_t v = 0;
+  for (size_t i = std::min<size_t>(b.size(), 8); i-- > 0;) {
+    v = (v << 8) | static_cast<unsigned char>(b[i]);
+  }
+  if (b.size() == 9) return push(scalarNode(json(v)));
+  const bool negative = !b.empty() && (static_cast<unsigned char>(b.back()) & 0x80);
+  if (negative && b.size() < 8) v |= ~uint64_t{0} << (8 * b.size());
+  push(scalarNode(json(static_cast<int64_t>(v))));
+}
+
+bool Unpickler::step() {
+  opAt_ = pos_;
+  const auto code = static_cast<unsigned char>(take(1, "an opcode")[0]);
+  switch (code) {
+    case op::kProto: {
+      const auto v = static_cast<unsigned char>(take(1, "PROTO")[0]);
+      if (v < 2 || v > 5) fail(fmt::format("pickle protocol {}; expected 2 to 5", v));
+      return true;
+    }
+    case op::kFrame:
+      littleEndian(8, "FRAME");
+      return true;  // a length hint only
+    case op::kStop:
+      return false;
+    case op::kNone:
+      push(scalarNode(nullptr));
+      return true;
+    case op::kTrue:
+      push(scalarNode(true));
+      return true;
+    case op::kFalse:
+      push(scalarNode(false));
+      return true;
+    case op::kBinInt:
+      push(scalarNode(static_cast<int64_t>(static_cast<int32_t>(littleEndian(4, "BININT")))));
+      return true;
+    case op::kBinInt1:
+      push(scalarNode(littleEndian(1, "BININT1")));
+      return true;
+    case op::kBinInt2:
+      push(scalarNode(littleEndian(2, "BININT2")));
+      return true;
+    case op::kLong1:
+      pushLong(take(littleEndian(1, "LONG1"), "LONG1"));
+      return true;
+    case op::kBinFloat: {
+      uint64_t bits = 0;
+      for (char c : take(8, "BINFLOAT")) bits = (bits << 8) | static_cast<unsigned char>(c);
+      push(scalarNode(std::bit_cast<double>(bits)));
+      return true;
+    }
+    case op::kShortBinUnicode:
+      push(scalarNode(std::string(take(littleEndian(1, "SHORT_BINUNICODE"), "SHORT_BINUNICODE"))));
+      return true;
+    case op::kBinUnicode:
+      push(scalarNode(std::string(take(littleEndian(4, "BINUNICODE"), "BINUNICODE"))));
+      return true;
+    case op::kBinUnicode8:
+      push(scalarNode(std::string(take(littleEndian(8, "BINUNICODE8"), "BINUNICODE8"))));
+      return true;
+    case op::kEmptyList:
+      push(containerNode(Kind::kList));
+      return true;
+    case op::kEmptyDict:
+      push(containerNode(Kind::kDict));
+      return true;
+    case op::kEmptyTuple:
+      push(containerNode(Kind::kTuple));
+      return true;
+    case op::kMark:
+      marks_.push_back(stack_.size());
+      return true;
+    case op::kAppend:
+      addItems("APPEND", {pop("APPEND")}, false);
+      return true;
+    case op::kAppends:
+      addItems("APPENDS", popToMark("APPENDS"), false);
+      return true;
+    case op::kSetItem: {
+      NodePtr v = pop("SETITEM"), k = pop("SETITEM");
+      addItems("SETITEM", {k, v}, true);
+      return true;
+    }
+    case op::kSetItems:
+      addItems("SETITEMS", popToMark("SETITEMS"), true);
+      return true;
+    case op::kTuple:
+    case op::kTuple1:
+    case op::kTuple2:
+    case op::kTuple3: {
+      NodePtr t = containerNode(Kind::kTuple);
+      if (code == op::kTuple) {
+        t->items = popToMark("TUPLE");
+      } else {
+        t->items.resize(code - op::kTuple1 + 1);
+        for (size_t i = t->items.size(); i-- > 0;) t->items[i] = pop("TUPLE1/2/3");
+      }
+      push(t);
+      return true;
+    }
+    case op::kBinPut:
+      memoPut(littleEndian(1, "BINPUT"));
+      return true;
+    case op::kLongBinPut:
+      memoPut(littleEndian(4, "LONG_BINPUT"));
+      return true;
+    case op::kMemoize:
+      memoPut(memo_.size());
+      return true;
+    case op::kBinGet:
+      memoGet(littleEndian(1, "BINGET"));
+      return true;
+    case op::kLongBinGet:
+      memoGet(littleEndian(4, "LONG_BINGET"));
+      return true;
+    case op::kGlobal: {
+      std::string module = line("GLOBAL"), name = line("GLOBAL");
+      push(std::make_shared<Node>(Node{Kind::kGlobal, module + "." + name, {}}));
+      return true;
+    }
+    case op::kReduce:
+      reduce();
+      return true;
+    default:
+      fail(
+          fmt::format("unknown opcode 0x{:02x}; a flight recorder dump holds only dicts, lists, "
+                      "tuples, strings, numbers, booleans and None (pickle protocol 2 to 5)",
+                      code));
+  }
+}
+
+json Unpickler::toJson(const Node& n, size_t depth) {
+  if (depth > kMaxDumpDepth) {
+    fail(
+        fmt::format("values nested deeper than {} (or a value holding itself); a dump nests 5 "
+                    "deep",
+                    kMaxDumpDepth));
+  }
+  if (++emitted_ > kMaxDumpValues) {
+    fail(
+        fmt::format("more than {} values once shared values are expanded; expected at most "
+                    "that many in a dump",
+                    kMaxDumpValues));
+  }
+  switch (n.kind) {
+    case Kind::kScalar:
+      return n.scalar;
+    case Kind::kList:
+    case Kind::kTuple: {
+      json out = json::array();
+      for (const auto& i : n.items) out.push_back(toJson(*i, depth + 1));
+      return out;
+    }
+    case Kind::kDict: {
+      json out = json::object();
+      for (size_t i = 0; i + 1 < n.items.size(); i += 2) {
+        const json key = toJson(*n.items[i], depth + 1);
+        if (!key.is_string() && !key.is_number_integer()) {
+          fail(fmt::format("a dict key {} is not a string or an integer", shownText(key.dump())));
+        }
+        out[key.is_string() ? key.get<std::string>() : key.dump()] =
+            toJson(*n.items[i + 1], depth + 1);
+      }
+      return out;
+    }
+    default:
+      fail(fmt::format("a global ({}) where a value belongs", n.scalar.dump()));
+  }
+}
+
+json Unpickler::run() {
+  while (step()) {
+  }
+  opAt_ = pos_ - 1;
+  if (stack_.size() != 1 || !marks_.empty()) {
+    fail(fmt::format("STOP with {} values and {} marks left; expected one value", stack_.size(),
+                     marks_.size()));
+  }
+  return toJson(*stack_.back(), 0);
+}
+
+}  // namespace
+
+bool looksLikePickle(std::string_view bytes) {
+  return !bytes.empty() && static_cast<unsigned char>(bytes[0]) == op::kProto;
+}
+
+json fromPickle(std::string_view bytes, const std::string& path) {
+  if (bytes.size() > kMaxDumpBytes) {
+    failDump(path, fmt::format("{} bytes is larger than any flight recorder dump; expected at "
+                               "most {} bytes",
+                               bytes.size(), kMaxDumpBytes));
+  }
+  return Unpickler(bytes, path).run();
+}
+
+}  // namespace distlab::emulator
