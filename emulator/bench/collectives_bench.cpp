@@ -79,12 +79,6 @@ void checkBenchOp(const std::string& op) {
   }
 }
 
-// The reducing ops (their table rows say redop sum).
-bool reduces(const std::string& op) {
-  const auto type = comm::parseApiName(op);
-  return type == comm::OpType::kAllreduce || type == comm::OpType::kReduceScatterBase;
-}
-
 json busBandwidthFactors(int worldSize) {
   json factors = json::object();
   for (const auto& op : kBenchOps) factors[op] = busBandwidthFactor(op, worldSize);
@@ -92,6 +86,11 @@ json busBandwidthFactors(int worldSize) {
 }
 
 }  // namespace
+
+bool benchOpReduces(const std::string& op) {
+  const auto type = comm::parseApiName(op);
+  return type == comm::OpType::kAllreduce || type == comm::OpType::kReduceScatterBase;
+}
 
 json benchRowToJson(const BenchRow& r) {
   return json{{"backend", r.backend}, {"mode", r.mode}, {"op", r.op},         {"bytes", r.bytes},
@@ -280,7 +279,7 @@ void printTable(std::ostream& out, const std::string& backend, const std::string
     }
     out << fmt::format(
         "  {:>10} {:>12} {:>7} {:>6} {:>12.2f} {:>12.2f} {:>10.3f} {:>10.3f} {:>7}\n", r.bytes,
-        r.count, "float", reduces(r.op) ? "sum" : "none", r.p50Us, r.avgUs, r.algbwGBps,
+        r.count, "float", benchOpReduces(r.op) ? "sum" : "none", r.p50Us, r.avgUs, r.algbwGBps,
         r.busbwGBps, r.checked ? std::to_string(r.wrong) : std::string("N/A"));
   }
 }

@@ -14,12 +14,7 @@
 namespace distlab::emulator {
 namespace {
 
-using json = nlohmann::json;
-
-bool reduces(const std::string& op) {
-  const auto type = comm::parseApiName(op);
-  return type == comm::OpType::kAllreduce || type == comm::OpType::kReduceScatterBase;
-}
+using OrderedJson = nlohmann::ordered_json;  // nccl-tests' key order
 
 // nccl-tests' root column: the broadcast's root, -1 for the others, as its
 // "%6i" writes it (the JSON keeps that string).
@@ -39,20 +34,20 @@ std::ofstream openFor(const std::string& flag, const std::string& path) {
   return out;
 }
 
-json ncclResult(const BenchRow& r, const CollectivesBenchOptions& o) {
+OrderedJson ncclResult(const BenchRow& r, const CollectivesBenchOptions& o) {
   const double time = ncclTestsTimeUs(r, o.average);
   const double algbw = algbwAt(r, time);
-  return json{
+  return OrderedJson{
       {"size", r.bytes},
       {"count", r.count},
       {"type", "float"},
-      {"redop", reduces(r.op) ? "sum" : "none"},
+      {"redop", benchOpReduces(r.op) ? "sum" : "none"},
       {"root", rootField(r.op)},
       {"out_of_place",
        {{"time", time},
         {"alg_bw", algbw},
         {"bus_bw", algbw * busBandwidthFactor(r.op, o.worldSize)},
-        {"nwrong", r.checked ? json(static_cast<double>(r.wrong)) : json(nullptr)}}},
+        {"nwrong", r.checked ? OrderedJson(static_cast<double>(r.wrong)) : OrderedJson(nullptr)}}},
       {"in_place", nullptr},
       {"actual_iterations", r.iters},
       {"experiment_name", fmt::format("{}/{}/{}", r.backend, r.op, r.mode)},
@@ -67,12 +62,13 @@ json ncclResult(const BenchRow& r, const CollectivesBenchOptions& o) {
         {"time_max_us", r.rankMeanMaxUs}}}};
 }
 
-json ncclConfig(const CollectivesBenchOptions& o) {
-  json devices = json::array();
+OrderedJson ncclConfig(const CollectivesBenchOptions& o) {
+  OrderedJson devices = OrderedJson::array();
   for (int r = 0; r < o.worldSize; ++r) {
-    devices.push_back({{"rank", r}, {"group", 0}, {"device", -1}, {"device_info", o.device}});
+    devices.push_back({{"rank", r}, {"group", 0}, {"device", -1}, {"device_info", o.device == "auto" ? "auto: cuda for a CUDA-only backend, else cpu"
+                                                          : o.device}});
   }
-  return json{{"nthreads", 1},
+  return OrderedJson{{"nthreads", 1},
               {"ngpus", 1},
               {"minimum_bytes", o.minBytes},
               {"maximum_bytes", o.maxBytes},
@@ -120,7 +116,7 @@ void writeNcclTestsCsv(const std::string& path, const std::vector<BenchRow>& row
     const double algbw = algbwAt(r, time);
     out << fmt::format("{},{},{},{},{},float,{},{},{:.3f},{:.4f},{:.4f},{},{:.3f},{:.3f},{:.3f},"
                        "{:.3f}\n",
-                       r.backend, r.mode, r.op, r.bytes, r.count, reduces(r.op) ? "sum" : "none",
+                       r.backend, r.mode, r.op, r.bytes, r.count, benchOpReduces(r.op) ? "sum" : "none",
                        comm::parseApiName(r.op) == comm::OpType::kBroadcast ? 0 : -1, time, algbw,
                        algbw * busBandwidthFactor(r.op, o.worldSize),
                        r.checked ? std::to_string(r.wrong) : std::string("N/A"), r.rank0MeanUs,
@@ -131,8 +127,8 @@ void writeNcclTestsCsv(const std::string& path, const std::vector<BenchRow>& row
 
 void writeNcclTestsJson(const std::string& path, const std::vector<BenchRow>& rows,
                         const CollectivesBenchOptions& o, const std::string& startTime) {
-  json results = json::array();
-  json errors = json::array();
+  OrderedJson results = OrderedJson::array();
+  OrderedJson errors = OrderedJson::array();
   int64_t wrong = 0;
   double busbwSum = 0;
   int measured = 0;
@@ -146,10 +142,10 @@ void writeNcclTestsJson(const std::string& path, const std::vector<BenchRow>& ro
     busbwSum += results.back()["out_of_place"]["bus_bw"].get<double>();
     ++measured;
   }
-  json file{{"version", 2},
+  OrderedJson file{{"version", 2},
             {"start_time", startTime},
             {"args", o.commandLine},
-            {"env", json::array()},
+            {"env", OrderedJson::array()},
             {"nccl_version", 0},
             {"config", ncclConfig(o)},
             {"results", results},
@@ -158,9 +154,9 @@ void writeNcclTestsJson(const std::string& path, const std::vector<BenchRow>& ro
              {{"bandwidth", measured > 0 ? busbwSum / measured : 0.0}, {"okay", "unchecked"}}},
             {"errors", errors},
             {"end_time", ncclTestsNow()}};
-  std::ofstream out = openFor("--nccl-json", path);
+  std::ofstream out = openFor("--nccl-OrderedJson", path);
   out << file.dump(2) << "\n";
-  if (!out.flush()) throw Error(fmt::format("--nccl-json: writing {} failed", path));
+  if (!out.flush()) throw Error(fmt::format("--nccl-OrderedJson: writing {} failed", path));
 }
 
 }  // namespace distlab::emulator

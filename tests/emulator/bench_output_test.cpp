@@ -15,6 +15,7 @@
 #include "emulator/bench/collectives_bench.hpp"
 #include "runtime/comm/backend_registry.hpp"
 #include "runtime/comm/forwarding_backend.hpp"
+#include "runtime/core/errors.hpp"
 #include "tests/support/temp_dir.hpp"
 
 namespace distlab::emulator {

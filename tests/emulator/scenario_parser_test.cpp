@@ -192,7 +192,12 @@ INSTANTIATE_TEST_SUITE_P(
                 "'sizes' does not apply to model = \"gpt\""},
         BadCase{"unused_param fault on gpt",
                 gptScenario("steps = 3\n", "[[faults]]\nkind = \"unused_param\"\nranks = [1]\n"),
-                10, "model = \"gpt\" has none"}),
+                10, "model = \"gpt\" has none"},
+        BadCase{"unused_param parameter on a training workload",
+                gptScenario("sizes = [4, 4]\n",
+                            "[[faults]]\nkind = \"unused_param\"\nranks = [1]\nparameter = \"x\"\n",
+                            "mlp"),
+                13, "parameter names one of a program's parameters"}),
     caseName);
 
 // Classes of bad input a fuzzing campaign found accepted: a rank key with a

@@ -161,10 +161,10 @@ TEST(ProgramScenarioParser, RefusesWhatCannotApply) {
   expectParseError(programScenario("[\"./t\"]\nenv = { \"1X\" = \"3\" }", ok),
                    "env: '1X' is not a variable name");
   expectParseError(programScenario("[\"./t\"]\nsteps = 3", ok), "unknown key 'steps'");
-  expectParseError(programScenario("[\"./t\"]\n[[faults]]\nkind = \"skip_backward\"\n"
-                                   "ranks = [0]\nat_step = 1",
+  expectParseError(programScenario("[\"./t\"]\n[[faults]]\nkind = \"unused_param\"\n"
+                                   "ranks = [0]\nparameter = \"\"",
                                    ok),
-                   "fault 'skip_backward' acts inside distlab's training driver");
+                   "parameter must name a parameter of the DDP module");
   expectParseError(programScenario("[\"./t\"]\n[[faults]]\nkind = \"uneven_data\"\nranks = [0]\n"
                                    "extra_batches = 2",
                                    ok),
@@ -184,14 +184,17 @@ TEST(ProgramScenarioParser, AcceptsProgramFaultsAndAnOverride) {
   auto s = distlab::emulator::parseScenarioText(
       programScenario("[\"./t\", \"--x\"]\nenv = { MY_FLAG = \"1\" }\ncwd = \"sub\"\n"
                       "[[faults]]\nkind = \"hang\"\nranks = [1]\non = \"recv\"\nat_seq = 40\n"
-                      "[[faults]]\nkind = \"crash\"\nranks = [0]\nat_step = 7",
+                      "[[faults]]\nkind = \"crash\"\nranks = [0]\nat_step = 7\n"
+                      "[[faults]]\nkind = \"skip_backward\"\nranks = [1]\nat_step = 2\n"
+                      "[[faults]]\nkind = \"unused_param\"\nranks = [1]\nparameter = \"0.bias\"",
                       "outcome = \"timeout\"\n"),
       "s.toml");
   EXPECT_EQ(s.workloadKind, "program");
   EXPECT_EQ(s.program.command, (std::vector<std::string>{"./t", "--x"}));
   EXPECT_EQ(s.program.env.at("MY_FLAG"), "1");
   EXPECT_EQ(s.program.cwd, "sub");
-  ASSERT_EQ(s.faults.size(), 2u);
+  ASSERT_EQ(s.faults.size(), 4u);
+  EXPECT_EQ(s.faults[3].parameter, "0.bias");
   distlab::emulator::ParseOptions po;
   po.programCommand = {"/bin/prog", "--y"};
   auto adhoc = distlab::emulator::parseScenarioText(
