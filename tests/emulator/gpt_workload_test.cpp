@@ -1,6 +1,6 @@
 // model = "gpt" in training scenarios (emulator/workloads/training_model.hpp):
-// the batches are int64 token ids with the teacher's targets, seeded per
-// (seed, rank, step % 2); the model is nn::Gpt with its own FQNs; the loss is
+// the batches are int64 token ids with the teacher's targets, read through
+// the ranks' DistributedSampler shares (scenario_data.hpp); the model is nn::Gpt with its own FQNs; the loss is
 // the cross entropy of the logits (checked against a sum written out here)
 // and falls under SGD; and the fsdp engine's wrap = "block" makes each
 // transformer block its own group beside the root (one reduce-scatter per
