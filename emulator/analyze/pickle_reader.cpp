@@ -4,7 +4,6 @@
 
 #include <bit>
 #include <cstdint>
-#include <memory>
 #include <unordered_map>
 #include <vector>
 
@@ -21,22 +20,19 @@ namespace op = pickle_op;  // Note [Pickle opcodes]
 // Note [Pickle values by reference]
 // A pickle may PUT a container in the memo while it is still empty and fill
 // it afterwards (c10's pickler and Python's both do), then GET it again
-// elsewhere. Values are therefore nodes held by shared pointers while the
-// opcodes run, and become JSON only at STOP; that conversion counts every
-// value it emits against kMaxDumpValues and stops at kMaxDumpDepth, so a small
-// file whose GETs share one list many times over, or a list holding itself,
-// is refused instead of expanding without bound.
-struct Node;
-using NodePtr = std::shared_ptr<Node>;
-enum class Kind { kScalar, kList, kTuple, kDict, kGlobal, kMark };
+// elsewhere. Values are therefore nodes, referred to by their index in one
+// arena the unpickler owns (a list holding itself is then a cycle of
+// indices, not of owning pointers, and is freed with the arena), and become
+// JSON only at STOP; that conversion counts every value it emits against kMaxDumpValues and stops
+// at kMaxDumpDepth, so a small file whose GETs share one list many times over, or a list holding
+// itself, is refused instead of expanding without bound.
+using NodeId = size_t;  // index into Unpickler::nodes_
+enum class Kind { kScalar, kList, kTuple, kDict, kGlobal };
 struct Node {
   Kind kind = Kind::kScalar;
-  json scalar;                 // kScalar; kGlobal: "module.name"
-  std::vector<NodePtr> items;  // list, tuple; dict: key, value, key, value, ...
+  json scalar;                // kScalar; kGlobal: "module.name"
+  std::vector<NodeId> items;  // list, tuple; dict: key, value, key, value, ...
 };
-
-NodePtr scalarNode(json v) { return std::make_shared<Node>(Node{Kind::kScalar, std::move(v), {}}); }
-NodePtr containerNode(Kind k) { return std::make_shared<Node>(Node{k, json(), {}}); }
 
 // The list builders c10's pickler may emit; each returns its first argument.
 bool isListBuilder(const std::string& name) {
@@ -55,11 +51,13 @@ class Unpickler {
   uint64_t littleEndian(int bytes, const char* what);
   std::string_view take(uint64_t n, const char* what);
   std::string line(const char* what);
-  void push(NodePtr n);
-  NodePtr pop(const char* what);
-  std::vector<NodePtr> popToMark(const char* what);
-  NodePtr& top(const char* what);
-  void addItems(const char* what, std::vector<NodePtr> items, bool dict);
+  NodeId newNode(Kind kind, json scalar = json());
+  void push(NodeId n);
+  void pushScalar(json v) { push(newNode(Kind::kScalar, std::move(v))); }
+  NodeId pop(const char* what);
+  std::vector<NodeId> popToMark(const char* what);
+  NodeId top(const char* what);
+  void addItems(const char* what, std::vector<NodeId> items, bool dict);
   void memoPut(uint64_t key);
   void memoGet(uint64_t key);
   void reduce();
@@ -70,9 +68,10 @@ class Unpickler {
   std::string_view in_;
   const std::string& path_;
   size_t pos_ = 0, opAt_ = 0;
-  std::vector<NodePtr> stack_;
+  std::vector<Node> nodes_;  // every value made so far; the stack and memo index it
+  std::vector<NodeId> stack_;
   std::vector<size_t> marks_;
-  std::unordered_map<uint64_t, NodePtr> memo_;
+  std::unordered_map<uint64_t, NodeId> memo_;
   size_t created_ = 0, emitted_ = 0;
 };
 
@@ -109,40 +108,44 @@ std::string Unpickler::line(const char* what) {
   return s;
 }
 
-void Unpickler::push(NodePtr n) {
+NodeId Unpickler::newNode(Kind kind, json scalar) {
+  nodes_.push_back(Node{kind, std::move(scalar), {}});
+  return nodes_.size() - 1;
+}
+
+void Unpickler::push(NodeId n) {
   if (++created_ > kMaxDumpValues) {
     fail(fmt::format("more than {} values; expected at most that many in a dump", kMaxDumpValues));
   }
-  stack_.push_back(std::move(n));
+  stack_.push_back(n);
 }
 
-NodePtr Unpickler::pop(const char* what) {
+NodeId Unpickler::pop(const char* what) {
   if (stack_.empty() || (!marks_.empty() && stack_.size() <= marks_.back())) {
     fail(fmt::format("{} finds no value on the stack; the pickle is damaged", what));
   }
-  NodePtr n = std::move(stack_.back());
+  const NodeId n = stack_.back();
   stack_.pop_back();
   return n;
 }
 
-NodePtr& Unpickler::top(const char* what) {
+NodeId Unpickler::top(const char* what) {
   if (stack_.empty())
     fail(fmt::format("{} finds no value on the stack; the pickle is damaged", what));
   return stack_.back();
 }
 
-std::vector<NodePtr> Unpickler::popToMark(const char* what) {
+std::vector<NodeId> Unpickler::popToMark(const char* what) {
   if (marks_.empty()) fail(fmt::format("{} finds no MARK; the pickle is damaged", what));
   const size_t at = marks_.back();
   marks_.pop_back();
-  std::vector<NodePtr> items(std::make_move_iterator(stack_.begin() + static_cast<long>(at)),
-                             std::make_move_iterator(stack_.end()));
+  std::vector<NodeId> items(stack_.begin() + static_cast<long>(at), stack_.end());
   stack_.resize(at);
   return items;
 }
 
-void Unpickler::addItems(const char* what, std::vector<NodePtr> items, bool dict) {
-  Node& target = *top(what);
+void Unpickler::addItems(const char* what, std::vector<NodeId> items, bool dict) {
+  Node& target = nodes_[top(what)];
   if (target.kind != (dict ? Kind::kDict : Kind::kList)) {
     fail(fmt::format("{} adds to a value that is not a {}; the pickle is damaged", what,
                      dict ? "dict" : "list"));
@@ -152,7 +155,7 @@ void Unpickler::addItems(const char* what, std::vector<NodePtr> items, bool dict
     fail(fmt::format("more than {} items in one list or dict; expected at most that many",
                      kMaxDumpListLength));
   }
-  for (auto& i : items) target.items.push_back(std::move(i));
+  target.items.insert(target.items.end(), items.begin(), items.end());
 }
 
 void Unpickler::memoPut(uint64_t key) {
@@ -169,15 +172,15 @@ void Unpickler::memoGet(uint64_t key) {
 // REDUCE calls only the list builders (isListBuilder): the result is the
 // first item of the argument tuple.
 void Unpickler::reduce() {
-  NodePtr args = pop("REDUCE");
-  NodePtr callable = pop("REDUCE");
-  if (callable->kind != Kind::kGlobal || !isListBuilder(callable->scalar.get<std::string>())) {
+  const Node& args = nodes_[pop("REDUCE")];
+  const Node& callable = nodes_[pop("REDUCE")];
+  if (callable.kind != Kind::kGlobal || !isListBuilder(callable.scalar.get<std::string>())) {
     fail(
         "REDUCE calls something a flight recorder dump never holds; only the list builders of "
         "torch.jit._pickle are read");
   }
-  if (args->kind != Kind::kTuple || args->items.empty()) fail("REDUCE without arguments");
-  push(args->items[0]);
+  if (args.kind != Kind::kTuple || args.items.empty()) fail("REDUCE without arguments");
+  push(args.items[0]);
 }
 
 // LONG1's little-endian two's complement, as an int64 (or uint64 when only
@@ -190,10 +193,10 @@ void Unpickler::pushLong(std::string_view b) {
   for (size_t i = std::min<size_t>(b.size(), 8); i-- > 0;) {
     v = (v << 8) | static_cast<unsigned char>(b[i]);
   }
-  if (b.size() == 9) return push(scalarNode(json(v)));
+  if (b.size() == 9) return pushScalar(json(v));
   const bool negative = !b.empty() && (static_cast<unsigned char>(b.back()) & 0x80);
   if (negative && b.size() < 8) v |= ~uint64_t{0} << (8 * b.size());
-  push(scalarNode(json(static_cast<int64_t>(v))));
+  pushScalar(json(static_cast<int64_t>(v)));
 }
 
 bool Unpickler::step() {
@@ -211,22 +214,22 @@ bool Unpickler::step() {
     case op::kStop:
       return false;
     case op::kNone:
-      push(scalarNode(nullptr));
+      pushScalar(nullptr);
       return true;
     case op::kTrue:
-      push(scalarNode(true));
+      pushScalar(true);
       return true;
     case op::kFalse:
-      push(scalarNode(false));
+      pushScalar(false);
       return true;
     case op::kBinInt:
-      push(scalarNode(static_cast<int64_t>(static_cast<int32_t>(littleEndian(4, "BININT")))));
+      pushScalar(static_cast<int64_t>(static_cast<int32_t>(littleEndian(4, "BININT"))));
       return true;
     case op::kBinInt1:
-      push(scalarNode(littleEndian(1, "BININT1")));
+      pushScalar(littleEndian(1, "BININT1"));
       return true;
     case op::kBinInt2:
-      push(scalarNode(littleEndian(2, "BININT2")));
+      pushScalar(littleEndian(2, "BININT2"));
       return true;
     case op::kLong1:
       pushLong(take(littleEndian(1, "LONG1"), "LONG1"));
@@ -234,26 +237,26 @@ bool Unpickler::step() {
     case op::kBinFloat: {
       uint64_t bits = 0;
       for (char c : take(8, "BINFLOAT")) bits = (bits << 8) | static_cast<unsigned char>(c);
-      push(scalarNode(std::bit_cast<double>(bits)));
+      pushScalar(std::bit_cast<double>(bits));
       return true;
     }
     case op::kShortBinUnicode:
-      push(scalarNode(std::string(take(littleEndian(1, "SHORT_BINUNICODE"), "SHORT_BINUNICODE"))));
+      pushScalar(std::string(take(littleEndian(1, "SHORT_BINUNICODE"), "SHORT_BINUNICODE")));
       return true;
     case op::kBinUnicode:
-      push(scalarNode(std::string(take(littleEndian(4, "BINUNICODE"), "BINUNICODE"))));
+      pushScalar(std::string(take(littleEndian(4, "BINUNICODE"), "BINUNICODE")));
       return true;
     case op::kBinUnicode8:
-      push(scalarNode(std::string(take(littleEndian(8, "BINUNICODE8"), "BINUNICODE8"))));
+      pushScalar(std::string(take(littleEndian(8, "BINUNICODE8"), "BINUNICODE8")));
       return true;
     case op::kEmptyList:
-      push(containerNode(Kind::kList));
+      push(newNode(Kind::kList));
       return true;
     case op::kEmptyDict:
-      push(containerNode(Kind::kDict));
+      push(newNode(Kind::kDict));
       return true;
     case op::kEmptyTuple:
-      push(containerNode(Kind::kTuple));
+      push(newNode(Kind::kTuple));
       return true;
     case op::kMark:
       marks_.push_back(stack_.size());
@@ -265,7 +268,7 @@ bool Unpickler::step() {
       addItems("APPENDS", popToMark("APPENDS"), false);
       return true;
     case op::kSetItem: {
-      NodePtr v = pop("SETITEM"), k = pop("SETITEM");
+      const NodeId v = pop("SETITEM"), k = pop("SETITEM");
       addItems("SETITEM", {k, v}, true);
       return true;
     }
@@ -276,13 +279,15 @@ bool Unpickler::step() {
     case op::kTuple1:
     case op::kTuple2:
     case op::kTuple3: {
-      NodePtr t = containerNode(Kind::kTuple);
+      std::vector<NodeId> items;
       if (code == op::kTuple) {
-        t->items = popToMark("TUPLE");
+        items = popToMark("TUPLE");
       } else {
-        t->items.resize(code - op::kTuple1 + 1);
-        for (size_t i = t->items.size(); i-- > 0;) t->items[i] = pop("TUPLE1/2/3");
+        items.resize(code - op::kTuple1 + 1);
+        for (size_t i = items.size(); i-- > 0;) items[i] = pop("TUPLE1/2/3");
       }
+      const NodeId t = newNode(Kind::kTuple);
+      nodes_[t].items = std::move(items);
       push(t);
       return true;
     }
@@ -303,7 +308,7 @@ bool Unpickler::step() {
       return true;
     case op::kGlobal: {
       std::string module = line("GLOBAL"), name = line("GLOBAL");
-      push(std::make_shared<Node>(Node{Kind::kGlobal, module + "." + name, {}}));
+      push(newNode(Kind::kGlobal, module + "." + name));
       return true;
     }
     case op::kReduce:
@@ -336,18 +341,18 @@ json Unpickler::toJson(const Node& n, size_t depth) {
     case Kind::kList:
     case Kind::kTuple: {
       json out = json::array();
-      for (const auto& i : n.items) out.push_back(toJson(*i, depth + 1));
+      for (const NodeId i : n.items) out.push_back(toJson(nodes_[i], depth + 1));
       return out;
     }
     case Kind::kDict: {
       json out = json::object();
       for (size_t i = 0; i + 1 < n.items.size(); i += 2) {
-        const json key = toJson(*n.items[i], depth + 1);
+        const json key = toJson(nodes_[n.items[i]], depth + 1);
         if (!key.is_string() && !key.is_number_integer()) {
           fail(fmt::format("a dict key {} is not a string or an integer", shownText(key.dump())));
         }
         out[key.is_string() ? key.get<std::string>() : key.dump()] =
-            toJson(*n.items[i + 1], depth + 1);
+            toJson(nodes_[n.items[i + 1]], depth + 1);
       }
       return out;
     }
@@ -364,7 +369,7 @@ json Unpickler::run() {
     fail(fmt::format("STOP with {} values and {} marks left; expected one value", stack_.size(),
                      marks_.size()));
   }
-  return toJson(*stack_.back(), 0);
+  return toJson(nodes_[stack_.back()], 0);
 }
 
 }  // namespace
