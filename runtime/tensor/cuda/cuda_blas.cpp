@@ -1,12 +1,11 @@
 // GEMM on CUDA through cuBLAS: the "bmm" kernel every matmul, mm, bmm and
-// linear reaches (linalg.cpp hands it [B, M, K] x [B, K, N]).
-#include <cublas_v2.h>
-
-#include <mutex>
+// linear reaches (linalg.cpp hands it [B, M, K] x [B, K, N]). cuBLAS is
+// opened on first use (Note [cuBLAS loaded on first use]).
 #include <string>
 #include <unordered_map>
 
 #include "runtime/core/errors.hpp"
+#include "runtime/tensor/cuda/cublas_library.hpp"
 #include "runtime/tensor/cuda/cuda_kernels.hpp"
 #include "runtime/tensor/cuda/cuda_runtime.hpp"
 
@@ -15,8 +14,8 @@ namespace {
 
 void checkBlas(cublasStatus_t status, const char* what, int device) {
   if (status == CUBLAS_STATUS_SUCCESS) return;
-  throw Error(std::string(what) + " failed on cuda:" + std::to_string(device) +
-              ": cuBLAS status " + std::to_string(static_cast<int>(status)));
+  throw Error(std::string(what) + " failed on cuda:" + std::to_string(device) + ": cuBLAS status " +
+              std::to_string(static_cast<int>(status)));
 }
 
 // One handle per (thread, device); bound to the current stream at each call.
@@ -26,10 +25,10 @@ cublasHandle_t handleFor(int device) {
   if (it == handles.end()) {
     setDevice(device);
     cublasHandle_t h = nullptr;
-    checkBlas(cublasCreate(&h), "cublasCreate", device);
+    checkBlas(cublas().create(&h), "cublasCreate", device);
     it = handles.emplace(device, h).first;
   }
-  checkBlas(cublasSetStream(it->second, currentStream(device).handle()), "cublasSetStream",
+  checkBlas(cublas().setStream(it->second, currentStream(device).handle()), "cublasSetStream",
             device);
   return it->second;
 }
@@ -50,18 +49,18 @@ void bmm(const KernelArgs& args) {
   const auto im = static_cast<int>(m), in = static_cast<int>(n), ik = static_cast<int>(k);
   if (out.dtype() == DType::kFloat32) {
     const float one = 1.0f, zero = 0.0f;
-    checkBlas(cublasSgemmStridedBatched(h, CUBLAS_OP_N, CUBLAS_OP_N, in, im, ik, &one,
-                                        b.data<float>(), in, k * n, a.data<float>(), ik, m * k,
-                                        &zero, out.data<float>(), in, m * n,
-                                        static_cast<int>(batch)),
-              "cublasSgemmStridedBatched", device);
+    checkBlas(
+        cublas().sgemmStridedBatched(h, CUBLAS_OP_N, CUBLAS_OP_N, in, im, ik, &one, b.data<float>(),
+                                     in, k * n, a.data<float>(), ik, m * k, &zero,
+                                     out.data<float>(), in, m * n, static_cast<int>(batch)),
+        "cublasSgemmStridedBatched", device);
   } else if (out.dtype() == DType::kFloat64) {
     const double one = 1.0, zero = 0.0;
-    checkBlas(cublasDgemmStridedBatched(h, CUBLAS_OP_N, CUBLAS_OP_N, in, im, ik, &one,
-                                        b.data<double>(), in, k * n, a.data<double>(), ik, m * k,
-                                        &zero, out.data<double>(), in, m * n,
-                                        static_cast<int>(batch)),
-              "cublasDgemmStridedBatched", device);
+    checkBlas(
+        cublas().dgemmStridedBatched(h, CUBLAS_OP_N, CUBLAS_OP_N, in, im, ik, &one,
+                                     b.data<double>(), in, k * n, a.data<double>(), ik, m * k,
+                                     &zero, out.data<double>(), in, m * n, static_cast<int>(batch)),
+        "cublasDgemmStridedBatched", device);
   } else {
     throw Error(std::string("bmm is not implemented for device ") + out.device().str() +
                 " with dtype " + std::string(dtypeName(out.dtype())));
