@@ -27,13 +27,23 @@ std::string outcomeName(Outcome outcome) {
 
 namespace {
 
+// The shm backend's segments are laid out for at most 64 ranks (its
+// kMaxWorldSize); a scenario may ask for as many, on either backend.
+constexpr int64_t kMaxScenarioWorldSize = 64;
+
 void parseCluster(const TomlReader& r, const toml::table& root, Scenario& s) {
   const toml::table* c = r.table(root, "cluster");
   if (!c) r.fail(1, "missing required table [cluster] (world_size, backend, link)");
   r.checkKeys(*c, "[cluster]", {"world_size", "backend", "link", "timeout", "run_timeout",
                                 "teardown_grace"});
-  auto ws = r.intInRange(*c, "world_size", 1, 16);
+  auto ws = r.integer(*c, "world_size");
   if (!ws) r.fail(*c, "missing required key 'world_size' in [cluster]");
+  if (*ws < 1 || *ws > kMaxScenarioWorldSize) {
+    r.fail(r.lineOfKey(*c, "world_size"),
+           fmt::format("'world_size' = {} is out of range [1, {}]: the shm backend's segments "
+                       "hold at most {} ranks; use a world size in that range",
+                       *ws, kMaxScenarioWorldSize, kMaxScenarioWorldSize));
+  }
   s.worldSize = static_cast<int>(*ws);
   if (auto b = r.choice(*c, "backend", {"shm", "gloo"})) s.backend = *b;
   using detail::NumRange;

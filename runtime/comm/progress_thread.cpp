@@ -1,5 +1,6 @@
 #include "runtime/comm/progress_thread.hpp"
 
+#include <algorithm>
 #include <chrono>
 
 #include <fmt/format.h>
@@ -12,13 +13,13 @@ namespace distlab::comm {
 
 ProgressThread::ProgressThread(std::string name, ProgressTiming timing)
     : name_(std::move(name)), timing_(timing) {
-  if (timing_.grace.count() < 0 || timing_.pollPeriod.count() <= 0 ||
-      timing_.pollFor.count() < 0 || timing_.parkFor.count() <= 0) {
+  if (timing_.grace.count() < 0 || timing_.pollPeriod.count() <= 0 || timing_.pollFor.count() < 0 ||
+      timing_.parkFor.count() <= 0 || timing_.parkLongest < timing_.parkFor) {
     throw ValueError(fmt::format(
-        "ProgressThread {}: timing needs grace >= 0, pollPeriod > 0, pollFor >= 0 and "
-        "parkFor > 0 (got {} ns, {} us, {} ms, {} ms)",
+        "ProgressThread {}: timing needs grace >= 0, pollPeriod > 0, pollFor >= 0, "
+        "parkFor > 0 and parkLongest >= parkFor (got {} ns, {} us, {} ms, {} ms, {} ms)",
         name_, timing_.grace.count(), timing_.pollPeriod.count(), timing_.pollFor.count(),
-        timing_.parkFor.count()));
+        timing_.parkFor.count(), timing_.parkLongest.count()));
   }
   thread_ = std::thread([this] {
     trace::nameThisThread("progress " + name_);  // runtime/core/trace.hpp
@@ -80,7 +81,7 @@ uint64_t ProgressThread::enqueue(Task fn, int64_t queuedAtNs) {
   // that ends after this sees the mark and wakes the thread itself.
   const bool busy = (claim_.fetch_or(kQueued) & kBusy) != 0;
   const bool wake =
-      sleeping_ || (parked_ && !busy && (!waitersKeepUp_ || headOutlivedGrace));
+      sleeping_ || (parked_ && !busy && (parkedLong_ || !waitersKeepUp_ || headOutlivedGrace));
   lastQueuedAtNs_ = now;
   Queued& slot = queue_.emplace_back();  // filled in place: a Task move is ~40 instructions
   slot.ticket = ticket;
@@ -139,13 +140,19 @@ void ProgressThread::stop() {
 // (Note [Fresh tasks are left to their waiter]) or stopping_ set.
 bool ProgressThread::waitForTask(std::unique_lock<std::mutex>& lock) {
   using std::chrono::nanoseconds;
+  std::chrono::milliseconds park = timing_.parkFor;  // doubles while one caller keeps running
   while (!stopping_) {
     const int64_t now = monotonicNowNs();
     if (running()) {  // a caller runs a task: Note [Parked while waiters keep up]
       parked_ = true;
-      cv_.wait_for(lock, timing_.parkFor);
-      parked_ = false;
-    } else if (!queue_.empty()) {
+      parkedLong_ = park > timing_.parkFor;
+      cv_.wait_for(lock, park);
+      parked_ = parkedLong_ = false;
+      park = std::min(park * 2, timing_.parkLongest);
+      continue;
+    }
+    park = timing_.parkFor;
+    if (!queue_.empty()) {
       const int64_t due = queue_.front().queuedAtNs + timing_.grace.count();
       if (now >= due) return true;
       cv_.wait_for(lock, nanoseconds(due - now));

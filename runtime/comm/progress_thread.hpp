@@ -64,6 +64,13 @@
 // `grace`, late) -- once: the thread runs it, and waiters no longer count as
 // keeping up until one takes a task again.
 //
+// A task that runs long (a rank waiting in a collective for a peer that hangs
+// runs it inline until the timeout) would make those parks a poll of 500
+// wake-ups a second in every waiting rank. So each park that ends with the
+// same caller still running doubles the next one, up to `parkLongest`; a park
+// longer than `parkFor` ("long") is woken by any queueing while nothing runs,
+// as a sleeping thread is, so the lateness bound above still holds.
+//
 // Note [Claimed without the lock]
 // A blocking call on an idle queue claims the run with one compare-exchange
 // and ends it with one atomic AND: two lock/unlock pairs were a measurable
@@ -115,6 +122,9 @@ struct ProgressTiming {
   // (Note [Parked while waiters keep up]): one wake-up per 2 ms, not one per
   // poll, and at most 2 ms late for a task nobody waits for queued then.
   std::chrono::milliseconds parkFor{2};
+  // The longest a park grows to while one caller's task keeps running: a
+  // waiting rank's thread wakes ~8 times a second, not 500.
+  std::chrono::milliseconds parkLongest{128};
 };
 
 // What Work::wait needs of a queue it may help (Note [Waiting helps]).
@@ -214,6 +224,7 @@ class ProgressThread : public InlineRunner {
   int64_t lastQueuedAtNs_ = 0;      // GUARDED_BY(mutex_)
   bool sleeping_ = false;           // untimed sleep: queueing must wake it; GUARDED_BY(mutex_)
   bool parked_ = false;             // Note [Parked while waiters keep up]; GUARDED_BY(mutex_)
+  bool parkedLong_ = false;         // parked longer than parkFor; GUARDED_BY(mutex_)
   bool waitersKeepUp_ = false;      // the last task left the queue to a waiter; GUARDED_BY(mutex_)
   std::atomic<int> drainers_{0};    // threads waiting in drain()
   std::thread thread_;

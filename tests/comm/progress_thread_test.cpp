@@ -54,7 +54,10 @@ TEST(ProgressThreadTest, ThreadRunsATaskNobodyWaitsForOnceItIsGraceOld) {
   std::promise<std::pair<int64_t, std::thread::id>> started;
   const int64_t beforeQueueing = monotonicNowNs();
   progress.runOrEnqueue(
-      [&] { started.set_value({monotonicNowNs(), std::this_thread::get_id()}); }, false);
+      [&] {
+        started.set_value({monotonicNowNs(), std::this_thread::get_id()});
+      },
+      false);
   auto future = started.get_future();
   ASSERT_EQ(future.wait_for(30s), std::future_status::ready) << "the thread never ran the task";
   const auto [startNs, ranOn] = future.get();
@@ -87,8 +90,9 @@ void busyFor(int64_t ns) {
 // the test may take, so the task runs only through that hand-over (or because
 // the thread never parked and found it polling).
 TEST(ProgressThreadTest, TaskQueuedDuringAnInlineRunIsHandedToTheThread) {
-  ProgressThread progress("backlog",
-                          ProgressTiming{.grace = 0ns, .pollPeriod = 1us, .parkFor = 60s});
+  ProgressThread progress(
+      "backlog",
+      ProgressTiming{.grace = 0ns, .pollPeriod = 1us, .parkFor = 60s, .parkLongest = 60s});
   std::promise<std::thread::id> ranOn;
   progress.runOrEnqueue(
       [&] {
@@ -104,7 +108,8 @@ TEST(ProgressThreadTest, TaskQueuedDuringAnInlineRunIsHandedToTheThread) {
 // A task nobody waits for, queued right after a waiter took its own, still
 // runs on the thread: at the latest when the thread's park ends.
 TEST(ProgressThreadTest, TaskNobodyWaitsForRunsAfterWaitersKeptUp) {
-  ProgressThread progress("keep-up", ProgressTiming{.grace = 50ms, .parkFor = 200ms});
+  ProgressThread progress("keep-up",
+                          ProgressTiming{.grace = 50ms, .parkFor = 200ms, .parkLongest = 200ms});
   const uint64_t waited = progress.runOrEnqueue([] { busyFor(100'000'000); }, false);
   progress.runIfNext(waited);  // the thread, due at 50 ms, finds it running and parks
   std::promise<std::thread::id> ranOn;
@@ -114,13 +119,34 @@ TEST(ProgressThreadTest, TaskNobodyWaitsForRunsAfterWaitersKeptUp) {
   EXPECT_NE(future.get(), std::this_thread::get_id());
 }
 
+// A thread parked behind a long inline run has doubled its park far past
+// parkFor; queueing a task nobody waits for, once that run ended, still wakes
+// it. The inline run sleeps 1.2 s (it stands for a collective waiting on a
+// slow peer): by then parks of 1, 2, ..., 512 ms have passed since the task
+// fell due at 50 ms and the 1,024 ms one in progress ends near 2.1 s, so a
+// thread left parked would start the task some 0.8 s after it was queued; a
+// woken one starts it within the 500 ms allowed even on a loaded machine.
+TEST(ProgressThreadTest, LongParkIsWokenByQueueing) {
+  ProgressThread progress("long-park",
+                          ProgressTiming{.grace = 50ms, .parkFor = 1ms, .parkLongest = 1h});
+  const uint64_t waited = progress.runOrEnqueue([] { std::this_thread::sleep_for(1200ms); }, false);
+  progress.runIfNext(waited);
+  std::promise<std::thread::id> ranOn;
+  progress.runOrEnqueue([&] { ranOn.set_value(std::this_thread::get_id()); }, false);
+  auto future = ranOn.get_future();
+  EXPECT_EQ(future.wait_for(500ms), std::future_status::ready)
+      << "the queued task waited for the thread's long park to end";
+  ASSERT_EQ(future.wait_for(30s), std::future_status::ready) << "the unwaited task never ran";
+  EXPECT_NE(future.get(), std::this_thread::get_id());
+}
+
 // Whoever runs them (the thread after its grace, a waiter taking the head, a
 // blocking call inline), tasks run in the order they were submitted and never
 // two at once, and every one runs.
 TEST(ProgressThreadTest, TasksRunInSubmissionOrderOneAtATime) {
-  for (const auto timing : {ProgressTiming{.grace = 0ns},
-                            ProgressTiming{.grace = 50us, .pollPeriod = 50us},
-                            ProgressTiming{.grace = 0ns, .pollFor = 0ms}}) {
+  for (const auto timing :
+       {ProgressTiming{.grace = 0ns}, ProgressTiming{.grace = 50us, .pollPeriod = 50us},
+        ProgressTiming{.grace = 0ns, .pollFor = 0ms}}) {
     ProgressThread progress("order", timing);
     std::mutex m;
     std::vector<int> order;
@@ -162,6 +188,8 @@ TEST(ProgressThreadTest, RejectsNegativeOrZeroTiming) {
   EXPECT_THROW(ProgressThread("bad", ProgressTiming{.pollPeriod = 0us}), ValueError);
   EXPECT_THROW(ProgressThread("bad", ProgressTiming{.pollFor = -1ms}), ValueError);
   EXPECT_THROW(ProgressThread("bad", ProgressTiming{.parkFor = 0ms}), ValueError);
+  EXPECT_THROW(ProgressThread("bad", ProgressTiming{.parkFor = 10ms, .parkLongest = 5ms}),
+               ValueError);
 }
 
 }  // namespace
