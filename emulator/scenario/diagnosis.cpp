@@ -4,10 +4,12 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <deque>
 #include <fstream>
 #include <map>
 #include <set>
 #include <sstream>
+#include <unordered_map>
 
 #include "runtime/comm/debug/rank_names.hpp"
 
@@ -30,8 +32,13 @@ P2PRecord readP2PRecord(const std::string& text) {
 
 }  // namespace
 
+// A log holds a line per operation of a whole run (tens of thousands for a
+// long training program): completions find their operation through these
+// indexes, not by a scan from the start (which made reading quadratic).
 RankEvents readRankEvents(const std::string& path) {
   RankEvents ev;
+  std::unordered_map<uint64_t, std::deque<size_t>> opsNotDone;     // seq -> ops, in order
+  std::unordered_map<std::string, std::deque<size_t>> p2pNotDone;  // id -> p2p, in order
   std::ifstream in(path);
   std::string line;
   while (std::getline(in, line)) {
@@ -48,29 +55,33 @@ RankEvents readRankEvents(const std::string& path) {
       std::istringstream rs(rest);
       rs >> r.seq >> r.op;
       r.fingerprint = rest.substr(rest.find(' ') + 1);
+      opsNotDone[r.seq].push_back(ev.ops.size());
       ev.ops.push_back(r);
     } else if (kind == "done") {
       std::istringstream rs(rest);
       uint64_t seq = 0;
       std::string status;
       rs >> seq >> status;
-      for (auto& op : ev.ops) {
-        if (op.seq == seq && op.doneUs == 0) {
-          op.doneUs = us;
-          op.failed = status != "ok";
-          break;
-        }
+      // The first operation with this sequence number not completed yet.
+      auto it = opsNotDone.find(seq);
+      if (it != opsNotDone.end() && !it->second.empty()) {
+        OpRecord& op = ev.ops[it->second.front()];
+        it->second.pop_front();
+        op.doneUs = us;
+        op.failed = status != "ok";
       }
     } else if (kind == "p2p") {
       ev.p2p.push_back(readP2PRecord(rest));
+      p2pNotDone[ev.p2p.back().id].push_back(ev.p2p.size() - 1);
     } else if (kind == "p2p_done") {
       const size_t status = rest.rfind(' ');
-      for (auto& p : ev.p2p) {
-        if (!p.done && status != std::string::npos && p.id == rest.substr(0, status)) {
-          p.done = true;
-          p.failed = rest.substr(status + 1) != "ok";
-          break;
-        }
+      if (status == std::string::npos) continue;
+      auto it = p2pNotDone.find(rest.substr(0, status));
+      if (it != p2pNotDone.end() && !it->second.empty()) {
+        P2PRecord& p = ev.p2p[it->second.front()];
+        it->second.pop_front();
+        p.done = true;
+        p.failed = rest.substr(status + 1) != "ok";
       }
     } else if (kind == "fault") {
       ev.faults.emplace_back(us, rest);
@@ -87,12 +98,21 @@ RankEvents readRankEvents(const std::string& path) {
 
 namespace {
 
-// The `index`-th send (from 1) of `events` to `dst` with `tag`, or nullptr.
-const P2PRecord* nthSend(const RankEvents& events, int dst, int tag, int index) {
+// Each rank's sends by (receiver, tag), in issue order.
+using SendsByPeerAndTag = std::map<std::pair<int, int>, std::vector<const P2PRecord*>>;
+SendsByPeerAndTag sendsOf(const RankEvents& events) {
+  SendsByPeerAndTag sends;
   for (const auto& p : events.p2p) {
-    if (p.isSend && p.peer == dst && p.tag == tag && --index == 0) return &p;
+    if (p.isSend) sends[{p.peer, p.tag}].push_back(&p);
   }
-  return nullptr;
+  return sends;
+}
+
+// The `index`-th send (from 1) to `dst` with `tag`, or nullptr.
+const P2PRecord* nthSend(const SendsByPeerAndTag& sends, int dst, int tag, int index) {
+  auto it = sends.find({dst, tag});
+  if (it == sends.end() || index > static_cast<int>(it->second.size())) return nullptr;
+  return it->second[static_cast<size_t>(index - 1)];
 }
 
 std::string rankList(const std::vector<int>& ranks) {
@@ -113,24 +133,38 @@ bool blockedInReceive(const RankEvents& events) {
 bool desync(const std::vector<RankEvents>& events, const std::vector<bool>& alive,
             const std::vector<int64_t>& errorUs, std::vector<int>& culprits, std::string& text) {
   const int n = static_cast<int>(events.size());
+  // Each rank's operations by sequence number, in issue order: one pass over
+  // the logs, not one per sequence number.
+  std::vector<std::unordered_map<uint64_t, std::vector<const OpRecord*>>> bySeq(n);
+  std::vector<bool> inReceive(n);
   uint64_t maxSeq = 0;
-  for (const auto& e : events) for (const auto& op : e.ops) maxSeq = std::max(maxSeq, op.seq);
+  for (int r = 0; r < n; ++r) {
+    for (const auto& op : events[r].ops) {
+      bySeq[r][op.seq].push_back(&op);
+      maxSeq = std::max(maxSeq, op.seq);
+    }
+    inReceive[r] = blockedInReceive(events[r]);
+  }
+  const std::vector<const OpRecord*> none;
   for (uint64_t seq = 1; seq <= maxSeq; ++seq) {
     std::map<std::string, std::vector<int>> byPrint;
     std::vector<int> missing, doubled;
+    std::vector<const std::vector<const OpRecord*>*> issued(n, &none);
     int64_t firstIssueUs = 0;
-    for (const auto& e : events) {
-      for (const auto& op : e.ops) {
-        if (op.seq == seq && (firstIssueUs == 0 || op.us < firstIssueUs)) firstIssueUs = op.us;
+    for (int r = 0; r < n; ++r) {
+      auto it = bySeq[r].find(seq);
+      if (it == bySeq[r].end()) continue;
+      issued[r] = &it->second;
+      for (const OpRecord* op : it->second) {
+        if (firstIssueUs == 0 || op->us < firstIssueUs) firstIssueUs = op->us;
       }
     }
     for (int r = 0; r < n; ++r) {
-      std::vector<const OpRecord*> mine;
-      for (const auto& op : events[r].ops) if (op.seq == seq) mine.push_back(&op);
+      const std::vector<const OpRecord*>& mine = *issued[r];
       if (mine.empty()) {
         bool stoppedBefore = errorUs[r] > 0 && errorUs[r] <= firstIssueUs;
         // Blocked in a receive, it waits for a message (rule 2b judges that).
-        if (alive[r] && !stoppedBefore && !blockedInReceive(events[r])) missing.push_back(r);
+        if (alive[r] && !stoppedBefore && !inReceive[r]) missing.push_back(r);
         continue;
       }
       if (mine.size() > 1) doubled.push_back(r);
@@ -161,7 +195,9 @@ bool desync(const std::vector<RankEvents>& events, const std::vector<bool>& aliv
       culprits.clear();
       for (const auto& [p, rs] : byPrint) {
         parts.push_back(fmt::format("{}: {}", rankList(rs), p));
-        if (rs.size() < best || bestGroups > 1) culprits.insert(culprits.end(), rs.begin(), rs.end());
+        if (rs.size() < best || bestGroups > 1) {
+          culprits.insert(culprits.end(), rs.begin(), rs.end());
+        }
       }
       std::sort(culprits.begin(), culprits.end());
       text = fmt::format("collectives differ at seq {}: {}", seq, fmt::join(parts, " vs "));
@@ -177,13 +213,15 @@ bool desync(const std::vector<RankEvents>& events, const std::vector<bool>& aliv
 bool unmatchedMessage(const std::vector<RankEvents>& events, std::vector<int>& culprits,
                       std::string& text) {
   const int n = static_cast<int>(events.size());
+  std::vector<SendsByPeerAndTag> sends;
+  for (const auto& e : events) sends.push_back(sendsOf(e));
   for (int dst = 0; dst < n; ++dst) {
     std::map<std::pair<int, int>, int> received;  // (src, tag) -> receives so far
     for (const auto& recv : events[dst].p2p) {
       if (recv.isSend || recv.peer < 0 || recv.peer >= n) continue;
       const int src = recv.peer;
       const int index = ++received[{src, recv.tag}];
-      const P2PRecord* send = nthSend(events[src], dst, recv.tag, index);
+      const P2PRecord* send = nthSend(sends[src], dst, recv.tag, index);
       if (!send && (recv.failed || !recv.done)) {
         culprits = {src};
         text = fmt::format("rank {} never sent message {} to rank {} (tag {}); rank {}'s recv "
