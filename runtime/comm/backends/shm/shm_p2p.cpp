@@ -505,11 +505,36 @@ void ShmP2P::checkFailures() {
 // step: spin only briefly, never yield (Note [shm waiting]).
 constexpr WaitPolicy kIdleWait{2'000, 0};
 
+bool ShmP2P::nothingInFlight() const {
+  return recvs_.empty() &&
+         std::all_of(sends_.begin(), sends_.end(), [](const auto& q) { return q.empty(); }) &&
+         std::all_of(incoming_.begin(), incoming_.end(),
+                     [](const auto& in) { return in == nullptr; });
+}
+
+// Note [shm bell]: registered as a sleeper before the bell is compared with
+// what the loop saw before its last progress(), so a ring after that read
+// ends the wait at once.
+void ShmP2P::sleepUntilRung(uint32_t seen) {
+  constexpr int64_t kIdleSleepNs = 1'000'000'000;
+  RankControl& me = seg_.control(rank_);
+  me.p2pSleepers.fetch_add(1, std::memory_order_seq_cst);
+  if (me.p2pBell.load(std::memory_order_seq_cst) == seen &&
+      !stopping_.load(std::memory_order_acquire) && !failing_.load(std::memory_order_acquire)) {
+    futexWait(&me.p2pBell, seen, kIdleSleepNs);
+  }
+  me.p2pSleepers.fetch_sub(1, std::memory_order_seq_cst);
+}
+
 void ShmP2P::loop() {
   RankControl& me = seg_.control(rank_);
   while (!stopping_.load(std::memory_order_acquire)) {
     const uint32_t seen = me.p2pBell.load(std::memory_order_acquire);
     if (progress()) continue;
+    if (nothingInFlight() && !failing_.load(std::memory_order_acquire)) {
+      sleepUntilRung(seen);
+      continue;
+    }
     const int64_t idleSince = monotonicNowNs();
     if (idleSince - lastPollNs_ > kPollIntervalNs || failing_.load()) checkFailures();
     // Note [Finish after the ring]: a poll interval without a bell ends the

@@ -36,6 +36,17 @@
 // dies between publishing and ringing (SIGKILL), the engine also rescans its
 // channels after each idle poll interval (~50 ms) without a bell: a message
 // that is in the channel is delivered, late, never stranded.
+//
+// Note [Idle p2p engine]
+// An engine with nothing in flight (no send or receive of its own pending, no
+// message half read) has nothing to poll for: every event that gives it work
+// rings its bell (a post, a peer's message, failAll, stop). It sleeps on the
+// bell then, not in poll-interval slices: a rank that only runs collectives
+// (or waits in one for a hung peer) would otherwise wake its engine ~40 times
+// a second for nothing. A message stranded by a sender killed between
+// publishing and ringing is found when this rank next posts anything (the
+// post rings its own bell and the engine scans every channel). The sleep
+// still ends after kIdleSleepNs, so no wait is unbounded.
 #include <atomic>
 #include <deque>
 #include <functional>
@@ -81,6 +92,8 @@ class ShmP2P {
 
   void loop();
   bool progress();
+  bool nothingInFlight() const;  // Note [Idle p2p engine]
+  void sleepUntilRung(uint32_t seen);
   bool progressSends();
   bool progressIncoming(int src);
   void checkFailures();
