@@ -290,13 +290,6 @@ void DumpSax::failAt(const std::string& what) const {
   failDump(path_, where.empty() ? what : where + ": " + what);
 }
 
-void checkSize(uintmax_t bytes, const std::string& path) {
-  if (bytes > kMaxDumpBytes) {
-    failDump(path, fmt::format("{} bytes is larger than any flight recorder dump; expected at "
-                               "most {} bytes",
-                               bytes, kMaxDumpBytes));
-  }
-}
 
 template <typename Input>
 RankDump parseInput(Input&& in, const std::string& path) {
@@ -307,12 +300,15 @@ RankDump parseInput(Input&& in, const std::string& path) {
 
 }  // namespace
 
-RankDump parseDump(const std::string& text, const std::string& path) {
-  checkSize(text.size(), path);
-  return parseInput(text, path);
+void checkDumpSize(uintmax_t bytes, const std::string& path) {
+  if (bytes > kMaxDumpBytes) {
+    failDump(path, fmt::format("{} bytes is larger than any flight recorder dump; expected at "
+                               "most {} bytes",
+                               bytes, kMaxDumpBytes));
+  }
 }
 
-RankDump readDumpFile(const std::string& path) {
+std::ifstream openDumpFile(const std::string& path) {
   std::error_code ec;
   const auto status = std::filesystem::status(path, ec);
   if (ec || !std::filesystem::exists(status)) failDump(path, "cannot open the file");
@@ -321,9 +317,19 @@ RankDump readDumpFile(const std::string& path) {
   }
   const uintmax_t bytes = std::filesystem::file_size(path, ec);
   if (ec) failDump(path, "cannot open the file");
-  checkSize(bytes, path);  // before a byte is parsed (Note [Dump caps])
+  checkDumpSize(bytes, path);
   std::ifstream in(path, std::ios::binary);
   if (!in) failDump(path, "cannot open the file");
+  return in;
+}
+
+RankDump parseDump(const std::string& text, const std::string& path) {
+  checkDumpSize(text.size(), path);
+  return parseInput(text, path);
+}
+
+RankDump readDumpFile(const std::string& path) {
+  std::ifstream in = openDumpFile(path);
   return parseInput(in, path);
 }
 

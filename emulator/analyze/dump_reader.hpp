@@ -33,6 +33,7 @@
 // empty arrays/objects/strings) and takes about a second of CPU.
 #include <cstddef>
 #include <cstdint>
+#include <fstream>
 #include <map>
 #include <string>
 #include <vector>
@@ -84,6 +85,12 @@ struct RankDump {
 // Throws ValueError (see the top of this file), including for a path that is
 // not a regular file or is larger than kMaxDumpBytes.
 RankDump readDumpFile(const std::string& path);
+// Opens `path` for reading once it is known to be a regular file of at most
+// kMaxDumpBytes (checked before a byte is read: Note [Dump caps]); throws
+// ValueError naming the path otherwise. Shared by every dump format's reader.
+std::ifstream openDumpFile(const std::string& path);
+// Throws ValueError naming `path` when `bytes` exceeds kMaxDumpBytes.
+void checkDumpSize(uintmax_t bytes, const std::string& path);
 // `path` only names the source in errors. Same checks, but the size cap
 // applies to text.size().
 RankDump parseDump(const std::string& text, const std::string& path);

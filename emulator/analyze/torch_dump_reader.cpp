@@ -313,14 +313,6 @@ RankDump TorchDumpReader::read(const json& top) {
   return std::move(dump_);
 }
 
-void checkFileSize(uintmax_t bytes, const std::string& path) {
-  if (bytes > kMaxDumpBytes) {
-    failDump(path, fmt::format("{} bytes is larger than any flight recorder dump; expected at "
-                               "most {} bytes",
-                               bytes, kMaxDumpBytes));
-  }
-}
-
 // PyTorch's JSON dump as a tree, within the caps of Note [Dump caps].
 json parseTorchJson(const std::string& text, const std::string& path) {
   size_t values = 0;
@@ -380,17 +372,7 @@ RankDump parseTorchDump(const json& top, const std::string& path) {
 }
 
 RankDump readAnyDumpFile(const std::string& path) {
-  std::error_code ec;
-  const auto status = std::filesystem::status(path, ec);
-  if (ec || !std::filesystem::exists(status)) failDump(path, "cannot open the file");
-  if (!std::filesystem::is_regular_file(status)) {
-    failDump(path, "not a regular file; expected a flight recorder dump");
-  }
-  const uintmax_t bytes = std::filesystem::file_size(path, ec);
-  if (ec) failDump(path, "cannot open the file");
-  checkFileSize(bytes, path);  // before a byte is read (Note [Dump caps])
-  std::ifstream in(path, std::ios::binary);
-  if (!in) failDump(path, "cannot open the file");
+  std::ifstream in = openDumpFile(path);
   const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   switch (detectDumpFormat(text)) {
     case DumpFormat::kTorchPickle:
