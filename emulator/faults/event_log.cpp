@@ -15,7 +15,9 @@
 namespace distlab::emulator {
 namespace {
 
-constexpr size_t kInitialCapacity = size_t{1} << 20;  // ~15,000 lines
+// ~1,000 lines, doubled as needed: a thousand ranks each reserving 1 MiB
+// up front wrote a gigabyte of padding for logs of a few lines.
+constexpr size_t kInitialCapacity = size_t{64} << 10;
 
 }  // namespace
 

@@ -27,9 +27,9 @@ std::string outcomeName(Outcome outcome) {
 
 namespace {
 
-// The shm backend's segments are laid out for at most 64 ranks (its
+// The shm backend's segments are laid out for at most 1,024 ranks (its
 // kMaxWorldSize); a scenario may ask for as many, on either backend.
-constexpr int64_t kMaxScenarioWorldSize = 64;
+constexpr int64_t kMaxScenarioWorldSize = 1024;
 
 void parseCluster(const TomlReader& r, const toml::table& root, Scenario& s) {
   const toml::table* c = r.table(root, "cluster");

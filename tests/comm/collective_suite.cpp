@@ -39,6 +39,10 @@ void CollectiveSuite::runRanks(int worldSize, const RankBody& body) {
     GTEST_SKIP() << "needs " << worldSize << " ranks; " << param.backend << " runs at most "
                  << param.maxWorldSize << " here";
   }
+  if (worldSize < param.minWorldSize) {
+    GTEST_SKIP() << "this instantiation tests groups of " << param.minWorldSize
+                 << " ranks or more";
+  }
   SpawnOptions options;
   options.timeout = std::chrono::seconds(60);
   spawn(param.mode, worldSize,
@@ -105,7 +109,7 @@ rc::Gen<OpCase> genCase(int n, const std::set<std::string>& notDrawn) {
 TEST_P(CollectiveSuite, RandomCollectivesMatchReference) {
   const auto param = GetParam();
   const bool ok = rc::check("collectives match the sequential reference", [&] {
-    const int n = *rc::gen::inRange(1, param.maxWorldSize + 1);
+    const int n = *rc::gen::inRange(param.minWorldSize, param.maxWorldSize + 1);
     const auto cases = *rc::gen::container<std::vector<OpCase>>(
         *rc::gen::inRange(1, 5), genCase(n, param.notDrawn));
     try {

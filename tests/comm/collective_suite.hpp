@@ -46,6 +46,10 @@ struct CollectiveSuiteParam {
   // reduceOpName spelling): what a backend refuses by design, e.g. nccl's
   // BAND/BOR/BXOR, or a send to self outside one NCCL group ("p2p_ring").
   std::set<std::string> notDrawn = {};
+  // The fewest ranks drawn; tests at fixed smaller worlds skip (an
+  // instantiation for wide groups, the shm backend's Note [Wide groups count
+  // arrivals]).
+  int minWorldSize = 1;
 };
 
 void PrintTo(const CollectiveSuiteParam& param, std::ostream* out);
@@ -57,7 +61,8 @@ class CollectiveSuite : public ::testing::TestWithParam<CollectiveSuiteParam> {
   using RankBody = std::function<void(comm::ProcessGroup& group, RankContext& ctx)>;
   // Spawns `worldSize` ranks, each running body with its own group (timeout
   // 20 s per operation); throws SpawnError naming the failed rank. Marks the
-  // test skipped and runs nothing when worldSize > maxWorldSize.
+  // test skipped and runs nothing when worldSize is outside
+  // minWorldSize..maxWorldSize.
   void runRanks(int worldSize, const RankBody& body);
   bool supports(const std::string& op) const { return !GetParam().unsupported.count(op); }
 };

@@ -21,6 +21,20 @@ INSTANTIATE_TEST_SUITE_P(
                              {{"shm.slot_bytes", "4096"}, {"shm.channel_bytes", "4096"}}}),
     collectiveSuiteParamName);
 
+// Groups of more than kWideGroupRanks ranks count arrivals and check counts
+// pairwise (Note [Wide groups count arrivals]): the property at worlds 17-24,
+// in threads (so the ranks cost no processes) and with slots small enough
+// that parts are one cache line.
+CollectiveSuiteParam wideGroups(SpawnMode mode, int maxWorld) {
+  CollectiveSuiteParam p{"shm", mode, {{"shm.slot_bytes", "4096"}, {"shm.channel_bytes", "4096"}}};
+  p.minWorldSize = 17;
+  p.maxWorldSize = maxWorld;
+  return p;
+}
+INSTANTIATE_TEST_SUITE_P(ShmWide, CollectiveSuite,
+                         ::testing::Values(wideGroups(SpawnMode::kThreads, 24)),
+                         collectiveSuiteParamName);
+
 // The same suite with allreduce forced onto each slot algorithm: the
 // selector takes direct only below 1 KiB (256 B from world 3), so without
 // this direct's chunked path would go untested, and reduce-scatter +

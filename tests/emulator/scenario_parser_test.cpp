@@ -74,11 +74,11 @@ INSTANTIATE_TEST_SUITE_P(
         BadCase{"world_size wrong type", valid("[cluster]\nworld_size = \"two\"\n"), 5,
                 "'world_size' must be an integer, found a string"},
         BadCase{"world_size out of range", valid("[cluster]\nworld_size = 0\n"), 5,
-                "'world_size' = 0 is out of range [1, 64]"},
+                "'world_size' = 0 is out of range [1, 1024]"},
         BadCase{"world_size above the shm segment's ranks",
-                valid("[cluster]\nworld_size = 65\n"), 5,
-                "'world_size' = 65 is out of range [1, 64]: the shm backend's segments hold at "
-                "most 64 ranks"},
+                valid("[cluster]\nworld_size = 1025\n"), 5,
+                "'world_size' = 1025 is out of range [1, 1024]: the shm backend's segments hold at "
+                "most 1024 ranks"},
         BadCase{"unknown backend", valid("[cluster]\nworld_size = 2\nbackend = \"mpi\"\n"), 6,
                 "'backend' = \"mpi\" is not valid"},
         BadCase{"unknown link preset",

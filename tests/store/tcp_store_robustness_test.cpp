@@ -82,6 +82,23 @@ TEST(TCPStoreRobustnessTest, DisconnectsMidRequestAreSurvived) {
   EXPECT_GE(server.droppedClients(), 1);
 }
 
+TEST(TCPStoreRobustnessTest, RequestsSentBeforeClosingAreServed) {
+  // A rank may publish a key and exit before reading the reply (or be killed
+  // then): the key is kept, and leaving is not an error.
+  TCPStoreServer server(0);
+  {
+    RawClient c(server.port());
+    c.hello();
+    c.send(Encoder().u8(2).str("published").bytes(Bytes{'v'}).frame() +
+           Encoder().u8(4).str("counter").i64(5).frame());
+    c.close();
+  }
+  TCPStore probe(TCPStoreOptions{.host = "127.0.0.1", .port = server.port()});
+  EXPECT_EQ(probe.getString("published"), "v");
+  EXPECT_EQ(probe.add("counter", 0), 5);
+  EXPECT_EQ(server.droppedClients(), 0);
+}
+
 RC_GTEST_PROP(TCPStoreRobustnessTest, RandomBytesNeverBreakTheServer,
               (const std::vector<std::string>& chunks, bool sayHello)) {
   static TCPStoreServer server(0);

@@ -51,6 +51,7 @@ class ServerClient {
   bool hello = false;      // the handshake succeeded
   bool parked = false;     // a blocking request is pending (Note [Parked waiters])
   bool dead = false;       // to be closed at the end of this loop round
+  bool closedByPeer = false;  // EOF read: requests still served, replies discarded
   Clock::time_point lastInput = Clock::now();  // when bytes last arrived
 
   const std::string& in() const { return in_; }    // bytes received, not yet handled

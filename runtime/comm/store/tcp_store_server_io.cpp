@@ -38,12 +38,17 @@ void TCPStoreServer::Loop::readFrom(ServerClient& c) {
     }
     if (n < 0 && errno == EINTR) continue;
     if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return;
-    // Orderly close or error: mid-request if a partial frame or a parked
-    // request was pending.
-    if (!c.in().empty()) {
-      drop(c, fmt::format("disconnected mid-request ({} bytes of requests unhandled{})",
-                          c.in().size(), c.partialFrame() ? ", the last unfinished" : ""),
-           true);
+    // Orderly close or error. The complete requests it sent before closing
+    // are still served, in order (a rank may publish a key and exit at once:
+    // the key must not be lost; the replies go nowhere); only an unfinished
+    // frame is the client's fault. Requests queued behind a blocking one it
+    // left waiting cannot be served in order, and are not its fault either.
+    c.closedByPeer = true;
+    if (!c.parked) processFrames(c);
+    if (c.dead) return;
+    if (c.partialFrame() && !c.parked) {
+      drop(c, fmt::format("disconnected mid-request ({} bytes of an unfinished frame)",
+                          c.in().size()), true);
     } else if (c.parked) {
       drop(c, "disconnected while waiting for keys", false);
     } else {
@@ -100,7 +105,11 @@ void TCPStoreServer::Loop::processFrames(ServerClient& c) {
     }
   }
   c.consumeIn(pos);
-  if (!c.out().empty()) flush(c);
+  if (c.closedByPeer) {
+    c.consumeOut(c.out().size());  // nobody reads them
+  } else if (!c.out().empty()) {
+    flush(c);
+  }
 }
 
 void TCPStoreServer::Loop::handleReadyClients() {

@@ -25,13 +25,7 @@ void alltoallParts(ShmOp& op, const std::vector<const uint8_t*>& sends,
       }
     }
     op.sync();
-    if (k == 0) {
-      uint64_t maxBytes = 0;
-      for (int p = 0; p < size; ++p) {
-        for (int q = 0; q < size; ++q) maxBytes = std::max(maxBytes, op.desc(p).sendCounts[q]);
-      }
-      steps = std::max<uint64_t>(1, (maxBytes + part - 1) / part);
-    }
+    if (k == 0) steps = std::max<uint64_t>(1, (op.largestCount() + part - 1) / part);
     for (int p = 0; p < size; ++p) {
       if (off < recvBytes[p]) {
         std::memcpy(recvs[p] + off, op.readSlot(p) + op.rank() * part,

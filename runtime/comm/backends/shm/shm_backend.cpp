@@ -158,8 +158,6 @@ WorkInfo ShmBackend::info(OpType type, uint64_t seq, const std::vector<Tensor>& 
 
 OpDesc ShmBackend::makeDesc(uint64_t seq, OpType type, DType dtype, ReduceOp op, int root,
                             uint64_t bytes, const void* addr) const {
-  // Only the head is set: the count arrays (1 KiB) are filled and published
-  // only by operations that set hasCounts (see OpDesc).
   OpDesc d;
   d.seq = seq;
   d.opType = static_cast<uint8_t>(type);

@@ -13,6 +13,14 @@ namespace {
 uint8_t* bytesOf(const Tensor& t) { return static_cast<uint8_t*>(t.rawData()); }
 uint64_t u64(size_t v) { return static_cast<uint64_t>(v); }
 
+// ShmOp's counts: what this rank sends to each rank, then what it expects.
+std::vector<uint64_t> concat(const std::vector<uint64_t>& sends,
+                             const std::vector<uint64_t>& expects) {
+  std::vector<uint64_t> out(sends);
+  out.insert(out.end(), expects.begin(), expects.end());
+  return out;
+}
+
 void checkCpu(const Tensor& t, std::string_view op) {
   if (t.defined() && !t.device().isCpu()) {
     throw DistBackendError(fmt::format("Backend shm does not support {} on device {}", op,
@@ -126,14 +134,15 @@ void ShmBackend::allgatherInto(OpType type, const AllgatherOptions& opts, const 
   OpDesc d = makeDesc(opts.seq, type, input.dtype(), {}, -1, input.nbytes(), input.rawData());
   d.hasCounts = 1;
   std::vector<uint8_t*> outs;
+  std::vector<uint64_t> counts(2 * size());
   uint64_t outBytes = 0;
   for (int q = 0; q < size(); ++q) {
-    d.sendCounts[q] = input.nbytes();
-    d.recvCounts[q] = outputs[q].nbytes();
+    counts[q] = input.nbytes();
+    counts[size() + q] = outputs[q].nbytes();
     outs.push_back(bytesOf(outputs[q]));
     outBytes += outputs[q].nbytes();
   }
-  ShmOp op(group_, d, false, opts.timeout);
+  ShmOp op(group_, d, false, opts.timeout, counts);
   gatherInto(op, bytesOf(input), input.nbytes(), outs, outBytes);
 }
 
@@ -255,14 +264,13 @@ WorkPtr ShmBackend::alltoall(const std::vector<Tensor>& outputs, const std::vect
                   std::vector<uint8_t*> recvs;
                   std::vector<uint64_t> sendBytes, recvBytes;
                   for (int q = 0; q < size(); ++q) {
-                    d.sendCounts[q] = inputs[q].nbytes();
-                    d.recvCounts[q] = outputs[q].nbytes();
                     sends.push_back(bytesOf(inputs[q]));
                     recvs.push_back(bytesOf(outputs[q]));
                     sendBytes.push_back(inputs[q].nbytes());
                     recvBytes.push_back(outputs[q].nbytes());
                   }
-                  ShmOp op(group_, d, false, opts.timeout);
+                  const std::vector<uint64_t> counts = concat(sendBytes, recvBytes);
+                  ShmOp op(group_, d, false, opts.timeout, counts);
                   alltoallParts(op, sends, sendBytes, recvs, recvBytes);
                 });
 }
@@ -284,14 +292,13 @@ WorkPtr ShmBackend::alltoallBase(const Tensor& output, const Tensor& input,
                   for (int q = 0; q < size(); ++q) {
                     sendBytes.push_back(u64(inputSplits[q]) * row);
                     recvBytes.push_back(u64(outputSplits[q]) * row);
-                    d.sendCounts[q] = sendBytes.back();
-                    d.recvCounts[q] = recvBytes.back();
                     sends.push_back(bytesOf(input) + inOff);
                     recvs.push_back(bytesOf(output) + outOff);
                     inOff += sendBytes.back();
                     outOff += recvBytes.back();
                   }
-                  ShmOp op(group_, d, false, opts.timeout);
+                  const std::vector<uint64_t> counts = concat(sendBytes, recvBytes);
+                  ShmOp op(group_, d, false, opts.timeout, counts);
                   alltoallParts(op, sends, sendBytes, recvs, recvBytes);
                 });
 }

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <cstddef>
@@ -35,15 +36,8 @@ void throwPeerFailure(ShmSegment& segment, int peer, const std::string& context,
 }
 
 namespace {
-// Copies what is published of a descriptor (see OpDesc): the head (without
-// the stamp), and n counts of each array when it has counts.
-void copyDesc(OpDesc& to, const OpDesc& from, int n) {
-  std::memcpy(&to, &from, offsetof(OpDesc, stamp));  // the stamp is written on its own
-  if (from.hasCounts) {
-    std::memcpy(to.sendCounts, from.sendCounts, sizeof(uint64_t) * n);
-    std::memcpy(to.recvCounts, from.recvCounts, sizeof(uint64_t) * n);
-  }
-}
+// Copies a descriptor without its stamp (the stamp is written on its own).
+void copyDesc(OpDesc& to, const OpDesc& from) { std::memcpy(&to, &from, offsetof(OpDesc, stamp)); }
 }  // namespace
 
 std::vector<int> ShmOp::notArrived() const {
@@ -54,13 +48,18 @@ std::vector<int> ShmOp::notArrived() const {
   return out;
 }
 
-ShmOp::ShmOp(ShmGroup& group, const OpDesc& mine, bool equalBytes, Milliseconds timeout)
+ShmOp::ShmOp(ShmGroup& group, const OpDesc& mine, bool equalBytes, Milliseconds timeout,
+             std::span<const uint64_t> counts)
     : g_(group),
+      counts_(counts),
       equalBytes_(equalBytes),
       timeout_(timeout),
       deadline_(group.opStartedNs != 0 ? Deadline::afterStart(group.opStartedNs, timeout)
                                         : Deadline::after(timeout)) {
-  copyDesc(mine_, mine, g_.size);  // the head and the counts in use, not all 18 lines
+  DL_CHECK(counts.empty() == !mine.hasCounts &&
+               (counts.empty() || counts.size() == 2 * static_cast<size_t>(g_.size)),
+           "ShmOp: counts must be 2 * size() values exactly when the descriptor hasCounts");
+  copyDesc(mine_, mine);
   if (g_.descs.size() < static_cast<size_t>(g_.size)) g_.descs.resize(g_.size);
   RankControl& me = g_.segment->control(g_.rank);
   me.seq.store(mine.seq, std::memory_order_relaxed);
@@ -104,20 +103,38 @@ void ShmOp::sync() {
   const int parity = static_cast<int>(target & 1);
   const bool smallData = std::exchange(smallDataNext_, false);
   OpDesc& published = seg.desc(g_.rank, parity);
-  if (first_) copyDesc(published, mine_, g_.size);
+  if (first_) {
+    copyDesc(published, mine_);
+    if (!counts_.empty()) {
+      uint64_t* out = seg.counts(g_.rank, parity);
+      std::memcpy(out, counts_.data(), counts_.size_bytes());
+      const auto sent = counts_.first(static_cast<size_t>(g_.size));
+      out[2 * g_.size] = *std::max_element(sent.begin(), sent.end());
+    }
+  }
   // Note [Arrival in the descriptor line]: the step first, so whoever sees the
   // stamp also sees the step (diagnostics and the dead-peer check read it).
   seg.control(g_.rank).step.store(target, std::memory_order_release);
   std::atomic_ref<uint64_t>(published.stamp).store(target, std::memory_order_release);
   g_.step = target;
-  ring(seg.header().collBell, seg.header().collSleepers);
+  const int n = g_.size;
+  const bool wide = n > kWideGroupRanks;
+  SegmentHeader& header = seg.header();
+  if (!wide) {
+    ring(header.collBell, header.collSleepers);
+  } else if ((header.arrivals.fetch_add(1, std::memory_order_acq_rel) + 1) % n == 0) {
+    ring(header.collBell, header.collSleepers);  // Note [Wide groups count arrivals]
+  }
   // Note [Bookkeeping while the stamps travel]
   if (g_.afterArrival) std::exchange(g_.afterArrival, {})();
-  const int n = g_.size;
+  const uint64_t everyArrival = static_cast<uint64_t>(n) * target;
   int next = 0;  // ranks below `next` are known to have arrived
   waitUntil(
-      seg.header().collBell, seg.header().collSleepers,
+      header.collBell, header.collSleepers,
       [&] {
+        if (wide) {
+          return header.arrivals.load(std::memory_order_acquire) >= everyArrival || cancelled();
+        }
         while (next < n && std::atomic_ref<uint64_t>(seg.desc(next, parity).stamp)
                                    .load(std::memory_order_acquire) >= target) {
           ++next;
@@ -133,8 +150,15 @@ void ShmOp::sync() {
   smallDataRead_ = smallData;
   if (first_) {
     first_ = false;
-    for (int r = 0; r < n; ++r) copyDesc(g_.descs[r], seg.desc(r, parity), n);
+    for (int r = 0; r < n; ++r) copyDesc(g_.descs[r], seg.desc(r, parity));
     validate();
+    if (!counts_.empty()) {
+      const std::string diff = checkCounts(parity);
+      if (!diff.empty()) {
+        throw DistBackendError(fmt::format(
+            "{}: Detected mismatch between collectives on ranks: {}", what(), diff));
+      }
+    }
   }
 }
 
@@ -231,21 +255,48 @@ void ShmOp::validate() {
                          describeDesc(b));
     }
   }
-  if (diff.empty() && mine_.hasCounts) {
-    for (int p = 0; p < g_.size && diff.empty(); ++p) {
-      for (int q = 0; q < g_.size; ++q) {
-        if (g_.descs[p].sendCounts[q] != g_.descs[q].recvCounts[p]) {
-          diff = fmt::format("rank {} sends {} bytes to rank {}, which expects {} bytes",
-                             p, g_.descs[p].sendCounts[q], q, g_.descs[q].recvCounts[p]);
-          break;
-        }
-      }
-    }
-  }
   if (!diff.empty()) {
     throw DistBackendError(fmt::format(
         "{}: Detected mismatch between collectives on ranks: {}", what(), diff));
   }
+}
+
+// Note [Counts read in place]
+// A rank's counts of this parity are rewritten only by its next operation's
+// first step of the same parity, which it cannot reach before this rank
+// arrives again: between the first wait and this rank's next arrival they are
+// stable, so they are read where they were published. Up to
+// kFullCountCheckRanks every rank checks every pair (each reports the same
+// first disagreement); above, the n^2 reads on every rank would cost more
+// than the operation, so each rank checks the pairs it is part of: the two
+// ranks of a disagreeing pair raise, and their peers learn it from their
+// published failure at the next step.
+inline constexpr int kFullCountCheckRanks = 64;
+
+std::string ShmOp::checkCounts(int parity) {
+  ShmSegment& seg = *g_.segment;
+  const int n = g_.size;
+  auto sends = [&](int p, int q) { return seg.counts(p, parity)[q]; };
+  auto expects = [&](int q, int p) { return seg.counts(q, parity)[n + p]; };
+  auto pairText = [&](int p, int q) {
+    return fmt::format("rank {} sends {} bytes to rank {}, which expects {} bytes", p, sends(p, q),
+                       q, expects(q, p));
+  };
+  const bool everyPair = n <= kFullCountCheckRanks;
+  for (int p = 0; p < n; ++p) {
+    if (!everyPair && p != g_.rank) {
+      if (sends(p, g_.rank) != expects(g_.rank, p)) return pairText(p, g_.rank);
+      if (sends(g_.rank, p) != expects(p, g_.rank)) return pairText(g_.rank, p);
+      continue;
+    }
+    for (int q = 0; q < n; ++q) {
+      if (sends(p, q) != expects(q, p)) return pairText(p, q);
+    }
+  }
+  // From what every rank sends: the same on every rank.
+  largestCount_ = 0;
+  for (int p = 0; p < n; ++p) largestCount_ = std::max(largestCount_, seg.counts(p, parity)[2 * n]);
+  return "";
 }
 
 }  // namespace distlab::comm::shm

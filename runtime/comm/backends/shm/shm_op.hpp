@@ -61,6 +61,20 @@
 // any data is read). Every rank decides from its own size alone; ranks whose
 // sizes differ fail that comparison.
 //
+// Note [Wide groups count arrivals]
+// An arrival rings the group's bell when somebody sleeps on it, and every
+// sleeper wakes to look: fine for a few ranks, but in a group of n ranks that
+// mostly sleep (hundreds of ranks on a few cores) a step would cost n^2
+// wake-ups. A group of more than kWideGroupRanks ranks therefore also counts
+// arrivals in SegmentHeader::arrivals (one shared read-modify-write per
+// arrival, which small groups avoid), and waits for the count instead of the
+// stamps: every rank arrived at step s exactly when the count reached n * s
+// (a rank arrives at s + 1 only after all arrived at s, so no count can get
+// there early), and only the arrival whose increment reaches a multiple of n
+// rings. Each step then wakes each sleeper once. The count is read with
+// acquire and every increment is a release, so a waiter that sees n * s sees
+// every rank's writes before its arrival.
+//
 // The first step also publishes this rank's OpDesc (op, seq, dtype, sizes); after
 // it every rank compares all descriptors, so a mismatch raises on every rank
 // before any rank reads a byte of another's data.
@@ -75,6 +89,7 @@
 // the writes of a step its peers completed after the cancel.
 #include <atomic>
 #include <cstdint>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -130,8 +145,12 @@ class ShmOp {
  public:
   // `equalBytes`: every rank must contribute the same number of bytes. The
   // deadline is `timeout` after group.opStartedNs (after now outside an
-  // operation).
-  ShmOp(ShmGroup& group, const OpDesc& mine, bool equalBytes, Milliseconds timeout);
+  // operation). `counts`: empty, or the bytes this rank sends to each rank
+  // followed by the bytes it expects from each (2 * size() values): published
+  // with the first step (mine.hasCounts must then be set) and checked against
+  // the peers' before any data moves.
+  ShmOp(ShmGroup& group, const OpDesc& mine, bool equalBytes, Milliseconds timeout,
+        std::span<const uint64_t> counts = {});
 
   int rank() const { return g_.rank; }
   int size() const { return g_.size; }
@@ -150,9 +169,11 @@ class ShmOp {
   void carrySmallData(uint64_t bytes);
   // Arrive and wait for every rank (see the Note).
   void sync();
-  // Descriptors of the first step (valid after the first sync; the counts only
-  // for ranks below size() and only when hasCounts).
+  // Descriptors of the first step (valid after the first sync).
   const OpDesc& desc(int r) const { return g_.descs[r]; }
+  // The most bytes any rank sends to any one rank (after the first sync of an
+  // operation constructed with counts).
+  uint64_t largestCount() const { return largestCount_; }
 
   // The single-copy path (Note [shm single copy]); valid after the first sync.
   // Copies `bytes` at `offset` into peer r's published buffer (desc(r).singleCopy.addr)
@@ -172,6 +193,9 @@ class ShmOp {
 
  private:
   void validate();
+  // Checks the published counts (Note [Counts read in place] in shm_op.cpp);
+  // returns the first disagreement, or "".
+  std::string checkCounts(int parity);
   void poll();
   // Ranks that have not arrived at the current step (Note [Who did not arrive]).
   std::vector<int> notArrived() const;
@@ -184,6 +208,8 @@ class ShmOp {
 
   ShmGroup& g_;
   OpDesc mine_;
+  std::span<const uint64_t> counts_;
+  uint64_t largestCount_ = 0;
   bool equalBytes_;
   bool first_ = true;
   bool smallDataNext_ = false;  // the step about to be taken carries its data in the head

@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <random>
@@ -12,6 +13,7 @@
 
 #include <fmt/format.h>
 
+#include "runtime/comm/backends/shm/shm_wait.hpp"
 #include "runtime/core/clock.hpp"
 #include "runtime/core/errors.hpp"
 
@@ -34,7 +36,8 @@ std::string freshName() {
 uint64_t ShmSegment::totalBytes(int size, const SegmentOptions& o) {
   const uint64_t n = static_cast<uint64_t>(size);
   return alignUp(sizeof(SegmentHeader)) + n * sizeof(RankControl) + n * 2 * sizeof(OpDesc) +
-         n * 2 * o.slotBytes + n * n * (sizeof(ChannelHeader) + o.channelBytes);
+         alignUp(n * 2 * countsPerRank(size) * sizeof(uint64_t)) + n * 2 * o.slotBytes +
+         n * n * (sizeof(ChannelHeader) + o.channelBytes);
 }
 
 void ShmSegment::layout(uint8_t* base, int size, const SegmentOptions& o) {
@@ -47,18 +50,22 @@ void ShmSegment::layout(uint8_t* base, int size, const SegmentOptions& o) {
   p += size * sizeof(RankControl);
   descs_ = reinterpret_cast<OpDesc*>(p);
   p += size * 2 * sizeof(OpDesc);
+  const uint64_t n = static_cast<uint64_t>(size);
+  counts_ = reinterpret_cast<uint64_t*>(p);
+  p += alignUp(n * 2 * countsPerRank(size) * sizeof(uint64_t));
   slots_ = p;
-  p += uint64_t(size) * 2 * o.slotBytes;
-  channels_ = p;
-  channelStride_ = sizeof(ChannelHeader) + o.channelBytes;
+  p += n * 2 * o.slotBytes;
+  channelHeaders_ = reinterpret_cast<ChannelHeader*>(p);
+  p += n * n * sizeof(ChannelHeader);
+  rings_ = p;
 }
 
 ChannelHeader& ShmSegment::channel(int src, int dst) {
-  return *reinterpret_cast<ChannelHeader*>(channels_ + (uint64_t(src) * size_ + dst) * channelStride_);
+  return channelHeaders_[uint64_t(dst) * size_ + src];
 }
 
 uint8_t* ShmSegment::channelData(int src, int dst) {
-  return channels_ + (uint64_t(src) * size_ + dst) * channelStride_ + sizeof(ChannelHeader);
+  return rings_ + (uint64_t(src) * size_ + dst) * header_->channelBytes;
 }
 
 std::unique_ptr<ShmSegment> ShmSegment::open(Store& store, const std::string& keyPrefix, int rank,
@@ -71,6 +78,11 @@ std::unique_ptr<ShmSegment> ShmSegment::open(Store& store, const std::string& ke
       (options.channelBytes & (options.channelBytes - 1)) != 0) {
     throw ValueError("shm: slot bytes must be a multiple of 4096 and channel bytes a power of two "
                      ">= 4096");
+  }
+  if (options.slotBytes < 64 * static_cast<uint64_t>(size)) {
+    // Algorithms split a slot in one 64-byte-aligned part per rank.
+    throw ValueError(fmt::format("shm: slot bytes {} leave no 64-byte part per rank at world size "
+                                 "{}: use at least {}", options.slotBytes, size, 64 * size));
   }
   std::unique_ptr<ShmSegment> seg(new ShmSegment());
   seg->rank_ = rank;
@@ -127,20 +139,29 @@ std::unique_ptr<ShmSegment> ShmSegment::open(Store& store, const std::string& ke
   me.base.store(reinterpret_cast<uintptr_t>(seg->base_), std::memory_order_relaxed);
   me.attached.store(1, std::memory_order_release);
   // Wait for everyone (bounded), then rank 0 unlinks (Note [shm segment lifecycle]).
+  // The last rank to attach wakes the others: a thousand ranks attaching on
+  // two cores must not spend the cores looking at each other.
+  std::atomic<uint32_t>& attachedRanks = seg->header_->attachedRanks;
+  if (attachedRanks.fetch_add(1, std::memory_order_acq_rel) + 1 == static_cast<uint32_t>(size)) {
+    futexWakeAll(&attachedRanks);
+  }
   const Deadline deadline = Deadline::after(timeout);
   for (;;) {
-    std::string missing;
-    for (int r = 0; r < size; ++r) {
-      if (!seg->control(r).attached.load(std::memory_order_acquire)) {
-        missing += (missing.empty() ? "" : ", ") + std::to_string(r);
-      }
-    }
-    if (missing.empty()) break;
+    const uint32_t seen = attachedRanks.load(std::memory_order_acquire);
+    if (seen == static_cast<uint32_t>(size)) break;
     if (deadline.expired()) {
+      std::string missing;
+      for (int r = 0; r < size; ++r) {
+        if (!seg->control(r).attached.load(std::memory_order_acquire)) {
+          missing += (missing.empty() ? "" : ", ") + std::to_string(r);
+        }
+      }
       throw DistTimeoutError(fmt::format("shm: ranks [{}] did not attach to segment {} within {} ms",
                                          missing, seg->name_, timeout.count()));
     }
-    std::this_thread::sleep_for(std::chrono::microseconds(200));
+    const int64_t remainingNs = std::chrono::duration_cast<std::chrono::nanoseconds>(
+        deadline.remaining()).count();
+    futexWait(&attachedRanks, seen, std::clamp<int64_t>(remainingNs, 1, 100'000'000));
   }
   shm_unlink(seg->name_.c_str());  // every rank: the first one to get here wins
   seg->linked_ = false;

@@ -18,8 +18,22 @@
 // pids (Note [Exit guard]).
 //
 // Layout (every part 64-byte aligned, sizes bounded by the options):
-//   SegmentHeader | RankControl[n] | OpDesc[n][2] | slot[n][2][slotBytes] |
-//   Channel[n][n] (src-major; each a header + channelBytes ring)
+//   SegmentHeader | RankControl[n] | OpDesc[n][2] | counts[n][2][2n+1] |
+//   slot[n][2][slotBytes] | ChannelHeader[n][n] (dst-major) |
+//   ring[n][n][channelBytes] (src-major)
+//
+// Note [Segments for a thousand ranks]
+// The segment grows with n^2 (a ring per ordered pair), which at world 1,024
+// is ~70 GB of address space: tmpfs allocates a page only when it is first
+// touched, so what costs memory is what the ranks touch. Hence the layout
+// keeps what every rank reads apart from what only a pair uses: a rank's
+// receive path scans the headers of its n incoming channels, which sit
+// together (dst-major, n * 128 B), while a ring's pages are touched only once
+// that pair exchanges a message. Likewise the per-pair byte counts of
+// all-to-all and list all-gather live outside the descriptor line, n per
+// rank and parity, touched only by operations that publish them; a rank
+// keeps no n^2 copy of them (ShmOp reads them in place while they are
+// stable, Note [Counts read in place] in shm_op.cpp).
 #include <atomic>
 #include <chrono>
 #include <cstddef>
@@ -31,11 +45,14 @@
 
 namespace distlab::comm::shm {
 
-inline constexpr int kMaxWorldSize = 64;
+// Ranks a segment may hold: what the scenario runner and the launcher accept
+// (Note [Segments for a thousand ranks]).
+inline constexpr int kMaxWorldSize = 1024;
 inline constexpr uint64_t kSegmentMagic = 0x64697374'6c616273ULL;  // "distlabs"
 inline constexpr int32_t kSingleCopyDisabled = -1;  // RankControl::singleCopyErr
 inline constexpr int32_t kSingleCopySlower = -2;    // RankControl::singleCopyErr
 inline constexpr int32_t kSingleCopyLargeOnly = -3;  // RankControl::singleCopyErr
+inline constexpr int32_t kSingleCopyWideGroup = -4;  // RankControl::singleCopyErr
 
 struct alignas(64) SegmentHeader {
   uint64_t magic;
@@ -46,6 +63,11 @@ struct alignas(64) SegmentHeader {
   uint64_t totalBytes;
   alignas(64) std::atomic<uint32_t> collBell;      // bumped on every arrival
   std::atomic<uint32_t> collSleepers;              // ranks in futex wait on collBell
+  // Arrivals of every rank at every step, counted only by wide groups (Note
+  // [Wide groups count arrivals] in shm_op.hpp).
+  alignas(64) std::atomic<uint64_t> arrivals;
+  // Ranks attached so far; a futex word the last one to attach wakes.
+  alignas(64) std::atomic<uint32_t> attachedRanks;
 };
 
 // Failure kinds a rank publishes so its peers fail fast with the same kind.
@@ -65,7 +87,8 @@ struct alignas(64) RankControl {
   // Set before the group's first step: 0 when this rank can read every peer's
   // memory fast enough to pay, kSingleCopyLargeOnly when it pays only for
   // messages beyond the caches, kSingleCopyDisabled when its options turned the
-  // path off, kSingleCopySlower when reading a peer is slower than the slots
+  // path off, kSingleCopyWideGroup when mode auto left the path off in a wide
+  // group, kSingleCopySlower when reading a peer is slower than the slots
   // here, else the errno of its first failed read.
   std::atomic<int32_t> singleCopyErr;
   char reason[468];
@@ -75,9 +98,8 @@ struct alignas(64) RankControl {
 
 // What a rank is doing in one collective, published with its first step and
 // compared by every rank (mismatched collectives and sizes never touch memory).
-// Only the head (one cache line) and, when hasCounts, the first worldSize
-// entries of each count array are published and read: copying the whole
-// descriptor (18 cache lines) cost more than a small allreduce's data.
+// One cache line; when hasCounts, the operation also publishes its per-rank
+// send and receive byte counts (ShmSegment::counts).
 inline constexpr uint64_t kDescSmallDataBytes = 32;  // OpDesc::smallData
 struct alignas(64) OpDesc {
   // What every rank compares (ShmOp::validate).
@@ -87,7 +109,7 @@ struct alignas(64) OpDesc {
   uint8_t opType;         // OpType
   uint8_t dtype;          // DType
   uint8_t reduceOp;       // ReduceOp::Kind
-  uint8_t hasCounts;      // sendCounts/recvCounts valid
+  uint8_t hasCounts;      // ShmSegment::counts of this rank and parity published
   // What peers read of this rank on the single-copy path, or, for an
   // operation whose first step carries its data here (Note [Small data in
   // the descriptor line] in shm_op.hpp), that data: never both, since such
@@ -105,13 +127,11 @@ struct alignas(64) OpDesc {
   // written (release, through std::atomic_ref) at every step, after the head
   // and RankControl::step; never copied with the head.
   uint64_t stamp;
-  alignas(64) uint64_t sendCounts[kMaxWorldSize];  // bytes this rank sends to each rank
-  uint64_t recvCounts[kMaxWorldSize];  // bytes it expects from each rank
 };
-// The head, stamp included, is one cache line: a peer's arrival and its
+// The descriptor, stamp included, is one cache line: a peer's arrival and its
 // descriptor (and a small operation's data) arrive together.
 static_assert(offsetof(OpDesc, smallData) + kDescSmallDataBytes == offsetof(OpDesc, stamp));
-static_assert(offsetof(OpDesc, stamp) == 56 && offsetof(OpDesc, sendCounts) == 64);
+static_assert(offsetof(OpDesc, stamp) == 56 && sizeof(OpDesc) == 64);
 
 struct alignas(64) ChannelHeader {
   std::atomic<uint64_t> head;  // bytes consumed (receiver writes)
@@ -143,6 +163,13 @@ class ShmSegment {
   SegmentHeader& header() { return *header_; }
   RankControl& control(int r) { return controls_[r]; }
   OpDesc& desc(int r, int parity) { return descs_[r * 2 + parity]; }
+  // Rank r's byte counts for the operation of that parity: size() it sends to
+  // each rank, size() it expects from each, then the largest it sends to one
+  // rank (valid when its desc hasCounts).
+  uint64_t* counts(int r, int parity) {
+    return counts_ + (uint64_t(r) * 2 + parity) * countsPerRank(size_);
+  }
+  static uint64_t countsPerRank(int size) { return 2 * uint64_t(size) + 1; }
   uint8_t* slot(int r, int parity) { return slots_ + (uint64_t(r) * 2 + parity) * slotBytes(); }
   // Where this rank mapped the segment (peers publish theirs in RankControl::base).
   uint8_t* base() { return base_; }
@@ -163,9 +190,10 @@ class ShmSegment {
   SegmentHeader* header_ = nullptr;
   RankControl* controls_ = nullptr;
   OpDesc* descs_ = nullptr;
+  uint64_t* counts_ = nullptr;
   uint8_t* slots_ = nullptr;
-  uint8_t* channels_ = nullptr;
-  uint64_t channelStride_ = 0;
+  ChannelHeader* channelHeaders_ = nullptr;
+  uint8_t* rings_ = nullptr;
 };
 
 }  // namespace distlab::comm::shm

@@ -101,8 +101,12 @@ int32_t timePeerReads(ShmSegment& segment, const ShmPeers& peers) {
 }  // namespace
 
 int32_t probePeerMemory(ShmSegment& segment, const ShmPeers& peers, bool timeIt) {
-  for (int r = 0; r < segment.size(); ++r) {
-    if (r == segment.rank()) continue;
+  const int n = segment.size();
+  const bool wide = n > kWideGroupRanks;
+  if (wide && timeIt) return kSingleCopyWideGroup;  // Note [Wide groups and the single copy]
+  const int probed = wide ? kWideProbePeers : n - 1;
+  for (int i = 1; i <= probed; ++i) {
+    const int r = (segment.rank() + i) % n;
     uint64_t magic = 0;
     const uint64_t base = segment.control(r).base.load(std::memory_order_acquire);
     const int err = readProcessMemory(peers.pid(r), base, &magic, sizeof(magic));
@@ -138,6 +142,9 @@ std::string singleCopyVerdictText(int32_t verdict) {
   if (verdict == kSingleCopyDisabled) return "its option shm.single_copy is off";
   if (verdict == kSingleCopyLargeOnly) {
     return "reading a peer's memory here pays only for messages beyond the caches";
+  }
+  if (verdict == kSingleCopyWideGroup) {
+    return "the group is too wide for reading peers in place to pay (mode auto)";
   }
   if (verdict == kSingleCopySlower) {
     return "reading a peer's memory here is slower than copying through the slots";

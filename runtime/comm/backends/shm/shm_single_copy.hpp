@@ -73,6 +73,7 @@
 
 #include "runtime/comm/backends/shm/shm_peers.hpp"
 #include "runtime/comm/backends/shm/shm_segment.hpp"
+#include "runtime/comm/backends/shm/shm_wait.hpp"
 
 namespace distlab::comm::shm {
 
@@ -98,7 +99,18 @@ inline constexpr uint64_t kSingleCopyLargeBytes = 2ull << 20;
 // else, with `timeIt`, kSingleCopyLargeOnly when reading a peer pays only
 // beyond the caches and kSingleCopySlower when it does not pay at all (see
 // the Note); else 0.
+// In a group of more than kWideGroupRanks ranks (Note [Wide groups and the
+// single copy]) it reads only its next kWideProbePeers peers' magic, and with
+// `timeIt` says kSingleCopyWideGroup without timing anything.
 int32_t probePeerMemory(ShmSegment& segment, const ShmPeers& peers, bool timeIt);
+// Note [Wide groups and the single copy]
+// With hundreds of ranks on a few cores, the probe would cost every rank a
+// read of every peer (n^2 system calls in all) and timing buffers of
+// kLargeProbeBytes, while the path saves one copy of data the ranks mostly
+// read in turn on the same cores. Mode auto keeps such groups on the slots;
+// mode on still checks, each rank its next few peers, that reads are allowed
+// (so every rank is read once by somebody).
+inline constexpr int kWideProbePeers = 2;
 
 // What the group decides from every rank's verdict: the first rank that says
 // no (-1 when every rank may read every peer and found that it pays, at some

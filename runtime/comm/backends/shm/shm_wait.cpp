@@ -5,6 +5,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <climits>
 #include <ctime>
 
@@ -14,8 +15,11 @@ WaitPolicy waitPolicyFor(int ranks) {
   cpu_set_t set;
   int cores = 1;
   if (sched_getaffinity(0, sizeof(set), &set) == 0) cores = CPU_COUNT(&set);
-  if (ranks <= cores) return WaitPolicy{10'000, 0};
-  return WaitPolicy{2'000, 100'000};
+  const int64_t poll =
+      std::min(kLongestPollIntervalNs, kPollIntervalNs * std::max(1, ranks / 16));
+  if (ranks <= cores) return WaitPolicy{10'000, 0, poll};
+  if (ranks > kWideGroupRanks) return WaitPolicy{1'000, 0, poll};
+  return WaitPolicy{2'000, 100'000, poll};
 }
 
 void futexWait(std::atomic<uint32_t>* word, uint32_t expected, int64_t timeoutNs) {

@@ -15,9 +15,12 @@
 // when somebody sleeps on it (ring() reads the sleeper count after its own
 // store; a sleeper registers before its last check: Note [shm bell]), so the
 // common, fast case costs no shared read-modify-write and no system call.
-// The futex sleeps at most kPollIntervalNs, so `poll` (deadline, dead peers,
-// failure flags) runs at least that often (first after kFirstPollNs): a dead
-// peer is seen within ~0.1 s.
+// The futex sleeps at most WaitPolicy::pollIntervalNs, so `poll` (deadline,
+// dead peers, failure flags) runs at least that often (first after
+// kFirstPollNs): a dead peer is seen within ~0.1 s in groups of up to 16
+// ranks. A poll looks at every peer, so in larger groups the interval grows
+// with the group (up to 1 s at 320 ranks and more): the group's polls then
+// cost the same share of the machine at any size.
 //
 // Note [shm bell]
 // Waker: publish the state (a release store), then ring(): a seq_cst fence,
@@ -35,15 +38,23 @@
 namespace distlab::comm::shm {
 
 inline constexpr int64_t kPollIntervalNs = 50'000'000;
+inline constexpr int64_t kLongestPollIntervalNs = 1'000'000'000;
 inline constexpr int64_t kFirstPollNs = 1'000'000;
+// Groups of more ranks count arrivals (Note [Wide groups count arrivals] in
+// shm_op.hpp).
+inline constexpr int kWideGroupRanks = 16;
 
 struct WaitPolicy {
   int64_t spinNs = 10'000;
   int64_t yieldNs = 0;
+  int64_t pollIntervalNs = kPollIntervalNs;
 };
 // The policy for a group of `ranks` processes on this machine: spin longer and
 // never yield when every rank can hold a core; spin briefly and yield up to
-// 100 us when ranks outnumber the cores this process may run on.
+// 100 us when ranks outnumber the cores this process may run on; sleep almost
+// at once in wide groups (Note [Wide groups count arrivals] in shm_op.hpp),
+// where hundreds of yielding ranks would take the cores from the ones that
+// have work. The poll interval grows with `ranks` (Note [shm waiting]).
 WaitPolicy waitPolicyFor(int ranks);
 
 // futex on a word in (possibly shared) memory; not FUTEX_PRIVATE.
@@ -98,7 +109,8 @@ void waitUntil(std::atomic<uint32_t>& bell, std::atomic<uint32_t>& sleepers, con
     }
     now = monotonicNowNs();
   }
-  int64_t lastPoll = start - kPollIntervalNs + kFirstPollNs;
+  const int64_t interval = policy.pollIntervalNs;
+  int64_t lastPoll = start - interval + kFirstPollNs;
   while (now - start < policy.spinNs + policy.yieldNs) {
     sched_yield();
     if (done()) return;
@@ -111,12 +123,12 @@ void waitUntil(std::atomic<uint32_t>& bell, std::atomic<uint32_t>& sleepers, con
       sleepers.fetch_sub(1, std::memory_order_seq_cst);
       return;
     }
-    const int64_t untilPoll = lastPoll + kPollIntervalNs - now;
+    const int64_t untilPoll = lastPoll + interval - now;
     futexWait(&bell, seen, untilPoll > 0 ? untilPoll : 1);
     sleepers.fetch_sub(1, std::memory_order_seq_cst);
     if (done()) return;
     now = monotonicNowNs();
-    if (now - lastPoll >= kPollIntervalNs) {
+    if (now - lastPoll >= interval) {
       poll();
       lastPoll = now;
     }
