@@ -24,6 +24,7 @@
 #include "emulator/bench/nccl_tests_output.hpp"
 #include "emulator/bench/peer_bench.hpp"
 #include "emulator/launcher/exit_guard.hpp"
+#include "runtime/comm/backends/shm/shm_segment.hpp"
 #include "runtime/comm/backend_options.hpp"
 #include "runtime/comm/backend_registry.hpp"
 #include "runtime/comm/debug/debug_install.hpp"
@@ -338,8 +339,10 @@ void printRatios(std::ostream& out, const std::map<std::string, std::vector<Benc
 }
 
 void validate(const CollectivesBenchOptions& o) {
-  if (o.worldSize < 1 || o.worldSize > 64) {
-    throw ValueError(fmt::format("--world-size {} must be in 1..64", o.worldSize));
+  if (o.worldSize < 1 || o.worldSize > comm::shm::kMaxWorldSize) {
+    throw ValueError(fmt::format("--world-size {} must be in 1..{} (the shm backend's segments "
+                                 "hold at most {} ranks)", o.worldSize, comm::shm::kMaxWorldSize,
+                                 comm::shm::kMaxWorldSize));
   }
   if (o.minBytes < 1 || o.maxBytes < o.minBytes || o.maxBytes > kMaxBenchBytes) {
     throw ValueError(fmt::format("--min-bytes {} / --max-bytes {}: need 1 <= min <= max <= {}",

@@ -1,11 +1,14 @@
 #include "emulator/launcher/launch_attempt.hpp"
 
+#include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <optional>
 
@@ -98,7 +101,8 @@ void AttemptRunner::meetNodes() {
   }
 }
 
-std::vector<std::string> AttemptRunner::rankEnvironment(int localRank) const {
+std::vector<std::string> AttemptRunner::rankEnvironment(int localRank,
+                                                        const std::string& releaseVar) const {
   int worldSize = options_.nnodes * options_.nprocPerNode;
   int rank = options_.nodeRank * options_.nprocPerNode + localRank;
   std::vector<std::string> env = {
@@ -117,6 +121,7 @@ std::vector<std::string> AttemptRunner::rankEnvironment(int localRank) const {
       fmt::format("TORCHELASTIC_MAX_RESTARTS={}", options_.maxRestarts),
       "DISTLAB_STORE_EXTERNAL=1",
       fmt::format("DISTLAB_STORE_PREFIX={}/attempt_{}", options_.runId, attempt_),
+      releaseVar,
   };
   for (const auto& [name, value] : options_.extraEnv) env.push_back(name + "=" + value);
   return environmentWith(env);
@@ -126,6 +131,17 @@ void AttemptRunner::startRanks(OutputPump& pump) {
   int n = options_.nprocPerNode;
   result_.ranks.resize(static_cast<size_t>(n));
   running_.assign(static_cast<size_t>(n), false);
+  // Note [Ranks released together]: every rank inherits the read end; only
+  // the launcher holds the write end (close-on-exec), closed once all started.
+  int release[2];
+  if (::pipe2(release, 0) != 0 || ::fcntl(release[1], F_SETFD, FD_CLOEXEC) != 0) {
+    throw Error(fmt::format("launcher: pipe failed: {}", ::strerror(errno)));
+  }
+  const std::string releaseVar = fmt::format("DISTLAB_LAUNCH_RELEASE_FD={}", release[0]);
+  struct ClosePipe {
+    int* fds;
+    ~ClosePipe() { ::close(fds[0]), ::close(fds[1]); }
+  } closeRelease{release};
   for (int local = 0; local < n; ++local) {
     RankOutcome& o = result_.ranks[static_cast<size_t>(local)];
     o.localRank = local;
@@ -133,7 +149,8 @@ void AttemptRunner::startRanks(OutputPump& pump) {
     ChildProcess child;
     try {
       // Registered before it can start anything (Note [Exit guard]).
-      child = startChild(ChildSpec{options_.program, rankEnvironment(local), options_.workingDir,
+      child = startChild(ChildSpec{options_.program, rankEnvironment(local, releaseVar),
+                                   options_.workingDir,
                                    [](pid_t pid) { ExitGuard::instance().killGroupOnExit(pid); }});
     } catch (const Error&) {
       stopAll(SIGKILL);

@@ -57,7 +57,9 @@ class AttemptRunner {
   void killLeftovers();
   void onTimeout();
   bool waitForOtherNodes();
-  std::vector<std::string> rankEnvironment(int localRank) const;
+  // `releaseVar`: DISTLAB_LAUNCH_RELEASE_FD=<fd> (Note [Ranks released
+  // together] in runtime/comm/store/rendezvous.hpp).
+  std::vector<std::string> rankEnvironment(int localRank, const std::string& releaseVar) const;
   std::string logPath(int rank) const;
   void message(const std::string& text) const;
   bool anyRunning() const;

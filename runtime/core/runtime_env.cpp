@@ -132,6 +132,7 @@ RuntimeEnv readRuntimeEnv() {
   e.masterPort = readIntVar("MASTER_PORT", 1, 65535);
   e.storeExternal = env::getBool("DISTLAB_STORE_EXTERNAL").value_or(false);
   e.storePrefix = env::getString("DISTLAB_STORE_PREFIX").value_or("");
+  e.launchReleaseFd = readIntVar("DISTLAB_LAUNCH_RELEASE_FD", 0, kIntMax).value_or(-1);
   e.ddpSetLastBucketCap = env::getBool("DDP_SET_LAST_BUCKET_CAP").value_or(false);
   readFlightRecorderVars(e);
   e.detailExchange = readDetailExchangeVar();

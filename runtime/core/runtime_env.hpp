@@ -70,6 +70,10 @@ struct RuntimeEnv {
   // DISTLAB_STORE_PREFIX: env:// wraps its store in PrefixStore(prefix) (the
   // launcher sets one per restart round). Empty: no prefix.
   std::string storePrefix;
+  // DISTLAB_LAUNCH_RELEASE_FD: a pipe the launcher closes once it has started
+  // every rank; env:// waits for that before it rendezvouses (Note [Ranks
+  // released together] in runtime/comm/store/rendezvous.hpp). -1: unset.
+  int launchReleaseFd = -1;
 
   // ---- DDP (docs/pytorch-semantics.md, "DDP") ----
   // DDP_SET_LAST_BUCKET_CAP: the rebuilt buckets put the small first-bucket
@@ -150,7 +154,7 @@ struct EnvVarInfo {
   std::string_view usedBy;     // the component that takes the setting
 };
 
-inline constexpr std::array<EnvVarInfo, 21> kRuntimeEnvVars{{
+inline constexpr std::array<EnvVarInfo, 22> kRuntimeEnvVars{{
     {"TORCH_DISTRIBUTED_DEBUG", "", "debug level: DDP logs, unused-parameter names, DETAIL checks",
      "OFF", "OFF, INFO, DETAIL (any case)", "debug level (first use), DETAIL wrapper, DDP"},
     {"TORCH_CPP_LOG_LEVEL", "", "C++ log level, combined with the debug level", "WARNING",
@@ -167,6 +171,9 @@ inline constexpr std::array<EnvVarInfo, 21> kRuntimeEnvVars{{
      "false", "1/0, true/false, yes/no, on/off", "env:// and tcp:// rendezvous"},
     {"DISTLAB_STORE_PREFIX", "", "key prefix of the env:// store (one per restart round)",
      "empty (none)", "any text", "env:// rendezvous"},
+    {"DISTLAB_LAUNCH_RELEASE_FD", "", "pipe the launcher closes once every rank is started",
+     "unset (no wait)", "integer in [0, 2147483647]: an inherited descriptor",
+     "env:// rendezvous"},
     {"DDP_SET_LAST_BUCKET_CAP", "", "rebuilt buckets: the small cap goes to the last bucket",
      "false", "1/0, true/false, yes/no, on/off", "Reducer (ReducerOptions)"},
     {"TORCH_FR_BUFFER_SIZE", "TORCH_NCCL_TRACE_BUFFER_SIZE",

@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 #include <stdlib.h>
+#include <fcntl.h>
+#include <unistd.h>
 
 #include <future>
 
@@ -170,6 +172,29 @@ TEST(RendezvousTest, ExplicitStore) {
             std::string::npos);
   EXPECT_NE(errorOf({.store = store, .rank = 3, .worldSize = 3}).find("[0, 3) (found 3)"),
             std::string::npos);
+}
+
+// Note [Ranks released together]. One test, in this order: the wait happens
+// once per process, so the case that releases must come last.
+TEST(RendezvousTest, LaunchReleaseWaitsForTheLaunchersEndOfFile) {
+  int fds[2];
+  ASSERT_EQ(::pipe(fds), 0);
+  // Not an open descriptor: the variable is named.
+  try {
+    awaitLaunchRelease(1 << 20, milliseconds(1000));
+    ADD_FAILURE() << "an unopened descriptor was accepted";
+  } catch (const ValueError& e) {
+    EXPECT_NE(std::string(e.what()).find("DISTLAB_LAUNCH_RELEASE_FD"), std::string::npos);
+  }
+  // The launcher still holds the write end: bounded by the limit.
+  EXPECT_THROW(awaitLaunchRelease(fds[0], milliseconds(50)), DistStoreError);
+  // Bytes are read past; the end of file releases, and closes the read end.
+  ASSERT_EQ(::write(fds[1], "x", 1), 1);
+  ::close(fds[1]);
+  awaitLaunchRelease(fds[0], milliseconds(5000));
+  EXPECT_EQ(::fcntl(fds[0], F_GETFD), -1);
+  // Later calls (a second group's env://) return at once.
+  awaitLaunchRelease(fds[0], milliseconds(1));
 }
 
 }  // namespace

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <condition_variable>
 #include <fstream>
 #include <map>
@@ -29,10 +30,11 @@ class Heartbeat {
     return *hb;
   }
 
-  void add(const std::shared_ptr<Store>& store, int rank) {
+  void add(const std::shared_ptr<Store>& store, int rank, int groupSize) {
     std::lock_guard<std::mutex> lock(mutex_);
     auto& e = entries_[{store.get(), rank}];
     if (e.refs++ == 0) e.store = store;
+    interval_ = std::max(interval_, heartbeatIntervalFor(groupSize));
     beat(*store, rank);
     // After fork() the child has the state but not the thread: restart it.
     if (threadPid_ != getpid()) {
@@ -53,9 +55,10 @@ class Heartbeat {
     int refs = 0;
   };
 
-  static void beat(Store& store, int rank) {
+  void beat(Store& store, int rank) {  // REQUIRES(mutex_)
     try {
-      store.setString(aliveKey(rank), fmt::format("{} {} {}", hostName(), getpid(), wallMs()));
+      store.setString(aliveKey(rank), fmt::format("{} {} {} {}", hostName(), getpid(), wallMs(),
+                                                  interval_.count()));
     } catch (const std::exception&) {
       // The store went away (shutdown): the record just stops being refreshed.
     }
@@ -65,7 +68,7 @@ class Heartbeat {
     const pid_t me = getpid();
     std::unique_lock<std::mutex> lock(mutex_);
     while (threadPid_ == me) {
-      cv_.wait_for(lock, kHeartbeatInterval);
+      cv_.wait_for(lock, interval_);
       for (auto& [key, e] : entries_) {
         if (auto s = e.store.lock()) beat(*s, key.second);
       }
@@ -75,6 +78,7 @@ class Heartbeat {
   std::mutex mutex_;
   std::condition_variable cv_;
   std::map<std::pair<const Store*, int>, Entry> entries_;
+  std::chrono::milliseconds interval_ = kHeartbeatInterval;  // Note [Heartbeats that scale]
   pid_t threadPid_ = 0;
 };
 
@@ -91,8 +95,12 @@ char processState(long pid) {
 
 }  // namespace
 
-void registerLiveness(const std::shared_ptr<Store>& store, int globalRank) {
-  Heartbeat::instance().add(store, globalRank);
+std::chrono::milliseconds heartbeatIntervalFor(int groupSize) {
+  return std::min(kHeartbeatLongest, kHeartbeatInterval * std::max(1, groupSize / 16));
+}
+
+void registerLiveness(const std::shared_ptr<Store>& store, int globalRank, int groupSize) {
+  Heartbeat::instance().add(store, globalRank, groupSize);
 }
 
 void unregisterLiveness(const Store* store, int globalRank) {
@@ -104,12 +112,14 @@ RankLiveness probeRank(Store& store, int globalRank) {
   std::string host;
   long pid = 0;
   int64_t beatMs = 0;
+  int64_t intervalMs = kHeartbeatInterval.count();  // records without one: the base interval
   try {
     if (!store.check({key})) {
       return {RankStatus::kUnknown, "unknown (it never registered with the debug layer)"};
     }
     std::istringstream in(store.getString(key));
     in >> host >> pid >> beatMs;
+    if (int64_t written = 0; in >> written && written > 0) intervalMs = written;
   } catch (const std::exception& e) {
     return {RankStatus::kUnknown, fmt::format("unknown (store error: {})", e.what())};
   }
@@ -122,7 +132,7 @@ RankLiveness probeRank(Store& store, int globalRank) {
     return {RankStatus::kAlive,
             fmt::format("alive (pid {} on host {}, heartbeat {} ms ago)", pid, host, age)};
   }
-  if (age > kHeartbeatStale.count()) {
+  if (age > kStaleBeats * intervalMs) {
     return {RankStatus::kDead,
             fmt::format("dead (no heartbeat for {} ms; pid {} on host {})", age, pid, host)};
   }

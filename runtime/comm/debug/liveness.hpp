@@ -12,6 +12,15 @@
 // as "unknown" (it never reached the debug layer).
 // Registration is reference counted per (store, rank): every group wrapper of
 // a rank registers, the last one to go stops the heartbeat.
+//
+// Note [Heartbeats that scale]
+// Every beat is a request to the one store server, so a fixed interval makes
+// the server's load grow with the world: at 1,024 ranks, 4 a second each kept
+// a core busy. The interval grows with the largest group a process registers
+// for (heartbeatIntervalFor: 250 ms up to 16 ranks, then in proportion, at
+// most kHeartbeatLongest), so the server sees about 64 beats a second at any
+// size. The record carries the interval, and a heartbeat counts as stale
+// after kStaleBeats of its own intervals.
 #include <chrono>
 #include <memory>
 #include <string>
@@ -21,9 +30,14 @@
 namespace distlab::comm {
 
 inline constexpr std::chrono::milliseconds kHeartbeatInterval{250};
-inline constexpr std::chrono::milliseconds kHeartbeatStale{1500};
+inline constexpr std::chrono::milliseconds kHeartbeatLongest{4000};
+inline constexpr int kStaleBeats = 6;
+// Note [Heartbeats that scale]: the interval for a group of `groupSize` ranks.
+std::chrono::milliseconds heartbeatIntervalFor(int groupSize);
 
-void registerLiveness(const std::shared_ptr<Store>& store, int globalRank);
+// `groupSize`: the ranks of the group registering (the interval follows the
+// largest registered).
+void registerLiveness(const std::shared_ptr<Store>& store, int globalRank, int groupSize);
 void unregisterLiveness(const Store* store, int globalRank);
 
 enum class RankStatus { kAlive, kDead, kUnknown };

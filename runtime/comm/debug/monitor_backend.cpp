@@ -16,8 +16,8 @@ MonitorBackend::MonitorBackend(BackendPtr inner, const BackendContext& ctx)
     for (int r = 0; r < ctx.size; ++r) ranks.push_back(r);
   }
   names_ = std::make_shared<const RankNames>(ctx.groupName, ranks);
-  registerLiveness(store_, globalRank_);
-  startWatchdog(store_);
+  registerLiveness(store_, globalRank_, ctx.size);
+  startWatchdog(store_, ctx.size);
   if (const size_t n = flightRecorderBufferSize(); n > 0) {
     recorder_ = std::make_shared<FlightRecorder>(ctx.groupName, ctx.groupDesc, ranks, ctx.rank,
                                                  ForwardingBackend::name(), n);

@@ -101,7 +101,7 @@ void monitoredBarrier(const ProcessGroupPtr& groupArg, Milliseconds timeout, boo
                                  group->name()));
   }
   if (timeout.count() <= 0) timeout = group->timeout();
-  registerLiveness(group->store(), group->globalRankOf(group->rank()));
+  registerLiveness(group->store(), group->globalRankOf(group->rank()), group->size());
   if (group->size() == 1) return;
   const std::string prefix =
       fmt::format("dbg/mb/{}/{}/", group->name(), nextBarrierIndex(*group));

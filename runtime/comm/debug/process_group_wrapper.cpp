@@ -101,7 +101,7 @@ ProcessGroupWrapper::ProcessGroupWrapper(BackendPtr inner, const BackendContext&
       names_(ctx.groupName, ctx.globalRanks, ctx.size) {
   globalRanks_ = names_.globalRanks();
   helper_ = makeHelper(this->inner(), ctx);
-  registerLiveness(store_, globalRanks_[rank_]);
+  registerLiveness(store_, globalRanks_[rank_], ctx.size);
   setTimeoutDiagnoser(groupName_, globalRanks_[rank_], [this] { return describeUnmatched(); });
 }
 

@@ -20,7 +20,14 @@
 namespace distlab::comm {
 namespace {
 
+// Note [Dump requests polled at a pace that scales]: every look for a peer's
+// dump request is a store request, so a process looks at most once per
+// interval (not on every operation it watches), and the interval grows with
+// the largest group it watches: 200 ms up to 16 ranks, then in proportion, at
+// most 4 s. A thousand ranks looking five times a second kept the store
+// server's core busy.
 constexpr std::chrono::milliseconds kPollInterval{200};
+constexpr std::chrono::milliseconds kLongestPollInterval{4000};
 const char* const kDumpRequestKey = "dbg/fr/dump_request";
 
 std::atomic<bool> gSignalDump{false};
@@ -58,7 +65,7 @@ class WatchdogThread {
   }
 
   void add(WatchedWork watched);
-  void attach(const std::shared_ptr<Store>& store);
+  void attach(const std::shared_ptr<Store>& store, int groupSize);
   void completed(const Work& work);
   void setDiagnoser(const std::string& g, int r, TimeoutDiagnoser fn) {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -96,6 +103,8 @@ class WatchdogThread {
   std::vector<std::weak_ptr<Store>> stores_;                          // GUARDED_BY(mutex_)
   std::map<const Store*, std::string> lastRequest_;                   // GUARDED_BY(mutex_)
   bool changed_ = false;                                              // GUARDED_BY(mutex_)
+  std::chrono::milliseconds pollInterval_ = kPollInterval;            // GUARDED_BY(mutex_)
+  Clock::time_point lastPoll_{};  // the loop's last pollRequests (thread only)
   Clock::time_point nextWake_{};                                      // GUARDED_BY(mutex_)
   pid_t threadPid_ = 0;
 };
@@ -135,8 +144,10 @@ void WatchdogThread::ensureThread() {
   std::thread([this] { loop(); }).detach();
 }
 
-void WatchdogThread::attach(const std::shared_ptr<Store>& s) {
+void WatchdogThread::attach(const std::shared_ptr<Store>& s, int groupSize) {
   std::lock_guard<std::mutex> lock(mutex_);
+  pollInterval_ = std::max(pollInterval_, std::min(kLongestPollInterval,
+                                                   kPollInterval * std::max(1, groupSize / 16)));
   ensureThread();
   if (s) registerStore(s);
 }
@@ -309,7 +320,7 @@ void WatchdogThread::loop() {
   const pid_t me = currentPid();
   std::unique_lock<std::mutex> lock(mutex_);
   while (threadPid_ == me) {
-    auto wake = Clock::now() + kPollInterval;
+    auto wake = Clock::now() + pollInterval_;
     for (auto& [w, e] : inflight_) {
       if (!e.handled) wake = std::min(wake, e.deadline);
     }
@@ -317,6 +328,7 @@ void WatchdogThread::loop() {
     cv_.wait_until(lock, wake,
                    [&] { return changed_ || !errors_.empty() || gSignalDump.load(); });
     changed_ = false;
+    const auto interval = pollInterval_;
     std::vector<Entry> expired;
     const auto now = Clock::now();
     for (auto& [w, e] : inflight_) {
@@ -334,7 +346,10 @@ void WatchdogThread::loop() {
       requestPeerDumps(errors.front());
     }
     if (gSignalDump.exchange(false)) dumpFlightRecorders("signal", "dump signal received");
-    pollRequests();
+    if (now - lastPoll_ >= interval) {
+      pollRequests();
+      lastPoll_ = Clock::now();
+    }
     lock.lock();
   }
 }
@@ -381,8 +396,8 @@ Milliseconds watchdogGrace(Milliseconds timeout) {
 
 void watchWork(WatchedWork watched) { WatchdogThread::instance().add(std::move(watched)); }
 
-void startWatchdog(const std::shared_ptr<Store>& store) {
-  WatchdogThread::instance().attach(store);
+void startWatchdog(const std::shared_ptr<Store>& store, int groupSize) {
+  WatchdogThread::instance().attach(store, groupSize);
 }
 
 void setTimeoutDiagnoser(const std::string& groupName, int globalRank, TimeoutDiagnoser fn) {

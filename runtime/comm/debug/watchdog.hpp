@@ -87,9 +87,10 @@ struct WatchedWork {
 };
 
 // Starts the thread (and its signal handler) if needed and listens for dump
-// requests on `store`. Called when a monitored group is created, so a rank
-// that never issues an operation still dumps when a peer asks.
-void startWatchdog(const std::shared_ptr<Store>& store);
+// requests on `store` (at a pace that follows `groupSize`, its group's ranks).
+// Called when a monitored group is created, so a rank that never issues an
+// operation still dumps when a peer asks.
+void startWatchdog(const std::shared_ptr<Store>& store, int groupSize);
 
 // Starts watching (the thread starts on first use). Adds an observer that
 // keeps the flight recorder entry up to date.

@@ -1,13 +1,20 @@
 #include "runtime/comm/store/rendezvous.hpp"
 
+#include <poll.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <algorithm>
 #include <charconv>
 #include <climits>
+#include <mutex>
 
 #include <fmt/format.h>
 
 #include "runtime/comm/store/file_store.hpp"
 #include "runtime/comm/store/prefix_store.hpp"
 #include "runtime/comm/store/tcp_store.hpp"
+#include "runtime/core/clock.hpp"
 #include "runtime/core/errors.hpp"
 #include "runtime/core/runtime_env.hpp"
 
@@ -67,6 +74,42 @@ std::shared_ptr<Store> tcpStore(const std::string& host, int port, int rank, int
   return std::make_shared<TCPStore>(o);
 }
 
+}  // namespace
+
+void awaitLaunchRelease(int fd, std::chrono::milliseconds limit) {
+  static std::mutex mutex;
+  static bool released = false;
+  std::lock_guard<std::mutex> lock(mutex);
+  if (released) return;
+  const Deadline deadline = Deadline::after(limit);
+  char buf[64];
+  for (;;) {
+    pollfd p{fd, POLLIN, 0};
+    const auto left = deadline.remaining().count();
+    const int ready = ::poll(&p, 1, static_cast<int>(std::min<int64_t>(left, 1000)));
+    if (ready < 0 && errno == EINTR) continue;
+    if (ready > 0 && (p.revents & POLLNVAL)) {
+      throw ValueError(fmt::format("DISTLAB_LAUNCH_RELEASE_FD={} is not an open descriptor; unset "
+                                   "it (only the launcher sets it)", fd));
+    }
+    if (ready > 0) {
+      const ssize_t n = ::read(fd, buf, sizeof buf);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) break;  // end of file (or a broken pipe): released
+      continue;           // bytes are not part of the contract: read past them
+    }
+    if (deadline.expired()) {
+      throw DistStoreError(fmt::format("the launcher did not start every rank within {} s "
+                                       "(waited on DISTLAB_LAUNCH_RELEASE_FD={})",
+                                       limit.count() / 1000, fd));
+    }
+  }
+  ::close(fd);
+  released = true;
+}
+
+namespace {
+
 RendezvousResult envRendezvous(const RendezvousOptions& o, const InitMethod& m) {
   std::string url = o.initMethod.empty() ? "env://" : o.initMethod;
   const RuntimeEnv env = environmentOf(o);
@@ -84,6 +127,7 @@ RendezvousResult envRendezvous(const RendezvousOptions& o, const InitMethod& m) 
     addr = "127.0.0.1";
   }
   const int port = env.requiredMasterPort();
+  if (env.launchReleaseFd >= 0) awaitLaunchRelease(env.launchReleaseFd, kLaunchReleaseWait);
   std::shared_ptr<Store> store = tcpStore(addr, port, rank, worldSize, o.timeout,
                                           env.storeExternal);
   if (!env.storePrefix.empty()) store = std::make_shared<PrefixStore>(env.storePrefix, store);

@@ -18,6 +18,18 @@
 // rank 0 connects as a client too. With DISTLAB_STORE_PREFIX=p (the launcher
 // sets it per restart round) env:// returns PrefixStore(p, store), so a
 // restarted group never sees the keys of an earlier round.
+//
+// Note [Ranks released together]
+// A launcher starts ranks one after another, and on a small machine a
+// thousand of them take tens of seconds to start (reports/scale.md). The
+// first ranks would spend that in the rendezvous and the shm segment's attach,
+// which are bounded by the group's timeout: the launcher's start-up rate, not
+// the group, would decide whether the group forms. So the launcher hands every
+// rank the read end of one pipe (DISTLAB_LAUNCH_RELEASE_FD) and closes the
+// write end once all are started; env:// waits for that end of file first
+// (once per process, up to kLaunchReleaseWait, like torchrun's rendezvous
+// timeout), then rendezvouses with the group's timeout. A launcher that dies
+// closes the pipe too, and its ranks die with it (PR_SET_PDEATHSIG).
 // These variables come from RendezvousOptions::env (initProcessGroup passes its
 // read); when it is unset, env:// and tcp:// read the environment through the
 // one reader, readRuntimeEnv() (Note [Environment read once] in
@@ -54,6 +66,14 @@ struct RendezvousResult {
 };
 
 RendezvousResult rendezvous(const RendezvousOptions& options);
+
+// Note [Ranks released together]: how long env:// waits for the launcher.
+inline constexpr std::chrono::seconds kLaunchReleaseWait{900};
+// Waits until the pipe `fd` reaches end of file (its writer, the launcher,
+// closed it), then closes it; the first call in a process waits, later ones
+// return at once. DistStoreError after `limit`; ValueError when `fd` is not
+// an open descriptor (naming DISTLAB_LAUNCH_RELEASE_FD).
+void awaitLaunchRelease(int fd, std::chrono::milliseconds limit);
 
 // A parsed init URL: scheme ("env", "tcp", "file"), the part after "://"
 // without the query, and the query parameters. Throws ValueError.

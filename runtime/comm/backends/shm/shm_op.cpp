@@ -169,12 +169,13 @@ void ShmOp::poll() {
   }
   const uint64_t target = g_.step;
   for (int r = 0; r < g_.size; ++r) {
-    if (r == g_.rank) continue;
-    if (seg.control(r).failed.load(std::memory_order_acquire) != 0) {
+    if (r != g_.rank && seg.control(r).failed.load(std::memory_order_acquire) != 0) {
       const std::vector<int> missing = notArrived();
       throwPeerFailure(seg, r, what(), &missing);
     }
-    if (seg.control(r).step.load(std::memory_order_acquire) < target && !g_.peers->alive(r)) {
+  }
+  for (int r : g_.peers->exited()) {
+    if (seg.control(r).step.load(std::memory_order_acquire) < target) {
       throw DistRanksPeerFailureError(fmt::format(
           "{}: rank {} (pid {}) exited while this rank waited for it ({})", what(), r,
           g_.peers->pid(r), describeRank(seg, r)), notArrived());

@@ -516,12 +516,13 @@ bool ShmP2P::nothingInFlight() const {
 // what the loop saw before its last progress(), so a ring after that read
 // ends the wait at once.
 void ShmP2P::sleepUntilRung(uint32_t seen) {
-  constexpr int64_t kIdleSleepNs = 1'000'000'000;
+  constexpr int64_t kSecondNs = 1'000'000'000;
+  const int64_t idleSleepNs = std::min<int64_t>(10 * kSecondNs, kSecondNs * std::max(1, size_ / 16));
   RankControl& me = seg_.control(rank_);
   me.p2pSleepers.fetch_add(1, std::memory_order_seq_cst);
   if (me.p2pBell.load(std::memory_order_seq_cst) == seen &&
       !stopping_.load(std::memory_order_acquire) && !failing_.load(std::memory_order_acquire)) {
-    futexWait(&me.p2pBell, seen, kIdleSleepNs);
+    futexWait(&me.p2pBell, seen, idleSleepNs);
   }
   me.p2pSleepers.fetch_sub(1, std::memory_order_seq_cst);
 }

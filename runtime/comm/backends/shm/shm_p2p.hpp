@@ -46,7 +46,9 @@
 // a second for nothing. A message stranded by a sender killed between
 // publishing and ringing is found when this rank next posts anything (the
 // post rings its own bell and the engine scans every channel). The sleep
-// still ends after kIdleSleepNs, so no wait is unbounded.
+// still ends, so no wait is unbounded: after 1 s, or in a wide group one
+// second per 16 ranks up to 10 s (each wake-up scans the group's n channels,
+// and n ranks doing so every second cost the group n^2 reads a second).
 #include <atomic>
 #include <deque>
 #include <functional>

@@ -1,6 +1,7 @@
 #include "runtime/comm/backends/shm/shm_peers.hpp"
 
 #include <poll.h>
+#include <sys/epoll.h>
 #include <signal.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -15,6 +16,7 @@ namespace distlab::comm::shm {
 
 ShmPeers::ShmPeers(ShmSegment& segment) {
   const int self = getpid();
+  epollFd_ = epoll_create1(EPOLL_CLOEXEC);  // -1: exited() asks each peer
   for (int r = 0; r < segment.size(); ++r) {
     const int pid = segment.control(r).pid.load(std::memory_order_acquire);
     pids_.push_back(pid);
@@ -28,10 +30,20 @@ ShmPeers::ShmPeers(ShmSegment& segment) {
     const int fd = -1;
 #endif
     pidfds_.push_back(fd >= 0 ? fd : -1);
+    if (fd >= 0 && epollFd_ >= 0) {
+      epoll_event ev{};
+      ev.events = EPOLLIN;
+      ev.data.u32 = static_cast<uint32_t>(r);
+      if (epoll_ctl(epollFd_, EPOLL_CTL_ADD, fd, &ev) != 0) {
+        close(epollFd_);
+        epollFd_ = -1;
+      }
+    }
   }
 }
 
 ShmPeers::~ShmPeers() {
+  if (epollFd_ >= 0) close(epollFd_);
   for (int fd : pidfds_) {
     if (fd >= 0) close(fd);
   }
@@ -45,6 +57,23 @@ bool ShmPeers::alive(int rank) const {
     return poll(&p, 1, 0) == 0;  // readable once the process has exited
   }
   return kill(pids_[rank], 0) == 0 || errno == EPERM;
+}
+
+std::vector<int> ShmPeers::exited() const {
+  std::vector<int> out;
+  if (epollFd_ < 0) {
+    for (int r = 0; r < static_cast<int>(pids_.size()); ++r) {
+      if (!alive(r)) out.push_back(r);
+    }
+    return out;
+  }
+  for (int r = 0; r < static_cast<int>(pids_.size()); ++r) {
+    if (pidfds_[r] == -1 && !alive(r)) out.push_back(r);  // no pidfd: kill(pid, 0)
+  }
+  epoll_event events[64];
+  const int n = epoll_wait(epollFd_, events, 64, 0);  // level-triggered: every exited one
+  for (int i = 0; i < n; ++i) out.push_back(static_cast<int>(events[i].data.u32));
+  return out;
 }
 
 std::string describeRank(ShmSegment& segment, int rank) {

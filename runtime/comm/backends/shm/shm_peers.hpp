@@ -20,10 +20,15 @@ class ShmPeers {
 
   bool alive(int rank) const;
   int pid(int rank) const { return pids_[rank]; }
+  // The ranks whose process has exited, in one system call for all the peers
+  // with a pidfd (an epoll set of them): a wait that polls every peer's
+  // liveness would otherwise make n calls per poll, n^2 across the group.
+  std::vector<int> exited() const;
 
  private:
   std::vector<int> pids_;
   std::vector<int> pidfds_;  // -1: use kill(pid, 0); -2: this process
+  int epollFd_ = -1;         // every pidfd, its rank as the event's data
 };
 
 // Builds the "rank 2 failed: ..." / progress text of the other ranks for error

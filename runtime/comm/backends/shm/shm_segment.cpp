@@ -72,7 +72,9 @@ std::unique_ptr<ShmSegment> ShmSegment::open(Store& store, const std::string& ke
                                              int size, const SegmentOptions& options,
                                              std::chrono::milliseconds timeout) {
   if (size < 1 || size > kMaxWorldSize) {
-    throw ValueError(fmt::format("shm: world size {} is out of range (1..{})", size, kMaxWorldSize));
+    throw ValueError(fmt::format("shm: world size {} is out of range (1..{}): a segment holds at "
+                                 "most {} ranks; use the gloo backend for a larger group",
+                                 size, kMaxWorldSize, kMaxWorldSize));
   }
   if (options.slotBytes % 4096 != 0 || options.channelBytes < 4096 ||
       (options.channelBytes & (options.channelBytes - 1)) != 0) {
