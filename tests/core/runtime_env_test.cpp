@@ -284,6 +284,14 @@ TEST_F(RuntimeEnvTest, TheFirstBadValueInTableOrderIsReported) {
   expectRejected("RANK='x'");
 }
 
+TEST_F(RuntimeEnvTest, LaunchReleaseFdIsADescriptorNumber) {
+  EXPECT_EQ(readRuntimeEnv().launchReleaseFd, -1);  // unset: no wait
+  set("DISTLAB_LAUNCH_RELEASE_FD", "7");
+  EXPECT_EQ(readRuntimeEnv().launchReleaseFd, 7);
+  set("DISTLAB_LAUNCH_RELEASE_FD", "-1");
+  expectRejected("DISTLAB_LAUNCH_RELEASE_FD=-1 is out of range");
+}
+
 // Every variable of the table is exercised above (update both together), and
 // each spelling appears once.
 TEST_F(RuntimeEnvTest, TheTableListsEveryVariableOnce) {
@@ -294,7 +302,8 @@ TEST_F(RuntimeEnvTest, TheTableListsEveryVariableOnce) {
       "TORCH_NCCL_DEBUG_INFO_TEMP_FILE", "DISTLAB_DETAIL_EXCHANGE", "DISTLAB_WATCHDOG",
       "TORCH_NCCL_ASYNC_ERROR_HANDLING", "DISTLAB_ASYNC_ERROR_HANDLING", "DISTLAB_FR_DUMP_SIGNAL",
       "GLOO_SOCKET_IFNAME", "TORCH_NCCL_BLOCKING_WAIT", "DISTLAB_NCCL_BLOCKING_WAIT",
-      "DISTLAB_SCENARIO", "DISTLAB_SCENARIO_RESULT_DIR", "DISTLAB_SCENARIO_TRACE", "PATH"};
+      "DISTLAB_SCENARIO", "DISTLAB_SCENARIO_RESULT_DIR", "DISTLAB_SCENARIO_TRACE", "PATH",
+      "DISTLAB_LAUNCH_RELEASE_FD"};
   const std::vector<std::string> names = allSpellings();
   EXPECT_EQ(std::set<std::string>(names.begin(), names.end()), tested);
   EXPECT_EQ(names.size(), tested.size()) << "a spelling appears twice";
