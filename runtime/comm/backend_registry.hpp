@@ -42,10 +42,11 @@ struct BackendInfo {
   std::vector<BackendOptionSpec> options;
   // Set by a backend that can carry DETAIL's fingerprint exchange in a small
   // helper instance of itself (Note [DETAIL through the backend]): given the
-  // bytes of one rank's slot, the options for that helper (one blocking
-  // all-gather of a slot per rank per collective). Unset: DETAIL exchanges
-  // through the store.
-  std::function<std::map<std::string, std::string>(int64_t slotBytes)> detailHelperOptions;
+  // bytes of one rank's slot and the group's size, the options for that
+  // helper (one blocking all-gather of a slot per rank per collective). Unset:
+  // DETAIL exchanges through the store.
+  std::function<std::map<std::string, std::string>(int64_t slotBytes, int groupSize)>
+      detailHelperOptions;
 };
 
 // A host backend's registration: "cpu", plus "cuda" through pinned staging

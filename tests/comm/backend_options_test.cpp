@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "runtime/comm/backend_options.hpp"
+#include "runtime/comm/backend_registry.hpp"
 #include "runtime/comm/group_management.hpp"
 #include "runtime/comm/store/tcp_store_server.hpp"
 #include "runtime/core/errors.hpp"
@@ -66,6 +67,23 @@ TEST(BackendOptions, GoodValuesAndTheDefaultsPass) {
                                                 {"shm.single_copy_min_bytes", "0"}}));
   const auto keys = comm::knownBackendOptionKeys();
   EXPECT_NE(std::find(keys.begin(), keys.end(), "shm.slot_bytes"), keys.end());
+}
+
+// DETAIL's helper group of a large group (Note [DETAIL through the backend]):
+// its slots must leave every rank a 64-byte part, which ShmSegment::open
+// checks. Past 512 ranks the fingerprint slots alone did not (a 1,024-rank
+// DETAIL group failed with "slot bytes 32768 leave no 64-byte part per rank").
+TEST(BackendOptions, ShmDetailHelperSlotsHoldEveryRankOfTheGroup) {
+  const auto& helperOptions = comm::lookupBackend("shm").detailHelperOptions;
+  ASSERT_TRUE(helperOptions);
+  for (const int size : {2, 512, 513, 1000, 1024}) {
+    const auto options = helperOptions(512, size);
+    EXPECT_NO_THROW(comm::validateBackendOptions(options)) << size;
+    const uint64_t slot = std::stoull(options.at("shm.slot_bytes"));
+    EXPECT_GE(slot, 64u * size) << size;
+    EXPECT_GE(slot, 64u * 512) << size;  // still 64 fingerprint slots
+    EXPECT_EQ(slot % 4096, 0u) << size;
+  }
 }
 
 // A bad option fails group creation at once, on the rank that has it, before

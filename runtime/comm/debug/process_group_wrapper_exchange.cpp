@@ -30,7 +30,7 @@ BackendPtr ProcessGroupWrapper::makeHelper(const BackendPtr& inner, const Backen
   BackendContext h = ctx;
   h.storePrefix = ctx.storePrefix + "detail/";
   h.groupName = ctx.groupName + "/detail";
-  h.options = info.detailHelperOptions(kSlotBytes);
+  h.options = info.detailHelperOptions(kSlotBytes, ctx.size);
   return createBackend(info.name, h);
 }
 

@@ -22,9 +22,14 @@ void registerShmBackend() {
     return std::make_shared<shm::ShmBackend>(ctx);
   });
   info.options = shm::shmOptionSpecs();
-  // Small: n slots per step, no point-to-point traffic.
-  info.detailHelperOptions = [](int64_t slotBytes) -> std::map<std::string, std::string> {
-    return {{"shm.slot_bytes", std::to_string(std::max<int64_t>(4096, 64 * slotBytes))},
+  // Small: n slots per step, no point-to-point traffic. A slot must also
+  // leave every rank a 64-byte part (ShmSegment::open): past 512 ranks that
+  // is more than 64 fingerprint slots.
+  info.detailHelperOptions = [](int64_t slotBytes,
+                                int groupSize) -> std::map<std::string, std::string> {
+    const int64_t perRankParts = (64 * int64_t{groupSize} + 4095) / 4096 * 4096;
+    return {{"shm.slot_bytes", std::to_string(std::max({int64_t{4096}, 64 * slotBytes,
+                                                         perRankParts}))},
             {"shm.channel_bytes", "4096"}};
   };
   registerBackend(std::move(info));
