@@ -5,13 +5,17 @@
 # spends over a WINDOW-second span (/proc/<pid>/stat utime + stime), then lets
 # the run finish and prints its verdict line.
 #
-#   reports/rank_cost.sh [BUILD_DIR] [WORLD] [KIND] [WINDOW]
+#   reports/rank_cost.sh [BUILD_DIR] [WORLD] [KIND] [WINDOW] [OUT_DIR]
 # KIND: collectives (all_reduce of 256 floats) or ddp (the 16-32-32-4 MLP).
+# OUT_DIR (optional): the run's results stay there (`distlab run --out`: the
+# result JSON with the detection time, every rank's flight-recorder dump) and
+# the figures go to OUT_DIR/rank_cost.json (reports/scale_curve.sh reads both).
 set -euo pipefail
 build=${1:-build/default}
 world=${2:-16}
 kind=${3:-collectives}
 window=${4:-5}
+keep=${5:-}
 distlab="$build/emulator/cli/distlab"
 [[ -x "$distlab" ]] || { echo "rank_cost.sh: $distlab is not built (ninja -C $build)" >&2; exit 2; }
 [[ "$world" =~ ^[0-9]+$ && "$world" -ge 2 && "$window" =~ ^[1-9][0-9]*$ ]] ||
@@ -34,10 +38,16 @@ batch_size = 8'
     fault='at_step = 2' ;;
   *) echo "rank_cost.sh: KIND is collectives or ddp, not '$kind'" >&2; exit 2 ;;
 esac
-# The wait must outlast startup at this world size plus the sampling window.
-timeout=$((20 + world / 8 + 2 * window))
+# The wait (the collective timeout, counted from the hung collective, after
+# the group formed) must outlast the ranks' settling plus the sampling window.
+timeout=$((30 + world / 16 + 3 * window))
+# The whole run: start-up, the wait, every rank's dump and exit (~25 ranks a
+# second each way at 1,024 here).
+run_timeout=$((timeout + 60 + world / 4))
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
+out=()
+if [[ -n "$keep" ]]; then mkdir -p "$keep"; out=(--out "$keep"); fi
 cat > "$work/wait.toml" <<TOML
 name = "rank_cost"
 description = "rank 1 hangs; the others wait for it until the timeout"
@@ -45,6 +55,7 @@ group = "report"
 [cluster]
 world_size = $world
 timeout = $timeout
+run_timeout = $run_timeout
 [workload]
 $workload
 [[faults]]
@@ -55,27 +66,39 @@ $fault
 outcome = "timeout"
 culprits = [1]
 TOML
-"$distlab" run "$work/wait.toml" > "$work/run.out" 2>&1 &
+"$distlab" run "${out[@]}" "$work/wait.toml" > "$work/run.out" 2>&1 &
 runner=$!
-# Ranks are waiting once every one of them has slept past its startup; poll
-# the process table (this script measures, it is not a test).
+# The ranks are waiting once all of them exist and their CPU use has settled:
+# poll the process table once a second until every rank is there and the
+# ranks together used under a quarter of a core in the last second (start-up
+# keeps both cores busy). This script measures; it is not a test.
 ranks() { pgrep -f "scenario-rank $work/wait.toml" || true; }
-for _ in $(seq 1 $((timeout * 10))); do
-  [[ $(ranks | wc -l) -eq $world ]] && break
-  sleep 0.1
-done
-sleep $((timeout / 3))
-cpu() { for p in $(ranks); do awk '{print $14 + $15}' "/proc/$p/stat" 2>/dev/null; done |
+cpu() { for p in $(ranks); do awk '{print $14 + $15}' "/proc/$p/stat" 2>/dev/null || true; done |
   awk '{s += $1} END {print s + 0}'; }
+ticks=$(getconf CLK_TCK)
+last=$(cpu)
+settled=0
+for _ in $(seq 1 "$timeout"); do
+  sleep 1
+  now=$(cpu)
+  if [[ $(ranks | wc -l) -eq $world && $((now - last)) -lt $((ticks / 4)) ]]; then settled=1; break; fi
+  last=$now
+done
+[[ $settled == 1 ]] || echo "rank_cost.sh: the ranks never settled within ${timeout} s; figures below are not of waiting ranks" >&2
 before=$(cpu)
 sleep "$window"
 after=$(cpu)
-mem=$(for p in $(ranks); do awk '/^Private_Dirty/ {print $2}' "/proc/$p/smaps_rollup" 2>/dev/null; done |
+mem=$(for p in $(ranks); do awk '/^Private_Dirty/ {print $2}' "/proc/$p/smaps_rollup" 2>/dev/null || true; done |
   sort -n | awk '{v[NR] = $1; s += $1} END {printf "%d %d %d %d", NR, v[int((NR + 1) / 2)], v[NR], s}')
 wait "$runner" || true
 read -r n median max total <<< "$mem"
-ticks=$(getconf CLK_TCK)
 echo "world $world $kind: $n ranks sampled; private dirty per rank median $((median / 1024)).$(( (median % 1024) * 10 / 1024 )) MiB, max $((max / 1024)).$(( (max % 1024) * 10 / 1024 )) MiB, all ranks $((total / 1024)) MiB"
 awk -v c=$((after - before)) -v t="$ticks" -v w="$window" -v n="$n" \
   'BEGIN {printf "CPU while waiting: %.3f s over %d s, %.2f%% of one core per rank\n", c / t, w, 100 * c / t / w / n}'
 grep -E '^(PASS|FAIL)' "$work/run.out" | cut -c1-160
+if [[ -n "$keep" ]]; then
+  awk -v w="$world" -v k="$kind" -v n="$n" -v med="$median" -v max="$max" -v tot="$total" \
+    -v c=$((after - before)) -v t="$ticks" -v win="$window" -v s="$settled" \
+    'BEGIN {printf "{\"world\": %d, \"kind\": \"%s\", \"ranks_sampled\": %d, \"private_dirty_median_kib\": %d, \"private_dirty_max_kib\": %d, \"private_dirty_total_kib\": %d, \"cpu_percent_per_rank\": %.4f, \"settled\": %s}\n", w, k, n, med, max, tot, 100 * c / t / win / n, s ? "true" : "false"}' \
+    > "$keep/rank_cost.json"
+fi

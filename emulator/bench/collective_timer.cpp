@@ -243,8 +243,6 @@ double busBandwidthFactor(const std::string& op, int n) {
   return static_cast<double>(n - 1) / n;
 }
 
-namespace {
-
 // Freshly forked ranks start out sharing one core until the scheduler spreads
 // them, and their waits have not warmed up; without this the first row measured
 // (8 B all_reduce) read 13 us where every later small message took under 2 us.
@@ -260,8 +258,6 @@ void warmUpGroup(ProcessGroup& group, const Device& dev) {
     go = flag.item<int64_t>();
   }
 }
-
-}  // namespace
 
 std::vector<BenchRow> benchRank(ProcessGroup& group, const std::string& backend,
                                 const CollectivesBenchOptions& options) {

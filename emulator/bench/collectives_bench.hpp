@@ -119,6 +119,12 @@ int runCollectivesBench(const CollectivesBenchOptions& options, std::ostream& ou
 nlohmann::json benchRowToJson(const BenchRow& row);
 BenchRow benchRowFromJson(const nlohmann::json& j);
 
+// Runs small all_reduces on `group` (collective) for 200 ms of rank 0's clock,
+// so the timings that follow see ranks the scheduler has spread over the
+// cores and waits that have warmed up (freshly started ranks read 13-40 us
+// for an 8 B all_reduce that later takes under 2 us).
+void warmUpGroup(comm::ProcessGroup& group, const Device& dev);
+
 // One rank's part: runs every op and size on `group` (collective: all ranks
 // call it), on the blocking path and, with options.async, the asynchronous
 // one; the rows carry the cross-rank timings and #wrong on every rank.

@@ -1,5 +1,6 @@
-// `distlab bench collectives`: the nccl-tests style collective benchmark
-// (emulator/bench/collectives_bench.hpp).
+// `distlab bench collectives` (the nccl-tests style collective benchmark,
+// emulator/bench/collectives_bench.hpp), `distlab bench overlap`
+// (overlap_bench.hpp) and `distlab bench scale` (scale_bench.hpp).
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
@@ -13,8 +14,10 @@
 #include "emulator/cli/usage_checks.hpp"
 #include "emulator/link/link_model.hpp"
 #include "emulator/bench/overlap_bench.hpp"
+#include "emulator/bench/scale_bench.hpp"
 #include "emulator/workloads/engine_registry.hpp"
 #include "emulator/workloads/workload_spec.hpp"
+#include "runtime/comm/backend_registry.hpp"
 #include "runtime/core/errors.hpp"
 
 namespace distlab::cli {
@@ -172,6 +175,26 @@ std::pair<CLI::App*, std::function<int()>> addOverlapCommand(CLI::App& sub) {
   }};
 }
 
+// `distlab bench scale` (emulator/bench/scale_bench.hpp): run under `distlab launch`.
+std::pair<CLI::App*, std::function<int()>> addScaleCommand(CLI::App& sub) {
+  CLI::App* scale = sub.add_subcommand(
+      "scale", "What a group costs as it grows: start-up, latency, DETAIL, group creation "
+               "(run as the ranks of `distlab launch`)");
+  auto o = std::make_shared<emulator::ScaleBenchOptions>();
+  scale->add_option("--backend", o->backend, "Backend of the groups (shm, gloo)");
+  scale->add_option("--iters", o->iters, "Timed iterations per row (1..100000)");
+  scale->add_option("--warmup", o->warmup, "Untimed iterations per row (0..100000)");
+  scale->add_option("--timeout", o->timeoutS, "The groups' collective timeout in seconds");
+  scale->add_option("--subgroup-size", o->subgroupSize,
+                    "newSubgroups' group size (capped at the world size; must divide it)");
+  scale->add_option("--json", o->jsonPath, "Rank 0 writes the results as JSON here");
+  return {scale, [o] {
+            comm::lookupBackend(o->backend);  // ValueError naming the choices
+            if (!o->jsonPath.empty()) requireWritableFile("--json", o->jsonPath);
+            return emulator::runScaleBench(*o, std::cout);
+          }};
+}
+
 const CommandRegistrar kBench{Command{
     "bench", "Benchmarks (nccl-tests style tables)", [](CLI::App& sub) {
       sub.require_subcommand(1);
@@ -227,8 +250,11 @@ const CommandRegistrar kBench{Command{
           coll->add_option("--peer", flags->peers,
                            "Comma list of peers run in the same run: mpi (Open MPI), torch-gloo");
       auto [overlap, overlapAction] = addOverlapCommand(sub);
-      return std::function<int()>([flags, peerFlag, overlap = overlap, overlapAction = overlapAction] {
+      auto [scale, scaleAction] = addScaleCommand(sub);
+      return std::function<int()>([flags, peerFlag, overlap = overlap, overlapAction = overlapAction,
+                                   scale = scale, scaleAction = scaleAction] {
         if (overlap->parsed()) return overlapAction();
+        if (scale->parsed()) return scaleAction();
         emulator::CollectivesBenchOptions o = flags->options;
         o.backends = splitCommaList("--backend", flags->backends);
         o.ops = splitCommaList("--ops", flags->ops);

@@ -56,7 +56,8 @@ TEST(CliUsage, UnknownFlagsAndMalformedValuesExitTwo) {
 }
 
 TEST(CliUsage, HelpExitsZeroWithoutRunning) {
-  for (const std::string sub : {"", "run", "launch", "bench collectives", "analyze", "demo"}) {
+  for (const std::string sub :
+       {"", "run", "launch", "bench collectives", "bench scale", "analyze", "demo"}) {
     const Ran r = distlab(sub + " --help");
     EXPECT_EQ(r.exitCode, 0) << sub << "\n" << r.output;
     EXPECT_NE(r.output.find("Usage:"), std::string::npos) << sub << "\n" << r.output;
@@ -193,6 +194,58 @@ TEST(CliUsage, BenchRoundsMergeEverySeriesSweptEachRound) {
     EXPECT_EQ(row["wrong"], 0) << row.dump();
   }
   EXPECT_EQ(j["rows"].size(), 4u);  // 8 and 16 bytes, two series
+}
+
+TEST(CliUsage, BenchScaleRunsOnlyAsLaunchedRanksAndChecksItsFlags) {
+  expectUsageError("bench scale", "bench scale runs as the ranks of a job: `distlab launch");
+  expectUsageError("bench scale --iters 0", "--iters 0 / --warmup 3: need 1..100000");
+  expectUsageError("bench scale --warmup -1", "--warmup -1: need 1..100000 and 0..100000");
+  expectUsageError("bench scale --timeout 0", "--timeout 0 must be in 1..86400 seconds");
+  expectUsageError("bench scale --timeout nan", "--timeout");
+  expectUsageError("bench scale --subgroup-size 0", "--subgroup-size 0 must be at least 1");
+  expectUsageError("bench scale --backend nope", "nope");
+  expectUsageError("bench scale --json /nonexistent-dir/out.json",
+                   "--json /nonexistent-dir/out.json");
+  // Known only under the launcher: the world size the subgroups must divide.
+  const Ran r = distlab("launch --nproc-per-node 4 --master-port 0 " +
+                       std::string(DISTLAB_CLI_PATH) + " bench scale --subgroup-size 3");
+  EXPECT_NE(r.exitCode, 0) << r.output;
+  EXPECT_NE(r.output.find("--subgroup-size 3 does not divide the world size 4"),
+            std::string::npos) << r.output;
+}
+
+// Four launched ranks: every figure present, plausible and checked; the
+// subgroups and the split ran their all_reduce (correct = every sum held).
+TEST(CliUsage, BenchScaleUnderLaunchReportsEveryFigure) {
+  distlab::testing::TempDir dir;
+  const Ran r = distlab("launch --nproc-per-node 4 --master-port 0 " +
+                        std::string(DISTLAB_CLI_PATH) + " bench scale --iters 5 --warmup 1 " +
+                        "--subgroup-size 2 --json " + dir.file("scale.json"));
+  ASSERT_EQ(r.exitCode, 0) << r.output;
+  EXPECT_NE(r.output.find("# sums checked: OK"), std::string::npos) << r.output;
+  std::ifstream in(dir.file("scale.json"));
+  const nlohmann::json j = nlohmann::json::parse(in);
+  EXPECT_EQ(j["world_size"], 4);
+  EXPECT_EQ(j["correct"], true);
+  EXPECT_EQ(j["subgroup_size"], 2);
+  // Starting ranks and forming the group take time, but not minutes.
+  for (const char* key : {"spawn_s", "formed_s", "first_collective_s", "detail_group_s",
+                          "new_subgroups_s", "split_half_s"}) {
+    EXPECT_GE(j[key].get<double>(), 0.0) << key;
+    EXPECT_LT(j[key].get<double>(), 60.0) << key;
+  }
+  EXPECT_LE(j["spawn_s"].get<double>(), j["formed_s"].get<double>());
+  std::map<std::string, int> rows;
+  for (const auto& row : j["rows"]) {
+    ++rows[row["op"].get<std::string>() + "/" + row["debug"].get<std::string>()];
+    EXPECT_EQ(row["iters"], 5) << row.dump();
+    EXPECT_GT(row["p50_us"].get<double>(), 0.0) << row.dump();
+  }
+  EXPECT_EQ(rows, (std::map<std::string, int>{{"all_reduce/monitor", 2},
+                                              {"all_reduce/detail", 2},
+                                              {"barrier/monitor", 1},
+                                              {"barrier/detail", 1},
+                                              {"monitored_barrier/monitor", 1}}));
 }
 
 TEST(CliUsage, RunRejectsEmptyFoldersAndUnwritableOut) {
