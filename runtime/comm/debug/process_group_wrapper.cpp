@@ -131,6 +131,10 @@ void ProcessGroupWrapper::checkCollective(const CollectiveFingerprint& fp, Milli
   const std::string text = fp.serialize();
   ExchangeResult result = exchange(fp, text, timeout);
   if (!result.complete()) throwBarrierFailure(fp, result, timeout);
+  if (result.uniform) {  // Note [Agreeing by hash]
+    remember(fp.seq, std::move(result.values), true);
+    return;
+  }
   const bool noCounts = fp.sendCounts.empty() && fp.recvCounts.empty();
   if (noCounts && std::all_of(result.values.begin(), result.values.end(),
                               [&](const std::string& v) { return v == text; })) {

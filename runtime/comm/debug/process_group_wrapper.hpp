@@ -118,12 +118,17 @@ class ProcessGroupWrapper : public ForwardingBackend {
   // `text` is fp.serialize().
   ExchangeResult exchange(const CollectiveFingerprint& fp, const std::string& text,
                           Milliseconds timeout);
+  // Note [Agreeing by hash]: every rank's text is this one's (result.uniform),
+  // a rank is missing, or nullopt when the texts differ.
+  std::optional<ExchangeResult> agreeByHash(Backend& helper, const CollectiveFingerprint& fp,
+                                            const std::string& text, Milliseconds timeout);
   ExchangeResult missingResult(const std::vector<int>& ranks, bool peerDied);
   BackendPtr helper() const;
   // The serialized fingerprint `rank` sent for collective `seq`, if this rank
   // still keeps it (the last kHistory + 2 rounds).
   std::optional<std::string> pastFingerprint(uint64_t seq, int rank) const;
-  void remember(uint64_t seq, std::vector<std::string> values);
+  // `uniform`: every rank sent values[0] (Note [Agreeing by hash]).
+  void remember(uint64_t seq, std::vector<std::string> values, bool uniform = false);
 
   // Point to point (process_group_wrapper_p2p.cpp).
   WorkPtr checkedP2P(const Operation& op);
@@ -147,7 +152,12 @@ class ProcessGroupWrapper : public ForwardingBackend {
   uint64_t helperSeq_ = 0;   // the helper's own collective numbers
   std::mutex slotMutex_;
   Tensor slotMine_, slotAll_;  // the helper all-gather's buffers; GUARDED_BY(slotMutex_)
-  std::deque<std::pair<uint64_t, std::vector<std::string>>> recent_;  // (seq, by rank)
+  struct Round {
+    uint64_t seq;
+    std::vector<std::string> values;  // by rank, or one text every rank sent
+    bool uniform;
+  };
+  std::deque<Round> recent_;
 
   std::mutex p2pMutex_;
   std::map<std::pair<int, int>, uint64_t> sendCounts_, recvCounts_;  // (peer, tag)

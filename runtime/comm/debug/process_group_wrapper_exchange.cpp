@@ -17,7 +17,57 @@ namespace {
 constexpr int64_t kSlotBytes = 512;
 constexpr uint32_t kInStoreFlag = 0x80000000u;
 
+// FNV-1a, 64 bits: the same on every rank whatever binary it runs.
+int64_t fingerprintHash(const std::string& text) {
+  uint64_t h = 14695981039346656037ull;
+  for (unsigned char c : text) h = (h ^ c) * 1099511628211ull;
+  return static_cast<int64_t>(h >> 1);  // non-negative, so -h cannot overflow
+}
+
 }  // namespace
+
+// Note [Agreeing by hash]
+// Almost every round matches, and gathering every rank's 512-byte slot costs
+// each rank n slots: n^2 bytes a round in all, which at a thousand ranks
+// took ~0.5 s per collective on two cores. So a round without per-peer
+// counts first agrees on a hash of the text: one all_reduce (MIN) of
+// (hash, -hash) through the helper; when the smallest and the largest hash
+// are equal every rank sent this rank's text (a 64-bit collision aside), and
+// the round passes with nothing gathered. Otherwise, or when any rank's
+// fingerprint has per-peer counts (which are cross-checked, not compared),
+// the texts are gathered as before, so reports are unchanged. Whether to
+// gather must be the same on every rank (the helper's operations must
+// match), so the all_reduce carries -hasCounts too: its minimum says whether
+// any rank has counts. A rank that does not come fails the all_reduce the way
+// it fails the all-gather, naming the same ranks.
+std::optional<ExchangeResult> ProcessGroupWrapper::agreeByHash(Backend& helper,
+                                                               const CollectiveFingerprint& fp,
+                                                               const std::string& text,
+                                                               Milliseconds timeout) {
+  Tensor bounds = empty({3}, TensorOptions{DType::kInt64});
+  const int64_t h = fingerprintHash(text);
+  bounds.data<int64_t>()[0] = h;
+  bounds.data<int64_t>()[1] = -h;
+  bounds.data<int64_t>()[2] = fp.sendCounts.empty() && fp.recvCounts.empty() ? 0 : -1;
+  AllreduceOptions opts;
+  opts.reduceOp = ReduceOp::kMin;
+  opts.seq = ++helperSeq_;
+  opts.timeout = timeout;
+  opts.asyncOp = false;
+  try {
+    helper.allreduce(bounds, opts)->wait();
+  } catch (const DistRanksTimeoutError& e) {
+    return missingResult(e.missingRanks(), false);
+  } catch (const DistRanksPeerFailureError& e) {
+    return missingResult(e.missingRanks(), true);
+  }
+  const int64_t* agreed = bounds.data<int64_t>();
+  if (agreed[0] != -agreed[1] || agreed[2] != 0) return std::nullopt;
+  ExchangeResult same;
+  same.values = {text};
+  same.uniform = true;
+  return same;
+}
 
 BackendPtr ProcessGroupWrapper::makeHelper(const BackendPtr& inner, const BackendContext& ctx) {
   // DISTLAB_DETAIL_EXCHANGE, as read for the group (BackendContext::env).
@@ -43,6 +93,7 @@ ExchangeResult ProcessGroupWrapper::exchange(const CollectiveFingerprint& fp,
     if (result.complete()) forgetOld(fp.seq);
     return result;
   }
+  if (auto agreed = agreeByHash(*helper, fp, text, timeout)) return *agreed;
   const int n = static_cast<int>(globalRanks_.size());
   // The slots are reused from round to round (collectives are issued one at a
   // time); a reader reads only the length its header gives.
@@ -119,14 +170,16 @@ void ProcessGroupWrapper::shutdown(Milliseconds timeout) {
   ForwardingBackend::shutdown(timeout);
 }
 
-void ProcessGroupWrapper::remember(uint64_t seq, std::vector<std::string> values) {
-  recent_.emplace_back(seq, std::move(values));
+void ProcessGroupWrapper::remember(uint64_t seq, std::vector<std::string> values, bool uniform) {
+  recent_.push_back({seq, std::move(values), uniform});
   while (recent_.size() > static_cast<size_t>(kHistory) + 2) recent_.pop_front();
 }
 
 std::optional<std::string> ProcessGroupWrapper::pastFingerprint(uint64_t seq, int rank) const {
-  for (const auto& [s, values] : recent_) {
-    if (s == seq && rank < static_cast<int>(values.size())) return values[rank];
+  for (const Round& r : recent_) {
+    if (r.seq != seq) continue;
+    if (r.uniform) return r.values.front();
+    if (rank < static_cast<int>(r.values.size())) return r.values[rank];
   }
   return std::nullopt;
 }

@@ -29,6 +29,9 @@ struct ExchangeResult {
   std::vector<std::string> values;    // by group rank; empty strings when incomplete
   std::vector<MissingRank> missing;   // ranks whose key never came (ascending)
   bool peerDied = false;              // the transport saw a missing rank die
+  // Every rank sent the caller's own value; `values` then holds only it
+  // (ProcessGroupWrapper's Note [Agreeing by hash]).
+  bool uniform = false;
   bool complete() const { return missing.empty(); }
   bool anyDead() const;
 };
