@@ -69,20 +69,28 @@ TOML
 "$distlab" run "${out[@]}" "$work/wait.toml" > "$work/run.out" 2>&1 &
 runner=$!
 # The ranks are waiting once all of them exist and their CPU use has settled:
-# poll the process table once a second until every rank is there and the
-# ranks together used under a quarter of a core in the last second (start-up
-# keeps both cores busy). This script measures; it is not a test.
+# poll the process table once a second until every rank is there and, two
+# seconds running, the ranks together used under 60% of the machine's cores
+# (start-up keeps every core busy; a thousand waiting ranks still use some).
+# This script measures; it is not a test.
 ranks() { pgrep -f "scenario-rank $work/wait.toml" || true; }
 cpu() { for p in $(ranks); do awk '{print $14 + $15}' "/proc/$p/stat" 2>/dev/null || true; done |
   awk '{s += $1} END {print s + 0}'; }
 ticks=$(getconf CLK_TCK)
+busy=$((ticks * $(nproc) * 6 / 10))
 last=$(cpu)
 settled=0
+quiet=0
 for _ in $(seq 1 "$timeout"); do
   sleep 1
   now=$(cpu)
-  if [[ $(ranks | wc -l) -eq $world && $((now - last)) -lt $((ticks / 4)) ]]; then settled=1; break; fi
+  if [[ $(ranks | wc -l) -eq $world && $((now - last)) -lt $busy ]]; then
+    quiet=$((quiet + 1))
+  else
+    quiet=0
+  fi
   last=$now
+  if [[ $quiet -ge 2 ]]; then settled=1; break; fi
 done
 [[ $settled == 1 ]] || echo "rank_cost.sh: the ranks never settled within ${timeout} s; figures below are not of waiting ranks" >&2
 before=$(cpu)
@@ -92,13 +100,14 @@ mem=$(for p in $(ranks); do awk '/^Private_Dirty/ {print $2}' "/proc/$p/smaps_ro
   sort -n | awk '{v[NR] = $1; s += $1} END {printf "%d %d %d %d", NR, v[int((NR + 1) / 2)], v[NR], s}')
 wait "$runner" || true
 read -r n median max total <<< "$mem"
+[[ $n -gt 0 ]] || echo "rank_cost.sh: no rank was sampled (the run ended before the window)" >&2
 echo "world $world $kind: $n ranks sampled; private dirty per rank median $((median / 1024)).$(( (median % 1024) * 10 / 1024 )) MiB, max $((max / 1024)).$(( (max % 1024) * 10 / 1024 )) MiB, all ranks $((total / 1024)) MiB"
 awk -v c=$((after - before)) -v t="$ticks" -v w="$window" -v n="$n" \
-  'BEGIN {printf "CPU while waiting: %.3f s over %d s, %.2f%% of one core per rank\n", c / t, w, 100 * c / t / w / n}'
+  'BEGIN {if (n > 0) printf "CPU while waiting: %.3f s over %d s, %.2f%% of one core per rank\n", c / t, w, 100 * c / t / w / n}'
 grep -E '^(PASS|FAIL)' "$work/run.out" | cut -c1-160
 if [[ -n "$keep" ]]; then
   awk -v w="$world" -v k="$kind" -v n="$n" -v med="$median" -v max="$max" -v tot="$total" \
     -v c=$((after - before)) -v t="$ticks" -v win="$window" -v s="$settled" \
-    'BEGIN {printf "{\"world\": %d, \"kind\": \"%s\", \"ranks_sampled\": %d, \"private_dirty_median_kib\": %d, \"private_dirty_max_kib\": %d, \"private_dirty_total_kib\": %d, \"cpu_percent_per_rank\": %.4f, \"settled\": %s}\n", w, k, n, med, max, tot, 100 * c / t / win / n, s ? "true" : "false"}' \
+    'BEGIN {printf "{\"world\": %d, \"kind\": \"%s\", \"ranks_sampled\": %d, \"private_dirty_median_kib\": %d, \"private_dirty_max_kib\": %d, \"private_dirty_total_kib\": %d, \"cpu_percent_per_rank\": %s, \"settled\": %s}\n", w, k, n, med, max, tot, n > 0 ? sprintf("%.4f", 100 * c / t / win / n) : "null", s ? "true" : "false"}' \
     > "$keep/rank_cost.json"
 fi

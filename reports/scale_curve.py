@@ -64,7 +64,8 @@ def point(folder, w):
     cost = load(os.path.join(folder, f"hang_{w}", "rank_cost.json"))
     p["private_dirty_median_mib"] = cost["private_dirty_median_kib"] / 1024
     p["private_dirty_total_mib"] = cost["private_dirty_total_kib"] / 1024
-    p["cpu_percent_per_rank"] = cost["cpu_percent_per_rank"]
+    cpu = cost["cpu_percent_per_rank"]  # null when no rank was sampled
+    p["cpu_percent_per_rank"] = float("nan") if cpu is None else cpu
     p["settled"] = cost["settled"]
     p["ranks_sampled"] = cost["ranks_sampled"]
     run = load(os.path.join(folder, f"hang_{w}", "report__wait.json"))
