@@ -27,7 +27,9 @@ class TraceObserver : public WorkObserver {
         track_(trace::virtualTrack("comm " + work.info().groupName)) {}
 
   void onScheduled(const Work& work) override {
-    trace::instant(trace::Category::kMark, "issue " + label_, {}, work.scheduledNs());
+    // The group tells apart equal labels of two groups (emulator/predict reads it).
+    trace::instant(trace::Category::kMark, "issue " + label_,
+                   fmt::format(R"("group":"{}")", work.info().groupName), work.scheduledNs());
   }
   void onStarted(const Work& work) override {
     trace::instant(trace::Category::kMark, "start " + label_, {}, work.startedNs());

@@ -22,18 +22,19 @@ cmake_minimum_required(VERSION 3.25)
 include("${CMAKE_CURRENT_LIST_DIR}/source_lines.cmake")
 
 # Rooms from low to high.
-set(rooms launcher faults link trace analyze workloads scenario program bench cli)
+set(rooms launcher faults link trace analyze predict workloads scenario program bench cli)
 # The rooms each room may include (and, but for cli, links in its CMakeLists.txt).
 set(allowed_launcher "")
 set(allowed_faults "")
 set(allowed_link "")
 set(allowed_trace "")
 set(allowed_analyze "")
+set(allowed_predict link trace)
 set(allowed_workloads faults)
 set(allowed_scenario launcher faults link trace analyze workloads)
 set(allowed_program scenario)
 set(allowed_bench launcher link trace scenario)
-set(allowed_cli launcher faults link trace analyze workloads scenario program bench)
+set(allowed_cli launcher faults link trace analyze predict workloads scenario program bench)
 
 if(NOT SOURCE_DIR OR NOT IS_DIRECTORY "${SOURCE_DIR}")
   message(FATAL_ERROR "layering: give the repository as -DSOURCE_DIR=<dir>")

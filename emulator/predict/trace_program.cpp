@@ -1,0 +1,266 @@
+// Note [Programs from a trace] and Note [Scaling a trace] (trace_program.hpp).
+#include "emulator/predict/trace_program.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <map>
+#include <set>
+
+#include "runtime/comm/comm_trace.hpp"
+#include "runtime/core/errors.hpp"
+
+namespace distlab::emulator {
+namespace {
+
+using nlohmann::json;
+using Kind = SimAction::Kind;
+
+constexpr int kMaxTargetWorld = 1 << 20;
+
+// The OpType whose trace name (comm_trace.hpp: the c10d name, lower case) is `name`.
+comm::OpType opFromTraceName(const std::string& name) {
+  for (int i = 0; i < static_cast<int>(comm::OpType::kUnknown); ++i) {
+    const auto op = static_cast<comm::OpType>(i);
+    if (comm::traceOpName(op) == name) return op;
+  }
+  throw ValueError(fmt::format("trace: unknown operation '{}' in a comm span", name));
+}
+
+// "allreduce #5" -> ("allreduce", 5).
+std::pair<std::string, uint64_t> splitLabel(const std::string& label) {
+  const auto hash = label.rfind(" #");
+  if (hash == std::string::npos) throw ValueError(fmt::format("trace: comm span '{}' has no #seq", label));
+  return {label.substr(0, hash), std::stoull(label.substr(hash + 2))};
+}
+
+double seconds(const json& e, const char* key) {
+  if (!e.contains(key) || !e[key].is_number()) {
+    throw ValueError(fmt::format("trace: an event has no numeric '{}': {}", key, e.dump()));
+  }
+  return e[key].get<double>() * 1e-6;  // Chrome trace times are microseconds
+}
+
+// One traced collective as one rank saw it.
+struct RankComm {
+  std::string key;  // group/label
+  double issuedS = -1, endS = -1;
+};
+
+struct RankEvents {
+  int computeTid = -1;
+  std::vector<RankComm> comms;                       // in issue order
+  std::vector<std::pair<double, double>> waits;      // compute thread's wait spans
+  std::vector<std::pair<double, double>> steps;      // step spans
+};
+
+struct Collected {
+  std::map<int, RankEvents> ranks;
+  std::map<std::string, SimCollective> collectives;  // by key
+  std::map<std::string, std::set<int>> members;      // group -> ranks that ran its ops
+  std::vector<std::string> groups;
+};
+
+// First pass: names, comm spans (begin carries the args, end the time).
+void collectComms(const json& events, Collected& c) {
+  std::map<std::pair<int, std::string>, std::string> openById;  // (pid, id) -> key
+  std::map<std::pair<int, std::string>, double> issued;         // (pid, group/label) -> ts
+  for (const json& e : events) {
+    const std::string ph = e.value("ph", "");
+    const int pid = e.value("pid", -1);
+    if (ph == "M" && e.value("name", "") == "thread_name" &&
+        e["args"].value("name", "") == "compute") {
+      c.ranks[pid].computeTid = e.value("tid", -1);
+    }
+    if (ph == "i" && e.value("name", "").rfind("issue ", 0) == 0 && e.contains("args")) {
+      const std::string key = e["args"].value("group", "") + "/" + e["name"].get<std::string>().substr(6);
+      issued[{pid, key}] = seconds(e, "ts");
+    }
+    if (e.value("cat", "") != "comm" || (ph != "b" && ph != "e")) continue;
+    const std::string id = e.value("id", "");
+    if (ph == "b") {
+      const json& a = e.at("args");
+      if (!a.contains("group") || !a.contains("seq") || !a.contains("bytes")) {
+        throw ValueError(fmt::format("trace: comm span without group/seq/bytes: {}", e.dump()));
+      }
+      const std::string group = a["group"].get<std::string>();
+      const std::string label = e.value("name", "");
+      const std::string key = group + "/" + label;
+      const auto [opName, seq] = splitLabel(label);
+      const comm::OpType op = opFromTraceName(opName);
+      if (comm::isPointToPoint(op)) {
+        throw ValueError(fmt::format("trace: {} on group {}: point-to-point operations are not "
+                                     "replayed", label, group));
+      }
+      if (!c.members.count(group)) c.groups.push_back(group);
+      c.members[group].insert(pid);
+      auto [it, fresh] = c.collectives.try_emplace(key);
+      const int64_t bytes = a["bytes"].get<int64_t>();
+      if (fresh) {
+        it->second = SimCollective{fmt::format("{} on {}", label, group), group, op, bytes, {}};
+      } else if (it->second.bytes != bytes) {
+        throw ValueError(fmt::format("trace: ranks disagree on the size of {} ({} and {} bytes)",
+                                     it->second.name, it->second.bytes, bytes));
+      }
+      c.ranks[pid].comms.push_back({key, seconds(e, "ts"), -1});
+      openById[{pid, id}] = key;
+    } else {
+      const auto open = openById.find({pid, id});
+      if (open == openById.end()) continue;
+      for (RankComm& rc : c.ranks[pid].comms) {
+        if (rc.key == open->second) rc.endS = seconds(e, "ts");
+      }
+      openById.erase(open);
+    }
+  }
+  // The issue, when recorded, is earlier than the start (the op may queue
+  // behind its stream's previous one); events are not in time order.
+  for (auto& [pid, r] : c.ranks) {
+    for (RankComm& rc : r.comms) {
+      const auto iss = issued.find({pid, rc.key});
+      if (iss != issued.end()) rc.issuedS = std::min(rc.issuedS, iss->second);
+    }
+  }
+}
+
+void collectSpans(const json& events, Collected& c) {
+  for (const json& e : events) {
+    if (e.value("ph", "") != "X") continue;
+    const std::string cat = e.value("cat", "");
+    const int pid = e.value("pid", -1);
+    auto it = c.ranks.find(pid);
+    if (it == c.ranks.end()) continue;
+    const double b = seconds(e, "ts"), d = seconds(e, "dur");
+    if (cat == "step") it->second.steps.push_back({b, b + d});
+    if (cat == "wait" && e.value("tid", -2) == it->second.computeTid) it->second.waits.push_back({b, b + d});
+  }
+  for (auto& [pid, r] : c.ranks) {
+    std::sort(r.steps.begin(), r.steps.end());
+    std::sort(r.waits.begin(), r.waits.end());
+    std::sort(r.comms.begin(), r.comms.end(),
+              [](const RankComm& a, const RankComm& b) { return a.issuedS < b.issuedS; });
+  }
+}
+
+// One rank's program (Note [Programs from a trace]).
+std::vector<SimAction> programOf(const RankEvents& r, const std::map<std::string, int>& index) {
+  enum Order { kStepBegin, kIssue, kWaitSpan, kImplicitWait, kStepEnd };
+  struct Point {
+    double t;
+    Order order;
+    size_t what;  // comm index, wait index or step index
+    bool operator<(const Point& o) const { return t != o.t ? t < o.t : order < o.order; }
+  };
+  std::vector<Point> points;
+  std::vector<std::vector<size_t>> claims(r.waits.size());
+  std::vector<bool> claimed(r.comms.size(), false);
+  for (size_t w = 0; w < r.waits.size(); ++w) {
+    for (size_t i = 0; i < r.comms.size(); ++i) {
+      const RankComm& rc = r.comms[i];
+      if (!claimed[i] && rc.issuedS <= r.waits[w].first && rc.endS >= 0 &&
+          rc.endS <= r.waits[w].second + 1e-6) {
+        claimed[i] = true;
+        claims[w].push_back(i);
+      }
+    }
+    points.push_back({r.waits[w].first, kWaitSpan, w});
+  }
+  for (size_t i = 0; i < r.comms.size(); ++i) {
+    points.push_back({r.comms[i].issuedS, kIssue, i});
+    if (!claimed[i] && r.comms[i].endS >= 0) points.push_back({r.comms[i].endS, kImplicitWait, i});
+  }
+  for (size_t s = 0; s < r.steps.size(); ++s) {
+    points.push_back({r.steps[s].first, kStepBegin, s});
+    points.push_back({r.steps[s].second, kStepEnd, s});
+  }
+  std::sort(points.begin(), points.end());
+  std::vector<SimAction> program;
+  double cursor = points.empty() ? 0 : points.front().t;
+  const auto busyUntil = [&](double t) {
+    if (t > cursor) program.push_back({Kind::kCompute, t - cursor, -1, {}});
+    cursor = std::max(cursor, t);
+  };
+  for (const Point& p : points) {
+    busyUntil(p.t);
+    switch (p.order) {
+      case kStepBegin: program.push_back({Kind::kMark, 0, -1, "step begin"}); break;
+      case kStepEnd: program.push_back({Kind::kMark, 0, -1, "step end"}); break;
+      case kIssue: program.push_back({Kind::kIssue, 0, index.at(r.comms[p.what].key), {}}); break;
+      case kImplicitWait: program.push_back({Kind::kWait, 0, index.at(r.comms[p.what].key), {}}); break;
+      case kWaitSpan:
+        for (size_t i : claims[p.what]) program.push_back({Kind::kWait, 0, index.at(r.comms[i].key), {}});
+        cursor = std::max(cursor, r.waits[p.what].second);  // blocked time: the replay predicts it
+        break;
+    }
+  }
+  return program;
+}
+
+// The nccl-tests size (link_model.hpp) of a traced op from its input bytes.
+int64_t ncclTestsBytes(comm::OpType op, int64_t inputBytes, int groupSize) {
+  switch (op) {
+    case comm::OpType::kAllgather: case comm::OpType::kAllgatherBase:
+    case comm::OpType::kAllgatherCoalesced: case comm::OpType::kGather:
+      return inputBytes * groupSize;  // the input is one rank's part
+    default:
+      return inputBytes;
+  }
+}
+
+}  // namespace
+
+TracedRun readTracedRun(const json& trace) {
+  const json& events = trace.is_array() ? trace : trace.value("traceEvents", json::array());
+  if (!events.is_array() || events.empty()) throw ValueError("trace: no traceEvents");
+  Collected c;
+  collectComms(events, c);
+  collectSpans(events, c);
+  TracedRun run;
+  run.worldSize = c.ranks.empty() ? 0 : c.ranks.rbegin()->first + 1;
+  if (run.worldSize == 0 || static_cast<int>(c.ranks.size()) != run.worldSize) {
+    throw ValueError(fmt::format("trace: ranks 0..{} must each have events (found {})",
+                                 run.worldSize - 1, c.ranks.size()));
+  }
+  std::map<std::string, int> index;
+  for (auto& [key, sc] : c.collectives) {
+    const auto& members = c.members.at(sc.stream);
+    sc.ranks.assign(members.begin(), members.end());
+    sc.bytes = ncclTestsBytes(sc.op, sc.bytes, static_cast<int>(sc.ranks.size()));
+    index[key] = static_cast<int>(run.collectives.size());
+    run.collectives.push_back(sc);
+  }
+  for (const auto& [pid, r] : c.ranks) {
+    if (r.steps.empty()) throw ValueError(fmt::format("trace: rank {} has no step span", pid));
+    run.programs.push_back(programOf(r, index));
+    for (size_t s = 0; s < r.steps.size(); ++s) {
+      if (run.tracedStepS.size() <= s) run.tracedStepS.resize(s + 1, 0);
+      run.tracedStepS[s] = std::max(run.tracedStepS[s], r.steps[s].second - r.steps[s].first);
+    }
+  }
+  run.groups = c.groups;
+  return run;
+}
+
+SimInput scaleTracedRun(const TracedRun& run, int worldSize, const Topology& topology,
+                        CollectiveAlgorithm algorithm) {
+  if (worldSize < 1 || worldSize > kMaxTargetWorld) {
+    throw ValueError(fmt::format("predict: world size {} must be in 1..{}", worldSize,
+                                 kMaxTargetWorld));
+  }
+  SimInput in{topology, run.collectives, {}};
+  for (SimCollective& c : in.collectives) {
+    c.algorithm = algorithm;
+    if (worldSize == run.worldSize) continue;
+    if (static_cast<int>(c.ranks.size()) != run.worldSize) {
+      throw ValueError(fmt::format("predict: {} runs on {} of the traced {} ranks; only groups "
+                                   "of the whole world scale (predict at world {} instead)",
+                                   c.name, c.ranks.size(), run.worldSize, run.worldSize));
+    }
+    c.ranks.resize(worldSize);
+    for (int r = 0; r < worldSize; ++r) c.ranks[r] = r;
+  }
+  for (int r = 0; r < worldSize; ++r) in.ranks.push_back(run.programs[r % run.worldSize]);
+  return in;
+}
+
+}  // namespace distlab::emulator
