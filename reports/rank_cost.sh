@@ -103,11 +103,11 @@ read -r n median max total <<< "$mem"
 [[ $n -gt 0 ]] || echo "rank_cost.sh: no rank was sampled (the run ended before the window)" >&2
 echo "world $world $kind: $n ranks sampled; private dirty per rank median $((median / 1024)).$(( (median % 1024) * 10 / 1024 )) MiB, max $((max / 1024)).$(( (max % 1024) * 10 / 1024 )) MiB, all ranks $((total / 1024)) MiB"
 awk -v c=$((after - before)) -v t="$ticks" -v w="$window" -v n="$n" \
-  'BEGIN {if (n > 0) printf "CPU while waiting: %.3f s over %d s, %.2f%% of one core per rank\n", c / t, w, 100 * c / t / w / n}'
+  'BEGIN {if (n + 0 > 0) printf "CPU while waiting: %.3f s over %d s, %.2f%% of one core per rank\n", c / t, w, 100 * c / t / w / n}'
 grep -E '^(PASS|FAIL)' "$work/run.out" | cut -c1-160
 if [[ -n "$keep" ]]; then
   awk -v w="$world" -v k="$kind" -v n="$n" -v med="$median" -v max="$max" -v tot="$total" \
     -v c=$((after - before)) -v t="$ticks" -v win="$window" -v s="$settled" \
-    'BEGIN {printf "{\"world\": %d, \"kind\": \"%s\", \"ranks_sampled\": %d, \"private_dirty_median_kib\": %d, \"private_dirty_max_kib\": %d, \"private_dirty_total_kib\": %d, \"cpu_percent_per_rank\": %s, \"settled\": %s}\n", w, k, n, med, max, tot, n > 0 ? sprintf("%.4f", 100 * c / t / win / n) : "null", s ? "true" : "false"}' \
+    'BEGIN {cpu = (n > 0) ? sprintf("%.4f", 100 * c / t / win / n) : "null"; printf "{\"world\": %d, \"kind\": \"%s\", \"ranks_sampled\": %d, \"private_dirty_median_kib\": %d, \"private_dirty_max_kib\": %d, \"private_dirty_total_kib\": %d, \"cpu_percent_per_rank\": %s, \"settled\": %s}\n", w, k, n, med, max, tot, cpu, s ? "true" : "false"}' \
     > "$keep/rank_cost.json"
 fi

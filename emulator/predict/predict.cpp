@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <fstream>
 #include <ostream>
+#include <set>
 
 #include "emulator/predict/trace_program.hpp"
 #include "emulator/trace/overlap_metrics.hpp"
@@ -19,14 +20,28 @@ using nlohmann::json;
 
 constexpr int kTimelineRanks = 8;
 
-// Length of the part of [b, e) covered by `spans` of the given kind.
-double within(const std::vector<SimRankResult::Span>& spans, double b, double e, bool compute) {
-  double total = 0;
-  for (const auto& s : spans) {
-    if ((s.collective < 0) != compute) continue;
-    total += std::max(0.0, std::min(e, s.endS) - std::max(b, s.beginS));
+double overlapOf(double b, double e, double from, double to) {
+  return std::max(0.0, std::min(e, to) - std::max(b, from));
+}
+
+// Within [b, e): the rank's compute, and its blocked time split at each
+// awaited collective's start: before it, the rank waited for a slower rank
+// (or its stream); after it, for the network (exposed communication).
+struct Split {
+  double compute = 0, imbalance = 0, exposed = 0;
+};
+Split splitWithin(const SimResult& r, int rank, double b, double e) {
+  Split out;
+  for (const auto& s : r.ranks[rank].spans) {
+    if (s.collective < 0) {
+      out.compute += overlapOf(b, e, s.beginS, s.endS);
+      continue;
+    }
+    const double start = std::clamp(r.collectives[s.collective].startS, s.beginS, s.endS);
+    out.imbalance += overlapOf(b, e, s.beginS, start);
+    out.exposed += overlapOf(b, e, start, s.endS);
   }
-  return total;
+  return out;
 }
 
 // |union of the collectives' [start, end) within [b, e)|.
@@ -60,21 +75,57 @@ std::vector<Step> slowestSteps(const SimResult& r) {
   return steps;
 }
 
-PredictRow rowOf(int world, const SimResult& r, const TracedRun& run) {
+// Note [Critical path]
+// Walked back from the slowest rank's end of the step: a compute span of the
+// rank is on the path; a wait for collective c puts c's run on the path (and
+// the time it queued behind its stream after its last issue), then the path
+// continues on the rank whose issue came last, at that issue. It ends at the
+// step's begin. Waiting for a slower rank never appears: the path moves to
+// that rank instead.
+CriticalPath criticalPath(const SimInput& in, const SimResult& r, int rank, double b, double e) {
+  CriticalPath path;
+  double t = e;
+  std::set<int> ranks{rank};
+  while (t > b + 1e-12) {
+    const auto& spans = r.ranks[rank].spans;
+    const auto it = std::find_if(spans.rbegin(), spans.rend(),
+                                 [&](const SimRankResult::Span& s) { return s.beginS < t - 1e-12; });
+    if (it == spans.rend()) break;  // zero-length actions only before t
+    if (it->collective < 0) {
+      path.computeS += std::min(t, it->endS) - std::max(b, it->beginS);
+      t = it->beginS;
+      continue;
+    }
+    const SimCollectiveResult& c = r.collectives[it->collective];
+    const double from = std::max(b, c.issuedS);
+    path.commS += std::min(t, c.endS) - from;
+    path.collectives.push_back(in.collectives[it->collective].name);
+    t = from;
+    if (c.lastIssuer >= 0) rank = c.lastIssuer;
+    ranks.insert(rank);
+  }
+  path.ranks.assign(ranks.begin(), ranks.end());
+  return path;
+}
+
+PredictRow rowOf(int world, const SimInput& in, const SimResult& r, const TracedRun& run) {
   const std::vector<Step> steps = slowestSteps(r);
   const size_t skip = steps.size() > static_cast<size_t>(kWarmupSteps) ? kWarmupSteps : 0;
-  PredictRow row{world, static_cast<int>(steps.size() - skip), 0, 0, 0, 0, 0};
+  PredictRow row{world, static_cast<int>(steps.size() - skip)};
   for (size_t s = skip; s < steps.size(); ++s) {
     const Step& st = steps[s];
-    const auto& spans = r.ranks[st.rank].spans;
+    const Split split = splitWithin(r, st.rank, st.b, st.e);
     row.stepS += st.e - st.b;
-    row.computeS += within(spans, st.b, st.e, true);
-    row.exposedS += within(spans, st.b, st.e, false);
+    row.computeS += split.compute;
+    row.exposedS += split.exposed;
+    row.imbalanceS += split.imbalance;
     row.commS += commWithin(r, st.b, st.e);
+    if (s + 1 == steps.size()) row.lastStepPath = criticalPath(in, r, st.rank, st.b, st.e);
     if (s < run.tracedStepS.size()) row.tracedStepS += run.tracedStepS[s];
   }
   if (row.steps > 0) {
-    for (double* v : {&row.stepS, &row.computeS, &row.exposedS, &row.commS, &row.tracedStepS}) {
+    for (double* v : {&row.stepS, &row.computeS, &row.exposedS, &row.imbalanceS, &row.commS,
+                      &row.tracedStepS}) {
       *v /= row.steps;
     }
   }
@@ -104,10 +155,11 @@ json lastStepTable(const SimInput& in, const SimResult& r) {
 }
 
 void printRow(std::ostream& out, const PredictRow& row) {
-  out << fmt::format("{:>8} {:>6} {:>12.3f} {:>12.3f} {:>12.3f} {:>12.3f} {:>9.1f}%\n",
+  out << fmt::format("{:>8} {:>6} {:>12.3f} {:>12.3f} {:>12.3f} {:>12.3f} {:>9.1f}% {:>12.3f}\n",
                      row.worldSize, row.steps, row.stepS * 1e3, row.computeS * 1e3,
                      row.commS * 1e3, row.exposedS * 1e3,
-                     row.stepS > 0 ? 100 * row.exposedS / row.stepS : 0.0);
+                     row.stepS > 0 ? 100 * row.exposedS / row.stepS : 0.0,
+                     row.imbalanceS * 1e3);
 }
 
 void printTable(std::ostream& out, const json& table, int world) {
@@ -186,23 +238,36 @@ int runPredict(const PredictOptions& o, std::ostream& out) {
                      topology.intra.latencyUs, topology.intra.bandwidthGBs,
                      topology.inter.latencyUs, topology.inter.bandwidthGBs,
                      topology.oversubscription);
-  out << "# per step, after warm-up; compute and exposed are the slowest rank's\n";
-  out << fmt::format("{:>8} {:>6} {:>12} {:>12} {:>12} {:>12} {:>10}\n", "world", "steps",
-                     "step ms", "compute ms", "comm ms", "exposed ms", "exposed");
+  out << "# per step after warm-up, on the slowest rank: compute; exposed = waiting for a "
+         "started collective; imbalance = waiting for a slower rank to issue one\n";
+  out << fmt::format("{:>8} {:>6} {:>12} {:>12} {:>12} {:>12} {:>10} {:>12}\n", "world", "steps",
+                     "step ms", "compute ms", "comm ms", "exposed ms", "exposed", "imbalance ms");
   json rows = json::array();
   for (size_t i = 0; i < o.worldSizes.size(); ++i) {
     const int world = o.worldSizes[i];
     const SimInput in = scaleTracedRun(run, world, topology, o.algorithm);
     const SimResult result = simulate(in);
-    const PredictRow row = rowOf(world, result, run);
+    const PredictRow row = rowOf(world, in, result, run);
     printRow(out, row);
     const json table = lastStepTable(in, result);
     rows.push_back({{"world_size", world}, {"steps", row.steps}, {"step_s", row.stepS},
                     {"compute_s", row.computeS}, {"comm_s", row.commS},
-                    {"exposed_s", row.exposedS}, {"collectives", table}});
+                    {"exposed_s", row.exposedS}, {"imbalance_s", row.imbalanceS},
+                    {"traced_step_s", row.tracedStepS}, {"collectives", table},
+                    {"critical_path", {{"compute_s", row.lastStepPath.computeS},
+                                       {"comm_s", row.lastStepPath.commS},
+                                       {"collectives", row.lastStepPath.collectives},
+                                       {"ranks", row.lastStepPath.ranks}}}});
     if (i == 0 && !o.timelinePath.empty()) writeTimeline(o.timelinePath, in, result);
   }
-  for (const json& row : rows) printTable(out, row["collectives"], row["world_size"]);
+  for (const json& row : rows) {
+    printTable(out, row["collectives"], row["world_size"]);
+    const json& p = row["critical_path"];
+    out << fmt::format("# critical path of that step: {:.3f} ms compute, {:.3f} ms in {} "
+                       "collective(s), through rank(s) {}\n",
+                       p["compute_s"].get<double>() * 1e3, p["comm_s"].get<double>() * 1e3,
+                       p["collectives"].size(), p["ranks"].dump());
+  }
   if (!o.jsonPath.empty()) {
     json j{{"trace", o.tracePath}, {"traced_world_size", run.worldSize},
            {"topology", o.topology}, {"algorithm", std::string(algorithmName(o.algorithm))},
