@@ -80,8 +80,10 @@ def point(folder, w):
 
 def fit(worlds, values):
     """(exponent, slope per rank) over the points with W >= 16 and a positive value."""
-    pts = [(w, v) for w, v in zip(worlds, values) if w >= 16 and v > 0 and math.isfinite(v)]
-    if len(pts) < 2:
+    pts = [(w, v) for w, v in zip(worlds, values) if w >= 16]
+    # A power law needs positive values: a figure that is zero or negative at
+    # some point (a detection inside the timeout) gets no exponent.
+    if len(pts) < 2 or any(not (v > 0 and math.isfinite(v)) for _, v in pts):
         return None, None
     n = len(pts)
     lx = [math.log(w) for w, _ in pts]
@@ -159,6 +161,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("folder", help="reports/scale_curve.sh's output folder")
     ap.add_argument("--plot", help="write the plot (PNG) here")
+    ap.add_argument("--json", help="write every point's figures (JSON) here")
     args = ap.parse_args()
     worlds = sorted(int(n[len("bench_"):-len(".json")]) for n in os.listdir(args.folder)
                     if n.startswith("bench_") and n.endswith(".json"))
@@ -169,6 +172,10 @@ def main():
     unsettled = [w for w in worlds if not points[w]["settled"]]
     if unsettled:
         print(f"\nnot settled before sampling (memory/CPU are not of waiting ranks): {unsettled}")
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({str(w): points[w] for w in worlds}, f, indent=1, sort_keys=True)
+            f.write("\n")
     if args.plot:
         plot(worlds, points, args.plot)
         print(f"\nplot: {args.plot}")

@@ -44,4 +44,5 @@ for w in "${worlds[@]}"; do
   awk -v a="$t0" -v b="$t1" 'BEGIN {printf "{\"analyze_s\": %.4f}\n", b - a}' > "$out/analyze_$w.json"
 done
 echo "results in $out"
-/usr/bin/python3 "$here/scale_curve.py" "$out" --plot "$here/scale_curve.png"
+/usr/bin/python3 "$here/scale_curve.py" "$out" --plot "$here/scale_curve.png" \
+  --json "$here/scale_curve.json"

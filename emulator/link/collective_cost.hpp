@@ -66,6 +66,13 @@ struct CollectiveCost {
   double seconds() const { return latencyS + intraS + interS; }
 };
 
+// What the link emulator (link_backend.hpp) and the replay (emulator/predict)
+// both take: the topology and the algorithm for every collective.
+struct NetworkModel {
+  Topology topology;
+  CollectiveAlgorithm algorithm = CollectiveAlgorithm::kAuto;
+};
+
 // The cost of `op` moving `bytes` (the nccl-tests size) in a group of shape
 // `g`. `algorithm` kAuto picks the cheapest that applies; asking for one that
 // does not apply to `op` (tree all-to-all, hierarchical on one node) throws

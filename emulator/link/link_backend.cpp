@@ -129,9 +129,35 @@ void scheduleAt(SteadyClock::time_point when, std::function<void()> fn) {
 LinkBackend::LinkBackend(comm::BackendPtr inner, LinkModel model)
     : ForwardingBackend(std::move(inner)), model_(std::move(model)) {}
 
+LinkBackend::LinkBackend(comm::BackendPtr inner, NetworkModel network,
+                         std::vector<int> globalRanks)
+    : ForwardingBackend(std::move(inner)),
+      network_(std::move(network)),
+      globalRanks_(std::move(globalRanks)) {
+  if (globalRanks_.empty()) {  // a group that did not say: the first size() ranks
+    for (int r = 0; r < size(); ++r) globalRanks_.push_back(r);
+  }
+  shape_ = shapeOf(network_->topology, globalRanks_);
+}
+
+double LinkBackend::modelledSeconds(OpType op, int64_t bytes, int peer) const {
+  if (!network_) return model_.seconds(op, bytes, size());
+  const Topology& t = network_->topology;
+  const bool p2p = comm::isPointToPoint(op);
+  // A receive from any source: the model cannot know the sender; charge the
+  // link between nodes (the slower one).
+  const bool crossNode =
+      p2p && (peer < 0 || peer >= static_cast<int>(globalRanks_.size()) ||
+              t.nodeOf(globalRanks_[peer]) != t.nodeOf(globalRanks_[rank()]));
+  return collectiveCost(t, op, bytes, shape_, p2p ? CollectiveAlgorithm::kAuto : network_->algorithm,
+                        crossNode)
+      .seconds();
+}
+
 WorkPtr LinkBackend::delay(WorkPtr inner, OpType op, int64_t bytes, std::vector<Tensor> outputs) {
+  const int peer = inner->info().peer;
   auto cost = std::chrono::duration_cast<SteadyClock::duration>(
-      std::chrono::duration<double>(model_.seconds(op, bytes, size())));
+      std::chrono::duration<double>(modelledSeconds(op, bytes, peer)));
   SteadyClock::time_point start, end;
   {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -167,6 +193,14 @@ int64_t LinkBackend::modelledBytes(const comm::Operation& op) const {
 
 WorkPtr LinkBackend::intercept(const comm::Operation& op) {
   return delay(forward(op), op.type, modelledBytes(op), comm::writtenTensors(op));
+}
+
+void installNetworkEmulation(const NetworkModel& network) {
+  comm::addBackendDecorator("link", comm::kLayerLink,
+                            [network](comm::BackendPtr inner, const comm::BackendContext& ctx) {
+                              return std::make_shared<LinkBackend>(std::move(inner), network,
+                                                                   ctx.globalRanks);
+                            });
 }
 
 void installLinkEmulation(const LinkModel& model) {

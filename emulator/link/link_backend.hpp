@@ -19,17 +19,29 @@
 #include <chrono>
 #include <functional>
 #include <mutex>
+#include <optional>
+#include <vector>
 
+#include "emulator/link/collective_cost.hpp"
 #include "emulator/link/link_model.hpp"
 #include "runtime/comm/forwarding_backend.hpp"
 
 namespace distlab::emulator {
 
+// With a NetworkModel (a topology, Note [Topology model]) instead of one flat
+// link, an operation takes the network model's time for its group's
+// placement (rank r on node r / ranks_per_node; collective_cost.hpp), the
+// same figure `distlab predict` uses for it: one model drives both.
 class LinkBackend : public comm::ForwardingBackend {
  public:
   LinkBackend(comm::BackendPtr inner, LinkModel model);
+  // `globalRanks`: the group's ranks in the job (BackendContext::globalRanks).
+  LinkBackend(comm::BackendPtr inner, NetworkModel network, std::vector<int> globalRanks);
 
   const LinkModel& model() const { return model_; }
+  // The modelled seconds of `op` moving `bytes` (the nccl-tests size; `peer`:
+  // the group rank of a send/recv's other side).
+  double modelledSeconds(comm::OpType op, int64_t bytes, int peer) const;
 
  protected:
   comm::WorkPtr intercept(const comm::Operation& op) override;
@@ -42,6 +54,9 @@ class LinkBackend : public comm::ForwardingBackend {
   int64_t modelledBytes(const comm::Operation& op) const;
 
   LinkModel model_;
+  std::optional<NetworkModel> network_;
+  std::vector<int> globalRanks_;
+  GroupShape shape_;
   std::mutex mutex_;
   std::chrono::steady_clock::time_point linkFreeAt_{};  // GUARDED_BY(mutex_)
 };
@@ -53,5 +68,7 @@ void scheduleAt(std::chrono::steady_clock::time_point when, std::function<void()
 // Installs LinkBackend for every group created from now on (kLayerLink).
 // A disabled model removes the decorator.
 void installLinkEmulation(const LinkModel& model);
+// The same with the network model of a topology.
+void installNetworkEmulation(const NetworkModel& network);
 
 }  // namespace distlab::emulator

@@ -24,7 +24,11 @@ RankSession::RankSession(Scenario scenario, int rank, std::string resultDir, boo
                                       millisecondsFromSeconds(s.runTimeoutS + 30));
   setActiveFaultPlan(plan_);
   installFaultInjection(plan_);
-  installLinkEmulation(s.link);
+  if (s.network) {
+    installNetworkEmulation(*s.network);
+  } else {
+    installLinkEmulation(s.link);
+  }
   if (trace || s.trace || s.expect.overlap.any()) {
     tracePath_ = fmt::format("{}/rank{}.trace.json", resultDir_, rank);
   }

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "emulator/faults/fault_spec.hpp"
+#include "emulator/link/collective_cost.hpp"
 #include "emulator/link/link_model.hpp"
 #include "emulator/workloads/workload_spec.hpp"
 
@@ -93,6 +94,9 @@ struct Scenario {
   int worldSize = 2;
   std::string backend = "shm";
   LinkModel link;                        // disabled unless given
+  // [cluster] topology (+ collective_algorithm): the network model instead of
+  // one flat link (emulator/link/collective_cost.hpp); never both.
+  std::optional<NetworkModel> network;
   std::string debugLevel = "OFF";        // OFF | INFO | DETAIL
   double collectiveTimeoutS = 10;        // process-group timeout
   double runTimeoutS = 60;               // the runner kills every rank after this
@@ -100,6 +104,7 @@ struct Scenario {
   bool trace = false;
   std::string workloadKind = "collectives";  // collectives | training | program
   std::vector<CollectiveStep> steps;
+  int iterations = 1;  // kind = "collectives": the script runs this often, a "step" span each
   TrainingWorkload training;
   ProgramWorkload program;
   std::vector<FaultSpec> faults;

@@ -31,10 +31,41 @@ namespace {
 // kMaxWorldSize); a scenario may ask for as many, on either backend.
 constexpr int64_t kMaxScenarioWorldSize = 1024;
 
+// [cluster] topology = "<preset or spec>" and collective_algorithm: the
+// network model the link emulator applies (and `distlab predict` replays).
+void parseNetwork(const TomlReader& r, const toml::table& c, Scenario& s) {
+  const toml::node* topology = c.get("topology");
+  const toml::node* algorithm = c.get("collective_algorithm");
+  if (!topology) {
+    if (algorithm) r.fail(*algorithm, "'collective_algorithm' needs a 'topology' in [cluster]");
+    return;
+  }
+  if (c.get("link")) {
+    r.fail(*topology, "give 'link' (one flat link) or 'topology' (the network model), not both");
+  }
+  if (!topology->is_string()) r.fail(*topology, "'topology' must be a string (a preset or a spec)");
+  NetworkModel network;
+  try {
+    network.topology = parseTopology(topology->as_string()->get());
+  } catch (const ValueError& e) {
+    r.fail(*topology, e.what());
+  }
+  if (algorithm) {
+    if (!algorithm->is_string()) r.fail(*algorithm, "'collective_algorithm' must be a string");
+    try {
+      network.algorithm = parseAlgorithm(algorithm->as_string()->get());
+    } catch (const ValueError& e) {
+      r.fail(*algorithm, e.what());
+    }
+  }
+  s.network = network;
+}
+
 void parseCluster(const TomlReader& r, const toml::table& root, Scenario& s) {
   const toml::table* c = r.table(root, "cluster");
   if (!c) r.fail(1, "missing required table [cluster] (world_size, backend, link)");
-  r.checkKeys(*c, "[cluster]", {"world_size", "backend", "link", "timeout", "run_timeout",
+  r.checkKeys(*c, "[cluster]", {"world_size", "backend", "link", "topology",
+                                "collective_algorithm", "timeout", "run_timeout",
                                 "teardown_grace"});
   auto ws = r.integer(*c, "world_size");
   if (!ws) r.fail(*c, "missing required key 'world_size' in [cluster]");
@@ -74,6 +105,7 @@ void parseCluster(const TomlReader& r, const toml::table& root, Scenario& s) {
       r.fail(*link, "'link' must be a preset name or a table {latency_us, bandwidth_gbs}");
     }
   }
+  parseNetwork(r, *c, s);
 }
 
 void parseWorkload(const TomlReader& r, const toml::table& root, const ParseOptions& options,

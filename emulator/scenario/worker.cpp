@@ -51,7 +51,7 @@ void runRank(RankSession& session) {
     world = comm::initProcessGroup(io);
   }
   if (s.workloadKind == "collectives") {
-    runCollectiveWorkload(s.steps, world, session.plan());
+    runCollectiveWorkload(s.steps, world, session.plan(), s.iterations);
   } else {
     TrainingRunOptions to;
     to.worldSize = s.worldSize;

@@ -16,7 +16,7 @@ namespace {
 
 const std::set<std::string> kStepKeys = {"op", "size", "numel", "dtype", "reduce_op", "root",
                                          "peer", "tensors", "group", "ranks", "repeat",
-                                         "compute_ms", "wait_all_ranks", "per_rank"};
+                                         "compute_ms", "wait_all_ranks", "async", "per_rank"};
 
 // An op in distlab's old spelling ("allreduce") is refused with its PyTorch
 // name, which the plain list of valid ops would leave the reader to guess.
@@ -57,6 +57,7 @@ void readStepFields(const TomlReader& r, const toml::table& t, const Scenario& s
   if (auto v = r.intInRange(t, "repeat", 1, 100000)) step.repeat = static_cast<int>(*v);
   if (auto v = r.number(t, "compute_ms", NumRange{0, 60000, false, " ms"})) step.computeMs = *v;
   if (auto v = r.boolean(t, "wait_all_ranks")) step.waitAllRanks = *v;
+  if (auto v = r.boolean(t, "async")) step.async = *v;
 }
 
 void checkStep(const TomlReader& r, const CollectiveStep& step, int line, int worldSize) {
@@ -78,6 +79,12 @@ void checkStep(const TomlReader& r, const CollectiveStep& step, int line, int wo
   }
   if (step.waitAllRanks && step.op != "monitored_barrier") {
     r.fail(line, "'wait_all_ranks' only applies to op = \"monitored_barrier\"");
+  }
+  static const std::set<std::string> notAsync = {"compute", "wait", "new_group",
+                                                 "monitored_barrier", "send", "recv"};
+  if (step.async && notAsync.count(step.op)) {
+    r.fail(line, fmt::format("'async' does not apply to op = \"{}\" (only to collectives)",
+                             step.op));
   }
 }
 
@@ -125,7 +132,8 @@ void parseGptShape(const TomlReader& r, const toml::table& w, TrainingWorkload& 
 }  // namespace
 
 void parseCollectiveWorkload(const TomlReader& r, const toml::table& w, Scenario& s) {
-  r.checkKeys(w, "[workload] (kind = \"collectives\")", {"kind", "steps"});
+  r.checkKeys(w, "[workload] (kind = \"collectives\")", {"kind", "steps", "iterations"});
+  if (auto v = r.intInRange(w, "iterations", 1, 100000)) s.iterations = static_cast<int>(*v);
   const toml::node* steps = w.get("steps");
   if (!steps || !steps->is_array_of_tables() || steps->as_array()->empty()) {
     r.fail(steps ? *steps : static_cast<const toml::node&>(w),

@@ -10,6 +10,7 @@
 #include "runtime/comm/group_management.hpp"
 #include "runtime/comm/op_names.hpp"
 #include "runtime/core/errors.hpp"
+#include "runtime/core/trace.hpp"
 
 namespace distlab::emulator {
 
@@ -89,10 +90,11 @@ bool isRooted(comm::OpType type) {
          type == comm::OpType::kGather || type == comm::OpType::kScatter;
 }
 
-// Issues one operation of `step` on `pg` and waits for it. `st.op` is a
-// kCollectiveOps name (the parser checked it): torch.distributed's API name of
-// an OpType, or monitored_barrier.
-void issue(const CollectiveStep& st, const ProcessGroupPtr& pg) {
+// Issues one operation of `step` on `pg` and waits for it, or with `async`
+// keeps its Work in `pending`. `st.op` is a kCollectiveOps name (the parser
+// checked it): torch.distributed's API name of an OpType, or monitored_barrier.
+void issue(const CollectiveStep& st, const ProcessGroupPtr& pg,
+           std::vector<comm::WorkPtr>& pending) {
   if (st.op == "monitored_barrier") {
     comm::monitoredBarrier(pg, comm::kUnsetTimeout, st.waitAllRanks);  // blocking, no Work
     return;
@@ -109,13 +111,42 @@ void issue(const CollectiveStep& st, const ProcessGroupPtr& pg) {
   comm::WorkPtr w;
   if (type) w = isRooted(*type) ? issueRooted(*type, st, *pg) : issueUnrooted(*type, st, *pg);
   if (!w) throw ValueError(fmt::format("{}: op '{}' cannot be issued", st.pos.str(), st.op));
+  if (st.async) {
+    pending.push_back(w);
+    return;
+  }
   w->wait();
+}
+
+// op = "wait" (and the end of an iteration): every async collective so far.
+void waitForPending(std::vector<comm::WorkPtr>& pending) {
+  if (pending.empty()) return;
+  trace::Span wait(trace::Category::kWait, "wait for async collectives");
+  for (auto& w : pending) w->wait();
+  pending.clear();
+}
+
+void runStep(const CollectiveStep& mine, const ProcessGroupPtr& pg,
+             std::vector<comm::WorkPtr>& pending) {
+  if (mine.op == "compute") {
+    trace::Span span(trace::Category::kCompute, "compute");
+    std::this_thread::sleep_for(
+        std::chrono::microseconds(static_cast<int64_t>(mine.computeMs * 1000)));
+  } else if (mine.op == "wait") {
+    waitForPending(pending);
+  } else if (mine.op == "new_group") {
+    comm::NewGroupOptions o;
+    o.ranks = mine.group;
+    comm::newGroup(o);
+  } else {
+    issue(mine, pg, pending);
+  }
 }
 
 }  // namespace
 
 void runCollectiveWorkload(const std::vector<CollectiveStep>& steps, const ProcessGroupPtr& world,
-                           FaultPlan& plan) {
+                           FaultPlan& plan, int iterations) {
   const int rank = world->rank();
   // Subgroups used by steps are created up front, in script order, by every
   // rank (group creation is collective over the world, Note [Issue order]).
@@ -128,22 +159,17 @@ void runCollectiveWorkload(const std::vector<CollectiveStep>& steps, const Proce
     groups[mine.group] = comm::newGroup(o);
   }
   int index = 0;
-  for (const auto& step : steps) {
-    const auto& mine = step.forRank(rank);
-    plan.log().write(fmt::format("step {}", index++));
-    if (!mine.issuedBy(rank)) continue;
-    for (int rep = 0; rep < mine.repeat; ++rep) {
-      if (mine.op == "compute") {
-        std::this_thread::sleep_for(
-            std::chrono::microseconds(static_cast<int64_t>(mine.computeMs * 1000)));
-      } else if (mine.op == "new_group") {
-        comm::NewGroupOptions o;
-        o.ranks = mine.group;
-        comm::newGroup(o);
-      } else {
-        issue(mine, mine.group.empty() ? world : groups.at(mine.group));
-      }
+  std::vector<comm::WorkPtr> pending;
+  for (int iteration = 0; iteration < iterations; ++iteration) {
+    trace::Span stepSpan(trace::Category::kStep, "step ", std::to_string(iteration));
+    for (const auto& step : steps) {
+      const auto& mine = step.forRank(rank);
+      plan.log().write(fmt::format("step {}", index++));
+      if (!mine.issuedBy(rank)) continue;
+      const ProcessGroupPtr& pg = mine.group.empty() ? world : groups.at(mine.group);
+      for (int rep = 0; rep < mine.repeat; ++rep) runStep(mine, pg, pending);
     }
+    waitForPending(pending);
   }
 }
 

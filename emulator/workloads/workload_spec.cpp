@@ -26,7 +26,8 @@ constexpr std::array kScriptOps = {OpType::kAllreduce,     OpType::kAllreduceCoa
 // Steps that are no ProcessGroup operation: torch.distributed's
 // monitored_barrier and new_group, and distlab's compute (no PyTorch
 // equivalent: emulated work between collectives).
-constexpr std::array<std::string_view, 3> kOtherOps = {"compute", "new_group", "monitored_barrier"};
+constexpr std::array<std::string_view, 4> kOtherOps = {"compute", "wait", "new_group",
+                                                       "monitored_barrier"};
 
 // distlab's own spellings, used by scenario files before the ops took PyTorch's
 // names; kept so an old file gets the new name instead of a bare list.

@@ -29,6 +29,7 @@ struct CollectiveStep {
   std::vector<int> ranks;      // ranks that issue the step; empty: every member
   int repeat = 1;              // issue the step this many times
   double computeMs = 0;        // op = "compute": sleep this long (emulated compute)
+  bool async = false;          // issue and go on; op = "wait" waits for it (DDP's buckets)
   bool waitAllRanks = false;   // op = "monitored_barrier": name every missing rank
   std::map<int, CollectiveStep> perRank;  // fields overridden on one rank
   SourcePos pos;
@@ -43,7 +44,9 @@ struct CollectiveStep {
 
 // Collective-script operations, spelled as torch.distributed spells them (for
 // ProcessGroup operations, the API column of runtime/comm/op_names.hpp, Note
-// [Op names]), plus distlab's `compute`, which sleeps. `new_group` creates the
+// [Op names]), plus distlab's `compute`, which sleeps (a "compute" trace span),
+// and `wait`, which waits for every collective issued with `async = true`
+// since the last wait (a "wait" span, as DDP's wait for its buckets). `new_group` creates the
 // step's group (a store round trip), send/recv pair with `root` as the peer,
 // `monitored_barrier` is the store-based barrier that names ranks that never
 // arrive (no collective sequence number).

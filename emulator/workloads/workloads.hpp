@@ -11,9 +11,14 @@
 
 namespace distlab::emulator {
 
-// Runs the collective script `steps` on `world` (subgroups are created from it).
+// Runs the collective script `steps` on `world` (subgroups are created from
+// it) `iterations` times, each inside a "step <i>" trace span (so a traced
+// script is a run `distlab predict` can replay). Collectives issued with
+// `async` are waited for by the next `wait` step, or at the end of the
+// iteration.
 void runCollectiveWorkload(const std::vector<CollectiveStep>& steps,
-                           const comm::ProcessGroupPtr& world, FaultPlan& plan);
+                           const comm::ProcessGroupPtr& world, FaultPlan& plan,
+                           int iterations = 1);
 
 // What a training run needs beyond its TrainingWorkload.
 struct TrainingRunOptions {

@@ -229,6 +229,61 @@ INSTANTIATE_TEST_SUITE_P(
                 "'group' holds a control character (code 10)"}),
     caseName);
 
+// The network model in [cluster] (topology, collective_algorithm) and the
+// collective script's async / wait / iterations.
+std::string withIterations(const std::string& value) {
+  return std::string(kHeader) + "[cluster]\nworld_size = 2\n[workload]\nkind = \"collectives\"\n" +
+         "iterations = " + value + "\n[[workload.steps]]\nop = \"all_reduce\"\n" +
+         "[expect]\noutcome = \"success\"\n";
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    NetworkModelAndAsync, MalformedScenario,
+    ::testing::Values(
+        BadCase{"unknown topology",
+                valid("[cluster]\nworld_size = 2\ntopology = \"dgx-a100\"\n"), 6,
+                "topology 'dgx-a100': unknown preset"},
+        BadCase{"topology with a bad link",
+                valid("[cluster]\nworld_size = 2\ntopology = \"ranks_per_node=2,intra=1:nan,"
+                      "inter=pcie\"\n"),
+                6, "intra bandwidth='nan'"},
+        BadCase{"link and topology",
+                valid("[cluster]\nworld_size = 2\nlink = \"nvlink\"\ntopology = \"dgx-h100\"\n"), 7,
+                "give 'link' (one flat link) or 'topology'"},
+        BadCase{"algorithm without topology",
+                valid("[cluster]\nworld_size = 2\ncollective_algorithm = \"ring\"\n"), 6,
+                "'collective_algorithm' needs a 'topology'"},
+        BadCase{"unknown algorithm",
+                valid("[cluster]\nworld_size = 2\ntopology = \"dgx-h100\"\n"
+                      "collective_algorithm = \"butterfly\"\n"),
+                7, "unknown collective algorithm 'butterfly'"},
+        BadCase{"async compute",
+                valid("[cluster]\nworld_size = 2\n",
+                      "[[workload.steps]]\nop = \"compute\"\ncompute_ms = 1\nasync = true\n"),
+                11, "'async' does not apply to op = \"compute\""},
+        BadCase{"zero iterations", withIterations("0"), 8,
+                "'iterations' = 0 is out of range [1, 100000]"}),
+    caseName);
+
+TEST(ScenarioParser, ReadsTheNetworkModelAndTheAsyncScript) {
+  const Scenario s = parseScenarioText(
+      std::string(kHeader) +
+          "[cluster]\nworld_size = 4\ntopology = \"ranks_per_node=2,intra=1:10,inter=5:1\"\n"
+          "collective_algorithm = \"ring\"\n[workload]\nkind = \"collectives\"\n"
+          "iterations = 3\n[[workload.steps]]\nop = \"all_reduce\"\nasync = true\n"
+          "[[workload.steps]]\nop = \"compute\"\ncompute_ms = 2\n"
+          "[[workload.steps]]\nop = \"wait\"\n[expect]\noutcome = \"success\"\n",
+      "ok.toml");
+  ASSERT_TRUE(s.network.has_value());
+  EXPECT_EQ(s.network->topology.ranksPerNode, 2);
+  EXPECT_EQ(s.network->algorithm, CollectiveAlgorithm::kRing);
+  EXPECT_FALSE(s.link.enabled());
+  EXPECT_EQ(s.iterations, 3);
+  ASSERT_EQ(s.steps.size(), 3u);
+  EXPECT_TRUE(s.steps[0].async);
+  EXPECT_EQ(s.steps[2].op, "wait");
+}
+
 TEST(ScenarioParser, ReadsTheGptShape) {
   Scenario s = parseScenarioText(
       gptScenario("gpt = { vocab = 50, block = 12, embd = 24, heads = 3, layers = 5, "
