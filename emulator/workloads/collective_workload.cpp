@@ -166,7 +166,9 @@ void runCollectiveWorkload(const std::vector<CollectiveStep>& steps, const Proce
       const auto& mine = step.forRank(rank);
       plan.log().write(fmt::format("step {}", index++));
       if (!mine.issuedBy(rank)) continue;
-      const ProcessGroupPtr& pg = mine.group.empty() ? world : groups.at(mine.group);
+      // new_group's `group` is the group it creates, not one it runs on.
+      const bool onWorld = mine.group.empty() || mine.op == "new_group";
+      const ProcessGroupPtr& pg = onWorld ? world : groups.at(mine.group);
       for (int rep = 0; rep < mine.repeat; ++rep) runStep(mine, pg, pending);
     }
     waitForPending(pending);
