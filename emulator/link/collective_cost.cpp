@@ -183,4 +183,17 @@ CollectiveCost collectiveCost(const Topology& t, comm::OpType op, int64_t bytes,
   return best;
 }
 
+CollectiveCost collectiveCostOrAuto(const Topology& t, comm::OpType op, int64_t bytes,
+                                    const GroupShape& g, CollectiveAlgorithm algorithm,
+                                    bool crossNode) {
+  // Bad input (negative bytes, an unknown op) goes to collectiveCost's checks.
+  if (algorithm != A::kAuto && bytes >= 0 && op != OpType::kUnknown &&
+      !comm::isPointToPoint(op) && g.size > 1) {
+    CollectiveCost c;
+    if (algorithmCost(t, op, static_cast<double>(bytes), g, algorithm, &c)) return c;
+    algorithm = A::kAuto;
+  }
+  return collectiveCost(t, op, bytes, g, algorithm, crossNode);
+}
+
 }  // namespace distlab::emulator

@@ -84,4 +84,12 @@ CollectiveCost collectiveCost(const Topology& t, comm::OpType op, int64_t bytes,
                               CollectiveAlgorithm algorithm = CollectiveAlgorithm::kAuto,
                               bool crossNode = false);
 
+// The same where `algorithm` applies to `op` on this group, else kAuto's
+// choice (an all-to-all under "tree", a one-node group under
+// "hierarchical"): what the link emulator and the replay charge, so that a
+// scenario or --algorithm names the algorithm for the operations it fits.
+CollectiveCost collectiveCostOrAuto(const Topology& t, comm::OpType op, int64_t bytes,
+                                    const GroupShape& g, CollectiveAlgorithm algorithm,
+                                    bool crossNode = false);
+
 }  // namespace distlab::emulator

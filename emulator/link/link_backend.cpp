@@ -149,9 +149,7 @@ double LinkBackend::modelledSeconds(OpType op, int64_t bytes, int peer) const {
   const bool crossNode =
       p2p && (peer < 0 || peer >= static_cast<int>(globalRanks_.size()) ||
               t.nodeOf(globalRanks_[peer]) != t.nodeOf(globalRanks_[rank()]));
-  return collectiveCost(t, op, bytes, shape_, p2p ? CollectiveAlgorithm::kAuto : network_->algorithm,
-                        crossNode)
-      .seconds();
+  return collectiveCostOrAuto(t, op, bytes, shape_, network_->algorithm, crossNode).seconds();
 }
 
 WorkPtr LinkBackend::delay(WorkPtr inner, OpType op, int64_t bytes, std::vector<Tensor> outputs) {

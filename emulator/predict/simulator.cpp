@@ -90,7 +90,7 @@ class Replay {
       const bool cross = sc.ranks.size() == 2 &&
                          in.topology.nodeOf(sc.ranks[0]) != in.topology.nodeOf(sc.ranks[1]);
       result_.collectives[c].cost =
-          collectiveCost(in.topology, sc.op, sc.bytes, shape, sc.algorithm, cross);
+          collectiveCostOrAuto(in.topology, sc.op, sc.bytes, shape, sc.algorithm, cross);
     }
     for (size_t r = 0; r < in.ranks.size(); ++r) {
       for (const SimAction& a : in.ranks[r]) {

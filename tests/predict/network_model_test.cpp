@@ -65,6 +65,11 @@ TEST(NetworkModel, OneNodeUsesTheIntraLinkAndNoHierarchy) {
   expectSeconds(ring.intraS, 0.75 * 4e6 / 100e9);
   EXPECT_THROW(collectiveCost(t, OpType::kAllreduce, 8, g, A::kHierarchical), ValueError);
   EXPECT_THROW(collectiveCost(t, OpType::kAlltoallBase, 8, g, A::kTree), ValueError);
+  // What the emulator and the replay charge: the algorithm where it fits, else auto's.
+  EXPECT_EQ(collectiveCostOrAuto(t, OpType::kAlltoallBase, 8, g, A::kTree).algorithm, A::kDirect);
+  EXPECT_EQ(collectiveCostOrAuto(t, OpType::kAllreduce, 1 << 20, g, A::kTree).algorithm,
+            A::kTree);
+  EXPECT_THROW(collectiveCostOrAuto(t, OpType::kAllreduce, -8, g, A::kTree), ValueError);
 }
 
 TEST(NetworkModel, BroadcastTreeAgainstPipelinedRing) {

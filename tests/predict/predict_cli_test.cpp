@@ -2,34 +2,24 @@
 // gives the hand-worked step time; bad input (a truncated trace, a world size
 // of 0, an unknown preset or algorithm, a missing file) exits 2 naming it.
 #include <gtest/gtest.h>
-#include <sys/wait.h>
 
-#include <cstdio>
 #include <fstream>
 #include <string>
 
 #include <nlohmann/json.hpp>
 
 #include "tests/predict/sample_trace.hpp"
+#include "tests/support/run_command.hpp"
 #include "tests/support/temp_dir.hpp"
 
 namespace {
 
-struct Ran {
-  int exitCode = -1;
-  std::string output;
-};
+using Ran = distlab::testing::CommandOutput;
 
+// `distlab ARGS`, bounded by coreutils' timeout.
 Ran distlab(const std::string& args) {
-  const std::string cmd = "timeout -s KILL 60 " + std::string(DISTLAB_CLI_PATH) + " " + args +
-                          " 2>&1";
-  Ran r;
-  FILE* p = popen(cmd.c_str(), "r");
-  char buf[4096];
-  for (size_t n; (n = fread(buf, 1, sizeof buf, p)) > 0;) r.output.append(buf, n);
-  const int status = pclose(p);
-  r.exitCode = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  return r;
+  return distlab::testing::runCommandLine("timeout -s KILL 60 " + std::string(DISTLAB_CLI_PATH) +
+                                          " " + args);
 }
 
 class PredictCli : public ::testing::Test {
