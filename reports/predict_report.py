@@ -1,15 +1,47 @@
 #!/usr/bin/python3
-"""The validation table of reports/predict.md from reports/predict_validation.sh's
-validation.json: one row per (shape, topology, world), then the median and worst
-absolute error. Needs nothing beyond Python's standard library."""
+"""reports/predict.md's tables and plot.
+
+  predict_report.py OUT_DIR/validation.json
+      the validation table (reports/predict_validation.sh): one row per (shape,
+      topology, world), then the median and worst absolute error;
+  predict_report.py --sweep PLOT.png SWEEP.json...
+      step time and exposed communication against world size, one line per
+      `distlab predict --json` file (python3-matplotlib, which
+      reports/make_reports.sh installs)."""
 import json
+import os
 import statistics
 import sys
 
 
+def sweep_plot(path, files):
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    fig, (step_ax, exposed_ax) = plt.subplots(1, 2, figsize=(12, 4.5))
+    for f in files:
+        j = json.load(open(f))
+        worlds = [r["world_size"] for r in j["rows"]]
+        label = f"{os.path.basename(j['trace'])} on {j['topology']}"
+        step_ax.plot(worlds, [r["step_s"] * 1e3 for r in j["rows"]], marker="o", label=label)
+        exposed_ax.plot(worlds, [100 * r["exposed_s"] / r["step_s"] for r in j["rows"]],
+                        marker="o", label=label)
+    for ax, title in ((step_ax, "predicted step (ms)"), (exposed_ax, "exposed communication (% of step)")):
+        ax.set_xscale("log", base=2)
+        ax.set_xlabel("world size")
+        ax.set_title(title)
+        ax.grid(True, which="both", alpha=0.3)
+        ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+
+
 def main():
+    if len(sys.argv) >= 4 and sys.argv[1] == "--sweep":
+        sweep_plot(sys.argv[2], sys.argv[3:])
+        return
     if len(sys.argv) != 2:
-        sys.exit("usage: predict_report.py OUT_DIR/validation.json")
+        sys.exit("usage: predict_report.py OUT_DIR/validation.json | --sweep PLOT.png SWEEP.json...")
     points = json.load(open(sys.argv[1]))
     print("| shape | topology | world | algorithm(s) | predicted step ms | emulated step ms | error |")
     print("|---|---|---|---|---|---|---|")

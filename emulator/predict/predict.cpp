@@ -228,6 +228,11 @@ TracedRun loadTrace(const std::string& path) {
 
 }  // namespace
 
+PredictRow predictStep(const TracedRun& run, int worldSize, const NetworkModel& network) {
+  const SimInput in = scaleTracedRun(run, worldSize, network.topology, network.algorithm);
+  return rowOf(worldSize, in, simulate(in), run);
+}
+
 int runPredict(const PredictOptions& o, std::ostream& out) {
   validate(o);
   const TracedRun run = loadTrace(o.tracePath);

@@ -53,6 +53,12 @@ struct PredictRow {
   CriticalPath lastStepPath;
 };
 
+struct TracedRun;  // trace_program.hpp
+
+// The row of one world size: `run` replayed at `worldSize` on `network`
+// (what a scenario's [expect.predicted] checks). Throws as runPredict.
+PredictRow predictStep(const TracedRun& run, int worldSize, const NetworkModel& network);
+
 // Prints the table to `out` and writes the files asked for. Throws ValueError
 // for bad options or a malformed trace (naming it), Error for a replay that
 // deadlocks. Returns 0.

@@ -97,6 +97,49 @@ void parseOverlapExpect(const TomlReader& r, const toml::table& t, Scenario& s) 
   }
 }
 
+// [expect.predicted]: world, topology (default: [cluster] topology),
+// collective_algorithm, step_time_max (s), exposed_share_max (a fraction).
+// It reads the run's trace, so the scenario is traced.
+void parsePredictedExpect(const TomlReader& r, const toml::table& t, Scenario& s) {
+  r.checkKeys(t, "[expect.predicted]",
+              {"world", "topology", "collective_algorithm", "step_time_max", "exposed_share_max"});
+  PredictedExpectation& p = s.expect.predicted;
+  const auto world = r.intInRange(t, "world", 1, 1 << 20);
+  if (!world) r.fail(t, "[expect.predicted] needs 'world' (the world size to predict)");
+  p.world = static_cast<int>(*world);
+  if (const toml::node* topology = t.get("topology")) {
+    if (!topology->is_string()) r.fail(*topology, "'topology' must be a string");
+    try {
+      p.network.topology = parseTopology(topology->as_string()->get());
+    } catch (const ValueError& e) {
+      r.fail(*topology, e.what());
+    }
+  } else if (s.network) {
+    p.network = *s.network;
+  } else {
+    r.fail(t, "[expect.predicted] needs a 'topology' (or one in [cluster])");
+  }
+  if (const toml::node* algorithm = t.get("collective_algorithm")) {
+    if (!algorithm->is_string()) r.fail(*algorithm, "'collective_algorithm' must be a string");
+    try {
+      p.network.algorithm = parseAlgorithm(algorithm->as_string()->get());
+    } catch (const ValueError& e) {
+      r.fail(*algorithm, e.what());
+    }
+  }
+  p.stepTimeMax = r.number(t, "step_time_max", NumRange{0, 1e6, true, " s"});
+  p.exposedShareMax = r.number(t, "exposed_share_max", NumRange{0, 1, true, ""});
+  if (!p.stepTimeMax && !p.exposedShareMax) {
+    r.fail(t, "[expect.predicted] needs step_time_max or exposed_share_max");
+  }
+  if ((s.workloadKind != "training" && s.workloadKind != "collectives") ||
+      s.expect.outcome != Outcome::kSuccess) {
+    r.fail(t, "[expect.predicted] needs a training or collectives workload with outcome = "
+              "\"success\" (it replays the steps' trace)");
+  }
+  s.trace = true;
+}
+
 // [expect.report.<name>] tables: a program's reported series.
 void parseReportExpect(const TomlReader& r, const toml::table& reports, Scenario& s) {
   if (s.workloadKind != "program") {
@@ -142,7 +185,7 @@ void parseExpect(const TomlReader& r, const toml::table& root, Scenario& s) {
               {"outcome", "error", "message", "error_ranks", "culprits", "diagnosis",
                "detect_within", "params_equal", "params_match_reference", "params_differ",
                "loss_decreased", "rank", "exposed_comm_max", "overlap_ratio_min",
-               "launches_in_backward_min", "step_time_ratio", "report"});
+               "launches_in_backward_min", "step_time_ratio", "report", "predicted"});
   Expectation& e = s.expect;
   e.pos = r.posOf(*t);
   auto outcome = r.choice(*t, "outcome", {"success", "error", "timeout"});
@@ -189,6 +232,7 @@ void parseExpect(const TomlReader& r, const toml::table& root, Scenario& s) {
   }
   if (const toml::table* ranks = r.table(*t, "rank")) parseRankExpect(r, *ranks, s, e);
   if (const toml::table* reports = r.table(*t, "report")) parseReportExpect(r, *reports, s);
+  if (const toml::table* predicted = r.table(*t, "predicted")) parsePredictedExpect(r, *predicted, s);
 }
 
 }  // namespace distlab::emulator::detail

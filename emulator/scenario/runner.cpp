@@ -187,6 +187,7 @@ void execute(const Scenario& s, const RunOptions& o, const std::string& dir,
   }
   if (rep.diagnosis.outcome == Outcome::kSuccess) {
     for (auto& f : checkOverlapExpectations(s, traced)) rep.failures.push_back(std::move(f));
+    for (auto& f : checkPredictedExpectations(s, traced)) rep.failures.push_back(std::move(f));
   }
   if (traced) rep.overlap = traced->byRank;
   for (const auto& r : results) rep.stepMs.push_back(r ? r->stepMs : std::vector<double>{});

@@ -56,6 +56,17 @@ struct OverlapExpectation {
   bool any() const { return exposedCommMax || overlapRatioMin || launchesInBackwardMin; }
 };
 
+// [expect.predicted]: the traced run's step replayed at another world size
+// on the network model (`distlab predict`, emulator/predict/predict.hpp):
+// a CI run fails when a change makes the predicted step slower.
+struct PredictedExpectation {
+  int world = 0;                        // 0: none asked for
+  NetworkModel network;                 // `topology` there, else [cluster]'s
+  std::optional<double> stepTimeMax;    // seconds, mean steady step
+  std::optional<double> exposedShareMax;  // exposed communication / step time
+  bool any() const { return world > 0; }
+};
+
 // [expect.report.<name>]: a series a program reported
 // (distlab::program::report), checked on every rank (or `ranks`).
 struct ReportExpectation {
@@ -82,6 +93,7 @@ struct Expectation {
   bool lossDecreased = false;
   std::map<int, RankExpectation> perRank;
   OverlapExpectation overlap;
+  PredictedExpectation predicted;
   std::vector<ReportExpectation> reports;  // programs only
   SourcePos pos;
 };

@@ -4,6 +4,8 @@
 
 #include <filesystem>
 
+#include "emulator/predict/predict.hpp"
+#include "emulator/predict/trace_program.hpp"
 #include "emulator/trace/trace_merge.hpp"
 
 namespace distlab::emulator {
@@ -54,6 +56,36 @@ void checkLaunchStructure(const Scenario& s, const ScenarioTrace& trace,
 }
 
 }  // namespace
+
+std::vector<std::string> checkPredictedExpectations(const Scenario& s,
+                                                    const std::optional<ScenarioTrace>& trace) {
+  const PredictedExpectation& p = s.expect.predicted;
+  if (!p.any()) return {};
+  if (!trace) return {fmt::format("{}: [expect.predicted] needs the ranks' traces, and none was "
+                                  "written", s.path)};
+  PredictRow row;
+  try {
+    row = predictStep(readTracedRun(trace->merged), p.world, p.network);
+  } catch (const std::exception& e) {
+    return {fmt::format("{}: [expect.predicted]: the trace could not be replayed: {}", s.path,
+                        e.what())};
+  }
+  const double exposedShare = row.stepS > 0 ? row.exposedS / row.stepS : 0;
+  const std::string what = fmt::format(
+      "predicted step at world {} on {}: {:.3f} ms (compute {:.3f} ms, exposed communication "
+      "{:.1f}%)", p.world, p.network.topology.name, row.stepS * 1e3, row.computeS * 1e3,
+      100 * exposedShare);
+  std::vector<std::string> failures;
+  if (p.stepTimeMax && row.stepS > *p.stepTimeMax) {
+    failures.push_back(fmt::format("{}: {}, above step_time_max = {} s", s.path, what,
+                                   *p.stepTimeMax));
+  }
+  if (p.exposedShareMax && exposedShare > *p.exposedShareMax) {
+    failures.push_back(fmt::format("{}: {}, above exposed_share_max = {}", s.path, what,
+                                   *p.exposedShareMax));
+  }
+  return failures;
+}
 
 std::vector<std::string> checkOverlapExpectations(const Scenario& s,
                                                   const std::optional<ScenarioTrace>& trace) {

@@ -1,7 +1,8 @@
 #pragma once
 // The runner's side of tracing: merges the ranks' traces of one scenario run,
 // computes the overlap metrics (Note [Overlap metrics]) and checks the
-// scenario's overlap expectations against them.
+// scenario's overlap expectations against them, and its predicted step
+// (emulator/predict) against [expect.predicted].
 #include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -29,6 +30,13 @@ std::optional<ScenarioTrace> collectScenarioTrace(const Scenario& s, const std::
 // and steps after the first); empty when every bound holds.
 std::vector<std::string> checkOverlapExpectations(const Scenario& s,
                                                   const std::optional<ScenarioTrace>& trace);
+
+// [expect.predicted]: the merged trace replayed at the expectation's world
+// size on its network model (`distlab predict`); a failure names the
+// predicted step time, its exposed share and the bound. Empty when every
+// bound holds or none is asked for.
+std::vector<std::string> checkPredictedExpectations(const Scenario& s,
+                                                    const std::optional<ScenarioTrace>& trace);
 
 // {"rank": R, "steps": n, "step_ms", "compute_ms", "comm_ms", "exposed_comm_ms",
 //  "overlap_ratio", "compute_share", "exposed_share"} per rank.

@@ -80,6 +80,45 @@ TEST(RunCommand, FailedExpectationExitsOne) {
             std::string::npos) << r.output;
 }
 
+// [expect.predicted]: the traced steps replayed at world 64 on the network
+// model. A bound far above the prediction passes; one far below fails naming
+// the predicted step (the steps sleep 20 ms, so the prediction is at least
+// that: 1 ms cannot hold, 10 s always does).
+TEST(RunCommand, PredictedStepBoundsPassOrFailNamingThePrediction) {
+  distlab::testing::TempDir dir;
+  const auto scenario = [](const std::string& bound) {
+    return std::string(R"(name = "predicted"
+description = "compute and an all_reduce, predicted at world 64"
+group = "test"
+[cluster]
+world_size = 2
+topology = "ranks_per_node=8,intra=2:100,inter=5:10"
+[workload]
+kind = "collectives"
+iterations = 4
+[[workload.steps]]
+op = "compute"
+compute_ms = 20
+[[workload.steps]]
+op = "all_reduce"
+numel = 1024
+[expect]
+outcome = "success"
+[expect.predicted]
+world = 64
+)") + bound + "\n";
+  };
+  write(dir.file("loose.toml"), scenario("step_time_max = 10"));
+  RunResult r = runDistlab("run " + dir.file("loose.toml"));
+  EXPECT_EQ(r.exitCode, 0) << r.output;
+  write(dir.file("tight.toml"), scenario("step_time_max = 0.001"));
+  r = runDistlab("run " + dir.file("tight.toml"));
+  EXPECT_EQ(r.exitCode, 1) << r.output;
+  EXPECT_NE(r.output.find("predicted step at world 64 on ranks_per_node=8,intra=2:100,inter=5:10"),
+            std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("above step_time_max = 0.001 s"), std::string::npos) << r.output;
+}
+
 TEST(RunCommand, OneMalformedFileNeverStopsTheOthers) {
   distlab::testing::TempDir dir;
   const std::string ok = kOk;

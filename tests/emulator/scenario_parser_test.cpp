@@ -262,7 +262,32 @@ INSTANTIATE_TEST_SUITE_P(
                       "[[workload.steps]]\nop = \"compute\"\ncompute_ms = 1\nasync = true\n"),
                 11, "'async' does not apply to op = \"compute\""},
         BadCase{"zero iterations", withIterations("0"), 8,
-                "'iterations' = 0 is out of range [1, 100000]"}),
+                "'iterations' = 0 is out of range [1, 100000]"},
+        BadCase{"predicted without a world",
+                valid("[cluster]\nworld_size = 2\ntopology = \"dgx-h100\"\n",
+                      "[expect]\noutcome = \"success\"\n[expect.predicted]\n"
+                      "step_time_max = 1\n"),
+                14, "[expect.predicted] needs 'world'"},
+        BadCase{"predicted without a topology",
+                valid("[cluster]\nworld_size = 2\n",
+                      "[expect]\noutcome = \"success\"\n[expect.predicted]\nworld = 64\n"
+                      "step_time_max = 1\n"),
+                13, "needs a 'topology' (or one in [cluster])"},
+        BadCase{"predicted without a bound",
+                valid("[cluster]\nworld_size = 2\n",
+                      "[expect]\noutcome = \"success\"\n[expect.predicted]\nworld = 64\n"
+                      "topology = \"dgx-h100\"\n"),
+                13, "needs step_time_max or exposed_share_max"},
+        BadCase{"predicted bound not finite",
+                valid("[cluster]\nworld_size = 2\n",
+                      "[expect]\noutcome = \"success\"\n[expect.predicted]\nworld = 64\n"
+                      "topology = \"dgx-h100\"\nstep_time_max = nan\n"),
+                16, "step_time_max"},
+        BadCase{"predicted world zero",
+                valid("[cluster]\nworld_size = 2\n",
+                      "[expect]\noutcome = \"success\"\n[expect.predicted]\nworld = 0\n"
+                      "topology = \"dgx-h100\"\nstep_time_max = 1\n"),
+                14, "'world' = 0 is out of range"}),
     caseName);
 
 TEST(ScenarioParser, ReadsTheNetworkModelAndTheAsyncScript) {
