@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstring>
 #include <limits>
 
@@ -58,6 +59,16 @@ ClockAlignment measure(comm::Store& store, int rank, const ClockAlignOptions& o,
 }
 
 }  // namespace
+
+ClockAlignOptions clockAlignOptionsFor(int worldSize) {
+  ClockAlignOptions o;
+  if (worldSize <= 16) return o;
+  o.rounds = std::max(2, 128 / worldSize);
+  // 10 s for every 128 exchanges rank 0 may serve first.
+  const int64_t exchanges = static_cast<int64_t>(worldSize) * o.rounds;
+  o.timeout = std::chrono::milliseconds(10000) * ((exchanges + 127) / 128);
+  return o;
+}
 
 ClockAlignment alignClocks(comm::Store& store, int rank, int worldSize,
                            const ClockAlignOptions& options) {

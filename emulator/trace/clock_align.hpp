@@ -34,6 +34,14 @@ struct ClockAlignment {
   int64_t boundNs = 0;   // |error| <= boundNs
 };
 
+// Note [Aligning a thousand clocks]
+// Rank 0 answers the ranks one after another, `rounds` exchanges each, so
+// the last rank's first pong comes after (n - 1) x rounds store round trips.
+// At 1,024 ranks sharing 2 cores that passed the 10 s wait (rank 509 timed
+// out). So a wide world takes fewer rounds (the best of 2 still bounds the
+// error by half a round trip) and each wait allows for the queue ahead of it.
+ClockAlignOptions clockAlignOptionsFor(int worldSize);
+
 // Collective over the store: every rank of [0, worldSize) must call it with
 // the same options. Blocks until rank 0 has answered every rank (each store
 // wait bounded by options.timeout; DistStoreError/DistTimeoutError past it).

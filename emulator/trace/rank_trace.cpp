@@ -10,7 +10,7 @@ namespace distlab::emulator {
 
 RankTracer::RankTracer(comm::Store& store, int rank, int worldSize, std::string path)
     : rank_(rank), path_(std::move(path)) {
-  alignment_ = alignClocks(store, rank, worldSize);
+  alignment_ = alignClocks(store, rank, worldSize, clockAlignOptionsFor(worldSize));
   trace::nameThisThread("compute");
   trace::start();
 }

@@ -54,5 +54,16 @@ TEST(ClockAlign, RejectsZeroRounds) {
   });
 }
 
+// Note [Aligning a thousand clocks]: small worlds keep 8 rounds and 10 s
+// waits; wide ones take 2 rounds and a wait that covers the queue ahead.
+TEST(ClockAlign, WideWorldsTakeFewerRoundsAndWaitForTheQueue) {
+  EXPECT_EQ(clockAlignOptionsFor(16).rounds, 8);
+  EXPECT_EQ(clockAlignOptionsFor(16).timeout, std::chrono::milliseconds(10000));
+  EXPECT_EQ(clockAlignOptionsFor(32).rounds, 4);
+  EXPECT_EQ(clockAlignOptionsFor(1024).rounds, 2);
+  // 2,048 exchanges: 16 times 10 s.
+  EXPECT_EQ(clockAlignOptionsFor(1024).timeout, std::chrono::milliseconds(160000));
+}
+
 }  // namespace
 }  // namespace distlab::emulator
