@@ -14,6 +14,7 @@
 #include "emulator/cli/command_registry.hpp"
 #include "emulator/cli/usage_checks.hpp"
 #include "emulator/predict/predict.hpp"
+#include "emulator/predict/trace_program.hpp"
 #include "runtime/core/errors.hpp"
 
 namespace distlab::cli {
@@ -35,9 +36,10 @@ int runPredictCommand(const PredictFlags& f) {
     } catch (const std::exception&) {
       used = 0;
     }
-    if (used == 0 || used != item.size() || v < 1 || v > (1 << 20)) {
-      throw ValueError("--world '" + f.worlds + "': '" + item +
-                       "' is not a whole number in [1, 1048576]");
+    if (used == 0 || used != item.size() || v < 1 || v > emulator::kMaxPredictWorld) {
+      throw ValueError("--world '" + f.worlds + "': '" + item + "' is not a whole number in [1, " +
+                       std::to_string(emulator::kMaxPredictWorld) +
+                       "] (the replay runs every rank)");
     }
     o.worldSizes.push_back(static_cast<int>(v));
   }

@@ -221,7 +221,7 @@ TracedRun loadTrace(const std::string& path) {
   }
   try {
     return readTracedRun(trace);
-  } catch (const ValueError& e) {
+  } catch (const std::exception& e) {  // ValueError, or JSON of the wrong shape
     throw ValueError(fmt::format("predict: {}: {}", path, e.what()));
   }
 }

@@ -26,7 +26,7 @@ namespace distlab::emulator {
 
 struct PredictOptions {
   std::string tracePath;        // a merged trace (`distlab run --trace` writes <name>.trace.json)
-  std::vector<int> worldSizes;  // at least one, each in 1..1,048,576
+  std::vector<int> worldSizes;  // at least one, each in 1..kMaxPredictWorld (65,536)
   std::string topology = "dgx-h100";  // topology.hpp: a preset or a written-out spec
   CollectiveAlgorithm algorithm = CollectiveAlgorithm::kAuto;
   std::string jsonPath;         // the rows as JSON; empty: none

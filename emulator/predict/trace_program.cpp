@@ -16,8 +16,6 @@ namespace {
 using nlohmann::json;
 using Kind = SimAction::Kind;
 
-constexpr int kMaxTargetWorld = 1 << 20;
-
 // The OpType whose trace name (comm_trace.hpp: the c10d name, lower case) is `name`.
 comm::OpType opFromTraceName(const std::string& name) {
   for (int i = 0; i < static_cast<int>(comm::OpType::kUnknown); ++i) {
@@ -30,8 +28,12 @@ comm::OpType opFromTraceName(const std::string& name) {
 // "allreduce #5" -> ("allreduce", 5).
 std::pair<std::string, uint64_t> splitLabel(const std::string& label) {
   const auto hash = label.rfind(" #");
-  if (hash == std::string::npos) throw ValueError(fmt::format("trace: comm span '{}' has no #seq", label));
-  return {label.substr(0, hash), std::stoull(label.substr(hash + 2))};
+  const std::string seq = hash == std::string::npos ? "" : label.substr(hash + 2);
+  if (seq.empty() || seq.find_first_not_of("0123456789") != std::string::npos ||
+      seq.size() > 18) {
+    throw ValueError(fmt::format("trace: comm span '{}' has no '#<seq>'", label));
+  }
+  return {label.substr(0, hash), std::stoull(seq)};
 }
 
 double seconds(const json& e, const char* key) {
@@ -243,9 +245,9 @@ TracedRun readTracedRun(const json& trace) {
 
 SimInput scaleTracedRun(const TracedRun& run, int worldSize, const Topology& topology,
                         CollectiveAlgorithm algorithm) {
-  if (worldSize < 1 || worldSize > kMaxTargetWorld) {
-    throw ValueError(fmt::format("predict: world size {} must be in 1..{}", worldSize,
-                                 kMaxTargetWorld));
+  if (worldSize < 1 || worldSize > kMaxPredictWorld) {
+    throw ValueError(fmt::format("predict: world size {} must be in 1..{} (the replay runs "
+                                 "every rank's program)", worldSize, kMaxPredictWorld));
   }
   SimInput in{topology, run.collectives, {}};
   for (SimCollective& c : in.collectives) {

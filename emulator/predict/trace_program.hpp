@@ -41,6 +41,10 @@
 
 namespace distlab::emulator {
 
+// The replay runs every rank's program: 65,536 ranks of a small DDP trace
+// take ~35 s and ~0.5 GB here, a million would take many minutes and GBs.
+inline constexpr int kMaxPredictWorld = 65536;
+
 struct TracedRun {
   int worldSize = 0;  // ranks with a program (pids 0..W-1)
   std::vector<SimCollective> collectives;        // at the traced world size
@@ -56,7 +60,7 @@ TracedRun readTracedRun(const nlohmann::json& trace);
 
 // The replay's input at `worldSize` ranks on `topology` (Note [Scaling a
 // trace]); `algorithm` is applied to every collective (kAuto: the model
-// picks). Throws ValueError for worldSize < 1 or above 1,048,576, and for a
+// picks). Throws ValueError for worldSize < 1 or above kMaxPredictWorld, and for a
 // group that cannot be scaled.
 SimInput scaleTracedRun(const TracedRun& run, int worldSize, const Topology& topology,
                         CollectiveAlgorithm algorithm = CollectiveAlgorithm::kAuto);

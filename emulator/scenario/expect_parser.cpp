@@ -3,6 +3,7 @@
 
 #include <regex>
 
+#include "emulator/predict/trace_program.hpp"
 #include "emulator/scenario/scenario_parts.hpp"
 
 namespace distlab::emulator::detail {
@@ -104,7 +105,7 @@ void parsePredictedExpect(const TomlReader& r, const toml::table& t, Scenario& s
   r.checkKeys(t, "[expect.predicted]",
               {"world", "topology", "collective_algorithm", "step_time_max", "exposed_share_max"});
   PredictedExpectation& p = s.expect.predicted;
-  const auto world = r.intInRange(t, "world", 1, 1 << 20);
+  const auto world = r.intInRange(t, "world", 1, kMaxPredictWorld);
   if (!world) r.fail(t, "[expect.predicted] needs 'world' (the world size to predict)");
   p.world = static_cast<int>(*world);
   if (const toml::node* topology = t.get("topology")) {

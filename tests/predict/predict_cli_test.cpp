@@ -69,6 +69,15 @@ TEST_F(PredictCli, BadInputExitsTwoNamingIt) {
   expectUsageError(trace_ + " --world 0", "--world '0': '0' is not a whole number");
   expectUsageError(trace_ + " --world 4,,8", "--world");
   expectUsageError(trace_ + " --world -3", "--world");
+  expectUsageError(trace_ + " --world 65537", "is not a whole number in [1, 65536]");
+  // Valid JSON of the wrong shape: a size that is not a number.
+  nlohmann::json wrongType = distlab::testing::sampleTrace();
+  for (auto& e : wrongType["traceEvents"]) {
+    if (e.value("ph", "") == "b") e["args"]["bytes"] = "many";
+  }
+  const std::string typed = dir_.file("typed.json");
+  std::ofstream(typed) << wrongType.dump();
+  expectUsageError(typed + " --world 4", typed);
   expectUsageError(trace_ + " --world 4 --topology dgx-a100", "topology 'dgx-a100': unknown");
   expectUsageError(trace_ + " --world 4 --algorithm butterfly", "unknown collective algorithm");
   expectUsageError(trace_ + " --world 4 --json /nonexistent-dir/p.json", "--json");

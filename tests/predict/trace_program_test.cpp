@@ -89,11 +89,16 @@ TEST(TraceProgram, MalformedOrUnscalableTracesAreRefused) {
     if (e.value("name", "") == "allreduce #1") e["name"] = "teleport #1";
   }
   expectBad(unknown, "unknown operation 'teleport'");
+  nlohmann::json noSeq = sampleTrace();
+  for (auto& e : noSeq["traceEvents"]) {
+    if (e.value("name", "") == "allreduce #1") e["name"] = "allreduce #one";
+  }
+  expectBad(noSeq, "has no '#<seq>'");
 
   const TracedRun run = readTracedRun(sampleTrace());
   const Topology t = parseTopology(distlab::testing::kSampleTopology);
   EXPECT_THROW(scaleTracedRun(run, 0, t), ValueError);
-  EXPECT_THROW(scaleTracedRun(run, (1 << 20) + 1, t), ValueError);
+  EXPECT_THROW(scaleTracedRun(run, kMaxPredictWorld + 1, t), ValueError);
   TracedRun pair = run;
   pair.worldSize = 3;  // as if a third rank took part in nothing: the groups do not span it
   pair.programs.push_back({});
