@@ -108,26 +108,11 @@ void parsePredictedExpect(const TomlReader& r, const toml::table& t, Scenario& s
   const auto world = r.intInRange(t, "world", 1, kMaxPredictWorld);
   if (!world) r.fail(t, "[expect.predicted] needs 'world' (the world size to predict)");
   p.world = static_cast<int>(*world);
-  if (const toml::node* topology = t.get("topology")) {
-    if (!topology->is_string()) r.fail(*topology, "'topology' must be a string");
-    try {
-      p.network.topology = parseTopology(topology->as_string()->get());
-    } catch (const ValueError& e) {
-      r.fail(*topology, e.what());
-    }
-  } else if (s.network) {
-    p.network = *s.network;
-  } else {
+  if (s.network) p.network = *s.network;  // [cluster]'s, unless the table says
+  if (!t.get("topology") && !s.network) {
     r.fail(t, "[expect.predicted] needs a 'topology' (or one in [cluster])");
   }
-  if (const toml::node* algorithm = t.get("collective_algorithm")) {
-    if (!algorithm->is_string()) r.fail(*algorithm, "'collective_algorithm' must be a string");
-    try {
-      p.network.algorithm = parseAlgorithm(algorithm->as_string()->get());
-    } catch (const ValueError& e) {
-      r.fail(*algorithm, e.what());
-    }
-  }
+  readNetworkKeys(r, t, p.network);
   p.stepTimeMax = r.number(t, "step_time_max", NumRange{0, 1e6, true, " s"});
   p.exposedShareMax = r.number(t, "exposed_share_max", NumRange{0, 1, true, ""});
   if (!p.stepTimeMax && !p.exposedShareMax) {

@@ -25,6 +25,27 @@ std::string outcomeName(Outcome outcome) {
   return "?";
 }
 
+namespace detail {
+
+void readNetworkKeys(const TomlReader& r, const toml::table& t, NetworkModel& into) {
+  const auto read = [&r](const toml::node& node, const char* key, const auto& parse) {
+    if (!node.is_string()) r.fail(node, fmt::format("'{}' must be a string", key));
+    try {
+      return parse(node.as_string()->get());
+    } catch (const ValueError& e) {
+      r.fail(node, e.what());
+    }
+  };
+  if (const toml::node* topology = t.get("topology")) {
+    into.topology = read(*topology, "topology", parseTopology);
+  }
+  if (const toml::node* algorithm = t.get("collective_algorithm")) {
+    into.algorithm = read(*algorithm, "collective_algorithm", parseAlgorithm);
+  }
+}
+
+}  // namespace detail
+
 namespace {
 
 // The shm backend's segments are laid out for at most 1,024 ranks (its
@@ -43,21 +64,8 @@ void parseNetwork(const TomlReader& r, const toml::table& c, Scenario& s) {
   if (c.get("link")) {
     r.fail(*topology, "give 'link' (one flat link) or 'topology' (the network model), not both");
   }
-  if (!topology->is_string()) r.fail(*topology, "'topology' must be a string (a preset or a spec)");
   NetworkModel network;
-  try {
-    network.topology = parseTopology(topology->as_string()->get());
-  } catch (const ValueError& e) {
-    r.fail(*topology, e.what());
-  }
-  if (algorithm) {
-    if (!algorithm->is_string()) r.fail(*algorithm, "'collective_algorithm' must be a string");
-    try {
-      network.algorithm = parseAlgorithm(algorithm->as_string()->get());
-    } catch (const ValueError& e) {
-      r.fail(*algorithm, e.what());
-    }
-  }
+  detail::readNetworkKeys(r, c, network);
   s.network = network;
 }
 

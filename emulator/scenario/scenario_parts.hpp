@@ -9,5 +9,9 @@ void parseTrainingWorkload(const TomlReader& r, const toml::table& w, Scenario& 
 void parseProgramWorkload(const TomlReader& r, const toml::table& w, Scenario& s);
 void parseFaults(const TomlReader& r, const toml::table& root, Scenario& s);
 void parseExpect(const TomlReader& r, const toml::table& root, Scenario& s);
+// `topology` (when present) and `collective_algorithm` of `t` into `into`,
+// failing at the key's line with the model's message ([cluster] and
+// [expect.predicted]).
+void readNetworkKeys(const TomlReader& r, const toml::table& t, NetworkModel& into);
 
 }  // namespace distlab::emulator::detail
