@@ -8,6 +8,7 @@
 #include <set>
 
 #include "runtime/core/errors.hpp"
+#include "runtime/core/rank_ranges.hpp"
 
 namespace distlab::emulator {
 namespace {
@@ -26,7 +27,8 @@ int64_t numel(const std::vector<int64_t>& shape) {
   return n;
 }
 
-std::string ranksText(const std::vector<int>& r) { return fmt::format("{{{}}}", fmt::join(r, ", ")); }
+// "{0, 2-1023}": runs of four or more folded (runtime/core/rank_ranges.hpp).
+std::string ranksText(const std::vector<int>& r) { return "{" + foldRankRuns(r, ", ") + "}"; }
 
 // Ranks outside the strict-majority value; without a strict majority, the
 // ranks that differ from the lowest rank's value.

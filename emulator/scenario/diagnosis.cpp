@@ -12,6 +12,7 @@
 #include <unordered_map>
 
 #include "runtime/comm/debug/rank_names.hpp"
+#include "runtime/core/rank_ranges.hpp"
 
 namespace distlab::emulator {
 
@@ -115,23 +116,11 @@ const P2PRecord* nthSend(const SendsByPeerAndTag& sends, int dst, int tag, int i
   return it->second[static_cast<size_t>(index - 1)];
 }
 
-// "rank 3", "ranks 1,5", or with runs of four or more sorted consecutive
-// ranks folded, "ranks 0-776,778-1023": at world 1,024 the list of ranks that
-// waited would otherwise be 4 KB of one line.
+// "rank 3", "ranks 1,5", or with runs folded, "ranks 0-776,778-1023"
+// (runtime/core/rank_ranges.hpp).
 std::string rankList(const std::vector<int>& ranks) {
   if (ranks.size() == 1) return fmt::format("rank {}", ranks[0]);
-  std::vector<std::string> parts;
-  for (size_t i = 0; i < ranks.size();) {
-    size_t j = i;
-    while (j + 1 < ranks.size() && ranks[j + 1] == ranks[j] + 1) ++j;
-    if (j - i >= 3) {
-      parts.push_back(fmt::format("{}-{}", ranks[i], ranks[j]));
-    } else {
-      for (size_t k = i; k <= j; ++k) parts.push_back(std::to_string(ranks[k]));
-    }
-    i = j + 1;
-  }
-  return fmt::format("ranks {}", fmt::join(parts, ","));
+  return "ranks " + foldRankRuns(ranks);
 }
 
 // Whether a receive of `events` never completed or failed: the rank stopped

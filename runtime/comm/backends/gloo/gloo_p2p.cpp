@@ -62,6 +62,24 @@ GlooP2P::~GlooP2P() {
   orphans_.clear();
 }
 
+// Posting to Gloo throws when the pair is already closed (the peer died
+// before this call). The Work's bracket is open then, and a failure handed
+// to it from outside would wait for an endExecution that never comes (the
+// Work stayed "started" until the caller's wait gave up, 35 s later): so the
+// failure ends the bracket here, as the waiter's would.
+template <class Post>
+bool GlooP2P::postInBracket(Op& op, const Post& post) {
+  try {
+    post();
+    return true;
+  } catch (...) {
+    auto e = backend_.translate(std::current_exception(), op.work->info(), op.started);
+    backend_.markFailed(failureReasonOf(e));
+    finishOp(op, e);
+    return false;
+  }
+}
+
 void GlooP2P::send(const WorkPtr& work, const Tensor& tensor, int dst, int tag,
                    Milliseconds timeout) {
   auto op = std::make_shared<Op>();
@@ -85,8 +103,11 @@ void GlooP2P::send(const WorkPtr& work, const Tensor& tensor, int dst, int tag,
     return;
   }
   op->staging.resize(std::max<size_t>(op->staging.size(), 1));
-  op->buf = context_->createUnboundBuffer(op->staging.data(), tensor.nbytes());
-  op->buf->send(dst, p2pSlot(tag), 0, tensor.nbytes());
+  const bool posted = postInBracket(*op, [&] {
+    op->buf = context_->createUnboundBuffer(op->staging.data(), tensor.nbytes());
+    op->buf->send(dst, p2pSlot(tag), 0, tensor.nbytes());
+  });
+  if (!posted) return;
   // Buffered send: the staged copy is ours, so the Work completes now (a
   // blocking send never waits for the matching receive, as with shm); the
   // waiter keeps the copy until Gloo delivered it (its later results change
@@ -128,18 +149,22 @@ void GlooP2P::recv(const WorkPtr& work, const Tensor& tensor, int src, int tag,
   }
   if (!op->self && !op->adopted) {
     op->staging.resize(std::max<size_t>(tensor.nbytes(), 1));
-    op->buf = context_->createUnboundBuffer(op->staging.data(), tensor.nbytes());
-    if (src >= 0) {
-      op->buf->recv(src, p2pSlot(tag), 0, tensor.nbytes());
-    } else {
-      std::vector<int> peers;
-      for (int q = 0; q < context_->size; ++q)
-        if (q != me) peers.push_back(q);
-      op->buf->recv(peers, p2pSlot(tag), 0, tensor.nbytes());
-    }
+    const bool posted = postInBracket(*op, [&] {
+      op->buf = context_->createUnboundBuffer(op->staging.data(), tensor.nbytes());
+      if (src >= 0) {
+        op->buf->recv(src, p2pSlot(tag), 0, tensor.nbytes());
+      } else {
+        std::vector<int> peers;
+        for (int q = 0; q < context_->size; ++q)
+          if (q != me) peers.push_back(q);
+        op->buf->recv(peers, p2pSlot(tag), 0, tensor.nbytes());
+      }
+    });
+    if (!posted) return;
   }
   startWaiter(op);
 }
+
 
 void GlooP2P::startWaiter(const std::shared_ptr<Op>& op) {
   std::lock_guard<std::mutex> lock(mutex_);

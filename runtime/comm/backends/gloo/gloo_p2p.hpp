@@ -74,6 +74,11 @@ class GlooP2P {
   void completeRecv(Op& op, int src);
   // Completes `op`'s Work: closes the execution bracket send()/recv() opened.
   void finishOp(Op& op, std::exception_ptr error);
+  // Runs `post` (the Gloo buffer's send or recv) inside the Work's open
+  // bracket; on an exception ends the bracket with the translated failure
+  // and returns false.
+  template <class Post>
+  bool postInBracket(Op& op, const Post& post);
 
   GlooBackend& backend_;
   std::shared_ptr<::gloo::Context> context_;
