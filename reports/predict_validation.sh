@@ -27,49 +27,18 @@ topologies=(
   "ranks_per_node=2,intra=5:0.5,inter=20:0.2,oversubscription=2"
   "ranks_per_node=1,intra=5:0.25,inter=50:0.25"
 )
-script_ddp='[[workload.steps]]
-op = "compute"
-compute_ms = 8
-[[workload.steps]]
-op = "all_reduce"
-size = "1MiB"
-async = true
-[[workload.steps]]
-op = "compute"
-compute_ms = 8
-[[workload.steps]]
-op = "all_reduce"
-size = "1MiB"
-async = true
-[[workload.steps]]
-op = "compute"
-compute_ms = 4
-[[workload.steps]]
-op = "wait"'
+# One [[workload.steps]] table: OP, then its other keys as lines.
+step() { printf '[[workload.steps]]\nop = "%s"\n' "$1"; shift; if (($#)); then printf '%s\n' "$@"; fi; }
+script_ddp=$(step compute "compute_ms = 8"; step all_reduce 'size = "1MiB"' "async = true"
+             step compute "compute_ms = 8"; step all_reduce 'size = "1MiB"' "async = true"
+             step compute "compute_ms = 4"; step wait)
 # FSDP's all-gather gathers, and its reduce-scatter scatters, the same total
 # at every world size (each rank's shard is 1/W of it, Note [Scaling a
 # trace]): 262144 floats (1 MiB) in all; `numel` is the shard.
-script_fsdp='[[workload.steps]]
-op = "all_gather_into_tensor"
-numel = SHARD
-async = true
-[[workload.steps]]
-op = "compute"
-compute_ms = 6
-[[workload.steps]]
-op = "wait"
-[[workload.steps]]
-op = "compute"
-compute_ms = 10
-[[workload.steps]]
-op = "reduce_scatter_tensor"
-numel = SHARD
-async = true
-[[workload.steps]]
-op = "compute"
-compute_ms = 6
-[[workload.steps]]
-op = "wait"'
+script_fsdp=$(step all_gather_into_tensor "numel = SHARD" "async = true"
+              step compute "compute_ms = 6"; step wait; step compute "compute_ms = 10"
+              step reduce_scatter_tensor "numel = SHARD" "async = true"
+              step compute "compute_ms = 6"; step wait)
 scenario() {  # NAME WORLD TOPOLOGY SCRIPT
   cat <<TOML
 name = "$1_w$2"
