@@ -60,7 +60,6 @@ struct Collected {
   std::map<int, RankEvents> ranks;
   std::map<std::string, SimCollective> collectives;  // by key
   std::map<std::string, std::set<int>> members;      // group -> ranks that ran its ops
-  std::vector<std::string> groups;
 };
 
 // First pass: names, comm spans (begin carries the args, end the time).
@@ -94,7 +93,6 @@ void collectComms(const json& events, Collected& c) {
         throw ValueError(fmt::format("trace: {} on group {}: point-to-point operations are not "
                                      "replayed", label, group));
       }
-      if (!c.members.count(group)) c.groups.push_back(group);
       c.members[group].insert(pid);
       auto [it, fresh] = c.collectives.try_emplace(key);
       const int64_t bytes = a["bytes"].get<int64_t>();
@@ -239,7 +237,6 @@ TracedRun readTracedRun(const json& trace) {
       run.tracedStepS[s] = std::max(run.tracedStepS[s], r.steps[s].second - r.steps[s].first);
     }
   }
-  run.groups = c.groups;
   return run;
 }
 

@@ -50,7 +50,6 @@ struct TracedRun {
   std::vector<SimCollective> collectives;        // at the traced world size
   std::vector<std::vector<SimAction>> programs;  // per traced rank
   std::vector<double> tracedStepS;  // per step index, the slowest rank's step span
-  std::vector<std::string> groups;  // group names seen, in first-seen order
 };
 
 // Reads a merged trace. Throws ValueError naming what is malformed or missing
