@@ -48,11 +48,12 @@ std::string scenarioText(const OverlapBenchOptions& o, const Config& c) {
   std::string text = fmt::format(
       "name = \"overlap_ws{}_{}_{}_{}\"\n"
       "description = \"distlab bench overlap\"\ngroup = \"bench\"\n\n"
-      "[cluster]\nworld_size = {}\nbackend = \"shm\"\ntimeout = 60\nlink = \"{}\"\n\n"
+      "[cluster]\nworld_size = {}\nbackend = \"shm\"\ndevice = \"{}\"\ntimeout = 60\n"
+      "link = \"{}\"\n\n"
       "[workload]\nkind = \"training\"\nmodel = \"{}\"\n{}{}"
       "optimizer = \"sgd\"\nlr = 0.001\nsteps = {}\nbatch_size = {}\n",
       c.worldSize, c.link, c.fsdpWrap.empty() ? c.hook : "fsdp_" + c.fsdpWrap, c.capMb,
-      c.worldSize, c.link, o.model, shapeText(o), engineText(c), o.steps, o.batchSize);
+      c.worldSize, o.device, c.link, o.model, shapeText(o), engineText(c), o.steps, o.batchSize);
   if (c.hook != "none" && c.fsdpWrap.empty()) text += fmt::format("comm_hook = \"{}\"\n", c.hook);
   return text + "\n[expect]\noutcome = \"success\"\n";
 }
@@ -268,7 +269,7 @@ int runOverlapBench(const OverlapBenchOptions& o, std::ostream& out) {
   fillVsDefault(rows);
   printTable(o, rows, out);
   nlohmann::json doc = {{"model", o.model}, {"sizes", o.sizes}, {"steps", o.steps},
-                        {"rounds", o.rounds},
+                        {"rounds", o.rounds}, {"device", o.device},
                         {"batch_size", o.batchSize}, {"rows", rowsJson(rows)},
                         {"blas", blasSummary()},
                         {"cores", std::thread::hardware_concurrency()},

@@ -49,6 +49,9 @@ struct OverlapBenchOptions {
   int steps = 6;
   int rounds = 1;
   int batchSize = 32;
+  // "cpu", or "cuda": every rank's model and data on the GPU, two or more
+  // ranks sharing it over shm (Note [Scenarios on a GPU]).
+  std::string device = "cpu";
   bool tracingOverhead = true;
   int overheadRepeats = 3;
   std::string jsonPath;    // empty: no JSON

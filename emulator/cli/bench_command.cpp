@@ -15,6 +15,7 @@
 #include "emulator/link/link_model.hpp"
 #include "emulator/bench/overlap_bench.hpp"
 #include "emulator/bench/scale_bench.hpp"
+#include "emulator/scenario/scenario_device.hpp"
 #include "emulator/workloads/engine_registry.hpp"
 #include "emulator/workloads/workload_spec.hpp"
 #include "runtime/comm/backend_registry.hpp"
@@ -116,6 +117,18 @@ void checkCommHooks(const std::vector<std::string>& hooks) {
   }
 }
 
+// --device: cpu or cuda, and for cuda a usable GPU (else nothing would run).
+void checkOverlapDevice(const emulator::OverlapBenchOptions& o) {
+  if (o.device != "cpu" && o.device != "cuda") {
+    throw ValueError("--device '" + o.device + "': use cpu or cuda");
+  }
+  emulator::Scenario probe;
+  probe.device = o.device;
+  if (auto why = emulator::deviceSkipReason(probe)) {
+    throw DistBackendError("bench overlap --device cuda: " + *why);
+  }
+}
+
 // `distlab bench overlap` (emulator/bench/overlap_bench.hpp): the subcommand
 // and its action.
 std::pair<CLI::App*, std::function<int()>> addOverlapCommand(CLI::App& sub) {
@@ -148,6 +161,8 @@ std::pair<CLI::App*, std::function<int()>> addOverlapCommand(CLI::App& sub) {
                  "Runs per configuration, interleaved; rows are medians (default 1)");
   ov->add_flag("--no-tracing-overhead", f->noOverhead, "Skip the traced-vs-untraced runs");
   ov->add_option("--overhead-repeats", f->options.overheadRepeats, "Runs each, traced and not");
+  ov->add_option("--device", f->options.device,
+                 "cpu, or cuda: the ranks' models on the GPU, sharing it over shm");
   ov->add_option("--json", f->options.jsonPath, "Write the results as JSON here");
   return {ov, [f] {
     emulator::OverlapBenchOptions o = f->options;
@@ -171,6 +186,7 @@ std::pair<CLI::App*, std::function<int()>> addOverlapCommand(CLI::App& sub) {
     if (o.rounds < 1 || o.rounds > 100) throw ValueError("--rounds must be in [1, 100]");
     if (o.overheadRepeats < 1) throw ValueError("--overhead-repeats must be at least 1");
     if (!o.jsonPath.empty()) requireWritableFile("--json", o.jsonPath);
+    checkOverlapDevice(o);
     return emulator::runOverlapBench(o, std::cout);
   }};
 }

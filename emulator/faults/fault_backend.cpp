@@ -5,6 +5,7 @@
 #include <iterator>
 #include <string_view>
 
+#include "emulator/faults/stream_stall.hpp"
 #include "runtime/comm/backend_registry.hpp"
 #include "runtime/core/errors.hpp"
 
@@ -18,7 +19,22 @@ namespace {
 
 DType otherDtype(DType d) { return d == DType::kFloat64 ? DType::kFloat32 : DType::kFloat64; }
 
-Tensor longer(const Tensor& t) { return zeros({t.numel() + 1}, TensorOptions{}.withDType(t.dtype())); }
+// On the operand's device: a backend that serves CUDA tensors only (nccl)
+// must see the mismatch, not refuse a host tensor.
+Tensor longer(const Tensor& t) {
+  return zeros({t.numel() + 1}, TensorOptions{}.withDType(t.dtype()).withDevice(t.device()));
+}
+
+// The CUDA device of an operation's tensors (an in-flight hang stalls its
+// stream); the CPU when it has none.
+Device cudaDeviceOf(const Operation& op) {
+  for (const auto* list : {&op.inputs, &op.outputs}) {
+    for (const Tensor& t : *list) {
+      if (t.device().isCuda()) return t.device();
+    }
+  }
+  return Device::cpu();
+}
 
 comm::ReduceOp otherReduceOp(comm::ReduceOp op) {
   return op.kind == comm::ReduceOp::kMax ? comm::ReduceOp(comm::ReduceOp::kSum)
@@ -76,6 +92,12 @@ void FaultBackend::logOp(const Operation& op) {
 const FaultSpec* FaultBackend::before(const Operation& op) {
   const FaultSpec* f = plan_->onCollective(op.seq);
   if (!f) return nullptr;
+  if (f->kind == "hang" && f->inFlight) {  // Note [A hang in flight]
+    plan_->recordFired(*f, op.seq, f->durationS < 0 ? "in flight, forever"
+                                                    : fmt::format("in flight, {}s", f->durationS));
+    stallDeviceStream(cudaDeviceOf(op), plan_->hangLength(*f));
+    return nullptr;  // the collective goes to the backend, behind the stall
+  }
   if (f->kind == "hang" || f->kind == "crash" || f->kind == "straggler") {
     plan_->act(*f, op.seq);
     return nullptr;
@@ -97,7 +119,9 @@ WorkPtr FaultBackend::skipOrExtra(const FaultSpec& f, const Operation& op) {
 }
 
 void FaultBackend::issueExtraAllreduce(const Operation& op) {
-  Tensor one = zeros({1});
+  // On the device of the operation it precedes (nccl serves CUDA tensors only).
+  const Device device = op.inputs.empty() ? Device::cpu() : op.inputs.front().device();
+  Tensor one = zeros({1}, TensorOptions{}.withDevice(device));
   Operation extra;
   extra.type = OpType::kAllreduce;
   extra.inputs = extra.outputs = std::span<const Tensor>(&one, 1);

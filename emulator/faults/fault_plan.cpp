@@ -127,9 +127,12 @@ void FaultPlan::applyGradientFaults(int step, const std::vector<Tensor>& params)
   for (const auto& p : params) {
     const Tensor& g = p.grad();
     if (!g.defined() || g.numel() == 0) continue;
-    auto* bytes = static_cast<uint8_t*>(g.rawData());
+    // A device gradient is flipped in a host copy and written back.
+    Tensor host = g.device().isCpu() ? g : g.to(Device::cpu());
+    auto* bytes = static_cast<uint8_t*>(host.rawData());
     const int b = f->bit % (static_cast<int>(g.elementSize()) * 8);
     bytes[b / 8] ^= static_cast<uint8_t>(1u << (b % 8));
+    if (!host.isSame(g)) Tensor(g).copy_(host);
     return;
   }
 }
@@ -177,6 +180,11 @@ void FaultPlan::recordFired(const FaultSpec& f, uint64_t seq, const std::string&
   log_->write(fmt::format("fault {} seq={} step={} {}", f.kind, seq, step, detail));
 }
 
+std::chrono::milliseconds FaultPlan::hangLength(const FaultSpec& f) const {
+  if (f.durationS < 0) return hangCap_;
+  return std::chrono::milliseconds(static_cast<int64_t>(f.durationS * 1000));
+}
+
 void FaultPlan::act(const FaultSpec& f, uint64_t seq) {
   if (f.kind == "crash") {
     recordFired(f, seq, f.crashMode);
@@ -186,9 +194,7 @@ void FaultPlan::act(const FaultSpec& f, uint64_t seq) {
   }
   if (f.kind == "hang") {
     recordFired(f, seq, f.durationS < 0 ? "forever" : fmt::format("{}s", f.durationS));
-    auto length = f.durationS < 0 ? hangCap_
-                                  : std::chrono::milliseconds(static_cast<int64_t>(
-                                        f.durationS * 1000));
+    const auto length = hangLength(f);
     // A hang is the fault itself; it is still bounded (hangCap) so that a rank
     // the runner failed to kill does not outlive the run forever.
     Deadline deadline = Deadline::after(length);

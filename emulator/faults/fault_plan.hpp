@@ -70,6 +70,8 @@ class FaultPlan {
   bool storeDead() const;
   std::chrono::milliseconds storeDelay() const;
 
+  // How long hang `f` lasts: its duration, or the hang cap for "forever".
+  std::chrono::milliseconds hangLength(const FaultSpec& f) const;
   // Acts on hang / crash / straggler `f` (may not return for crash or an
   // endless hang).
   void act(const FaultSpec& f, uint64_t seq);

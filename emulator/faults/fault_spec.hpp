@@ -24,6 +24,9 @@ struct FaultSpec {
   int atStep = -1;             // training step (from 0; -1: unset)
   int count = 1;               // consecutive operations affected (straggler)
   double durationS = -1;       // hang: seconds; < 0 forever
+  // hang on a CUDA backend (nccl): the collective is issued and its device
+  // stream stalls instead of the calling thread (Note [A hang in flight]).
+  bool inFlight = false;
   double delayMs = 0;          // straggler / slow_store
   std::string crashMode = "exit";  // exit | abort | sigkill
   int exitCode = 1;

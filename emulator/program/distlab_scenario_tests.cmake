@@ -57,7 +57,8 @@ function(distlab_add_scenario_tests)
     set(name "${ARG_PREFIX}${stem}")
     add_test(NAME "${name}" COMMAND "${distlab}" run --program "$<TARGET_FILE:${ARG_PROGRAM}>"
                                     "${file}")
+    # 77: `distlab run` skipped the scenario (device = "cuda" without a GPU).
     set_tests_properties("${name}" PROPERTIES LABELS "scenario;program;${ARG_LABELS}"
-                                              TIMEOUT ${timeout})
+                                              TIMEOUT ${timeout} SKIP_RETURN_CODE 77)
   endforeach()
 endfunction()

@@ -17,7 +17,7 @@ namespace {
 // Keys each kind accepts besides `kind` and `ranks`.
 const std::map<std::string, std::set<std::string>>& kindKeys() {
   static const std::map<std::string, std::set<std::string>> table = {
-      {"hang", {"at_seq", "at_step", "on", "peer", "duration"}},
+      {"hang", {"at_seq", "at_step", "on", "peer", "duration", "in_flight"}},
       {"crash", {"at_seq", "at_step", "on", "peer", "mode", "exit_code"}},
       {"straggler", {"at_seq", "at_step", "on", "peer", "delay_ms", "count"}},
       {"mismatch", {"at_seq", "at_step", "on", "peer", "mismatch"}},
@@ -116,6 +116,25 @@ void checkTrigger(const TomlReader& r, const toml::table& t, const Scenario& s, 
                            "world group (seq 1..{})", f.atSeq, rank, n, n));
       }
     }
+  }
+}
+
+// in_flight = true (Note [A hang in flight] in emulator/faults/stream_stall.hpp):
+// a collective on a backend that serves CUDA tensors itself, at a sequence number.
+void checkInFlightHang(const TomlReader& r, const toml::table& t, const Scenario& s,
+                       FaultSpec& f) {
+  if (auto v = r.boolean(t, "in_flight")) f.inFlight = *v;
+  if (!f.inFlight) return;
+  const int line = r.lineOfKey(t, "in_flight");
+  if (s.backend != "nccl") {
+    r.fail(line, fmt::format("in_flight = true stalls the device stream a collective runs on; "
+                             "it needs backend = \"nccl\" and device = \"cuda\" (backend "
+                             "'{}' stages CUDA tensors through the host; drop in_flight there)",
+                             s.backend));
+  }
+  if (f.atSeq == 0 || !f.on.empty()) {
+    r.fail(line, "in_flight = true needs at_seq = N (a collective on the world group), without "
+                 "on = \"send\"|\"recv\"");
   }
 }
 
@@ -231,6 +250,7 @@ void parseFaults(const TomlReader& r, const toml::table& root, Scenario& s) {
     readPointToPointKeys(r, t, s, f);  // the trigger's count depends on them
     checkTrigger(r, t, s, f);
     checkPointToPointTrigger(r, t, s, f);
+    checkInFlightHang(r, t, s, f);
     s.faults.push_back(std::move(f));
   }
 }

@@ -16,6 +16,7 @@
 #include "emulator/scenario/expectations.hpp"
 #include "emulator/scenario/program_command.hpp"
 #include "emulator/scenario/rank_processes.hpp"
+#include "emulator/scenario/scenario_device.hpp"
 #include "emulator/scenario/scenario_parser.hpp"
 #include "emulator/scenario/trace_writer.hpp"
 #include "emulator/scenario/scenario_overlap.hpp"
@@ -273,6 +274,8 @@ ScenarioReport runScenario(const std::string& path, const RunOptions& o) {
   rep.parsed = true;
   rep.name = s.group + "/" + s.name;
   rep.expected = s.expect.outcome;
+  rep.skipped = deviceSkipReason(s);
+  if (rep.skipped) return rep;
   std::string dir;
   // $TMPDIR/distlab-scenario-*, removed even when `distlab run` is killed.
   std::optional<GuardedTempDir> temporary;
@@ -318,12 +321,18 @@ int runScenarios(const std::vector<std::string>& paths, const RunOptions& o) {
   auto files = collectScenarioFiles(paths);
   if (!o.outDir.empty()) fs::create_directories(o.outDir);
   Stopwatch total;
-  int passed = 0, failed = 0, malformed = 0;
+  int passed = 0, failed = 0, skipped = 0, malformed = 0;
   for (const auto& file : files) {
     ScenarioReport rep = runScenario(file, o);
     if (!rep.parsed) {
       ++malformed;
       std::printf("%-5s %s\n", "ERROR", rep.failures.front().c_str());
+      std::fflush(stdout);
+      continue;
+    }
+    if (rep.skipped) {
+      ++skipped;
+      std::printf("%-5s %-42s skipped: %s\n", "SKIP", rep.name.c_str(), rep.skipped->c_str());
       std::fflush(stdout);
       continue;
     }
@@ -339,9 +348,11 @@ int runScenarios(const std::vector<std::string>& paths, const RunOptions& o) {
     for (const auto& f : rep.failures) std::printf("      %s\n", f.c_str());
     std::fflush(stdout);
   }
-  std::printf("%zu scenarios: %d passed, %d failed, %d malformed in %.1f s\n", files.size(),
-              passed, failed, malformed, total.elapsedSeconds());
-  return malformed > 0 ? 2 : failed > 0 ? 1 : 0;
+  std::printf("%zu scenarios: %d passed, %d failed, %d skipped, %d malformed in %.1f s\n",
+              files.size(), passed, failed, skipped, malformed, total.elapsedSeconds());
+  if (malformed > 0) return 2;
+  if (failed > 0) return 1;
+  return skipped > 0 && passed == 0 ? kSkippedExitCode : 0;
 }
 
 }  // namespace distlab::emulator

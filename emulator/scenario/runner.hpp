@@ -35,6 +35,9 @@ struct ScenarioReport {
   std::string name;
   bool parsed = false;
   bool passed = false;
+  // Set when this machine cannot run the scenario (no CUDA device for
+  // device = "cuda"; Note [Scenarios on a GPU]): not run, neither passed nor failed.
+  std::optional<std::string> skipped;
   Outcome expected = Outcome::kSuccess;
   Diagnosis diagnosis;
   double durationS = 0;
@@ -51,7 +54,8 @@ ScenarioReport runScenario(const std::string& path, const RunOptions& options);
 std::vector<std::string> collectScenarioFiles(const std::vector<std::string>& paths);
 
 // Runs all, prints the table and the summary; returns the exit code (0 all
-// passed, 1 some failed, 2 some files were malformed).
+// that ran passed, 1 some failed, 2 some files were malformed,
+// kSkippedExitCode (77) every scenario was skipped).
 int runScenarios(const std::vector<std::string>& paths, const RunOptions& options);
 
 }  // namespace distlab::emulator

@@ -104,7 +104,10 @@ struct Scenario {
   std::string description;
   std::string group;
   int worldSize = 2;
-  std::string backend = "shm";
+  std::string backend = "shm";           // shm | gloo | nccl
+  // Where the ranks' tensors live: "cpu" or "cuda" (cuda:(rank mod GPUs);
+  // Note [Scenarios on a GPU] in scenario_device.hpp).
+  std::string device = "cpu";
   LinkModel link;                        // disabled unless given
   // [cluster] topology (+ collective_algorithm): the network model instead of
   // one flat link (emulator/link/collective_cost.hpp); never both.

@@ -72,7 +72,7 @@ void parseNetwork(const TomlReader& r, const toml::table& c, Scenario& s) {
 void parseCluster(const TomlReader& r, const toml::table& root, Scenario& s) {
   const toml::table* c = r.table(root, "cluster");
   if (!c) r.fail(1, "missing required table [cluster] (world_size, backend, link)");
-  r.checkKeys(*c, "[cluster]", {"world_size", "backend", "link", "topology",
+  r.checkKeys(*c, "[cluster]", {"world_size", "backend", "device", "link", "topology",
                                 "collective_algorithm", "timeout", "run_timeout",
                                 "teardown_grace"});
   auto ws = r.integer(*c, "world_size");
@@ -84,7 +84,13 @@ void parseCluster(const TomlReader& r, const toml::table& root, Scenario& s) {
                        *ws, kMaxScenarioWorldSize, kMaxScenarioWorldSize));
   }
   s.worldSize = static_cast<int>(*ws);
-  if (auto b = r.choice(*c, "backend", {"shm", "gloo"})) s.backend = *b;
+  if (auto b = r.choice(*c, "backend", {"shm", "gloo", "nccl"})) s.backend = *b;
+  if (auto d = r.choice(*c, "device", {"cpu", "cuda"})) s.device = *d;
+  if (s.backend == "nccl" && s.device != "cuda") {
+    r.fail(r.lineOfKey(*c, "backend"),
+           "backend = \"nccl\" serves CUDA tensors only; add device = \"cuda\" to [cluster] "
+           "(or use backend = \"shm\" or \"gloo\" for CPU ranks)");
+  }
   using detail::NumRange;
   if (auto t = r.number(*c, "timeout", NumRange{0, 600, true, " s"})) s.collectiveTimeoutS = *t;
   if (auto t = r.number(*c, "run_timeout", NumRange{0, 600, true, " s"})) s.runTimeoutS = *t;

@@ -7,6 +7,7 @@
 #include <cstdio>
 
 #include "emulator/scenario/rank_session.hpp"
+#include "emulator/scenario/scenario_device.hpp"
 #include "emulator/scenario/scenario_parser.hpp"
 #include "emulator/workloads/engine_registry.hpp"
 #include "emulator/workloads/workloads.hpp"
@@ -50,10 +51,12 @@ void runRank(RankSession& session) {
     io.timeout = timeout;
     world = comm::initProcessGroup(io);
   }
+  const Device device = scenarioRankDevice(s, rank);  // Note [Scenarios on a GPU]
   if (s.workloadKind == "collectives") {
-    runCollectiveWorkload(s.steps, world, session.plan(), s.iterations);
+    runCollectiveWorkload(s.steps, world, session.plan(), s.iterations, device);
   } else {
     TrainingRunOptions to;
+    to.device = device;
     to.worldSize = s.worldSize;
     to.checkReference = s.expect.paramsMatchReference;
     to.probeLoss = s.expect.lossDecreased;

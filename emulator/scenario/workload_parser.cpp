@@ -271,7 +271,8 @@ void parseTrainingWorkload(const TomlReader& r, const toml::table& w, Scenario& 
       bool ok = (type == OptionType::kBool && value.is_boolean()) ||
                 (type == OptionType::kInt && value.is_integer()) ||
                 (type == OptionType::kFloat && value.is_number()) ||
-                (type == OptionType::kString && value.is_string());
+                (type == OptionType::kString && value.is_string()) ||
+                (type == OptionType::kBoolOrInt && (value.is_boolean() || value.is_integer()));
       if (!ok) r.fail(value, fmt::format("engine option '{}' must be {}", k, optionTypeName(type)));
       if (value.is_number()) checkEngineNumber(r, *engine, *opts, k);
       if (value.is_boolean()) tr.engineOptions[k] = value.as_boolean()->get() ? "true" : "false";
@@ -280,6 +281,11 @@ void parseTrainingWorkload(const TomlReader& r, const toml::table& w, Scenario& 
         tr.engineOptions[k] = fmt::format("{}", value.as_floating_point()->get());
       }
       if (value.is_string()) tr.engineOptions[k] = value.as_string()->get();
+    }
+    if (engine->validate) {
+      if (auto why = engine->validate(tr, s.worldSize)) {
+        r.fail(r.lineOfKey(w, "engine_options"), *why);
+      }
     }
   }
   if (auto h = r.str(w, "comm_hook")) tr.commHook = *h;

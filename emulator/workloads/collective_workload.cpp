@@ -18,34 +18,44 @@ using comm::ProcessGroupPtr;
 
 namespace {
 
-Tensor filled(int64_t numel, DType dtype, int rank) {
-  return full({numel}, Scalar(static_cast<int64_t>(rank + 1)), TensorOptions{}.withDType(dtype));
-}
-
-std::vector<Tensor> filledList(int n, int64_t numel, DType dtype, int rank) {
-  std::vector<Tensor> out;
-  for (int i = 0; i < n; ++i) out.push_back(filled(numel, dtype, rank));
-  return out;
-}
+// The script's tensors, on the rank's device (Note [Scenarios on a GPU] in
+// emulator/scenario/scenario_device.hpp): filled with rank + 1 so a reduction's
+// result is predictable, or uninitialised outputs.
+struct ScriptTensors {
+  Device device;
+  Tensor filled(int64_t numel, DType dtype, int rank) const {
+    return full({numel}, Scalar(static_cast<int64_t>(rank + 1)), options(dtype));
+  }
+  std::vector<Tensor> filledList(int n, int64_t numel, DType dtype, int rank) const {
+    std::vector<Tensor> out;
+    for (int i = 0; i < n; ++i) out.push_back(filled(numel, dtype, rank));
+    return out;
+  }
+  Tensor output(int64_t numel, DType dtype) const { return empty({numel}, options(dtype)); }
+  TensorOptions options(DType dtype) const {
+    return TensorOptions{}.withDType(dtype).withDevice(device);
+  }
+};
 
 // The rooted collectives (broadcast, reduce, gather, scatter): `root` is a
 // group rank, and only the root passes a list to gather and scatter.
-comm::WorkPtr issueRooted(comm::OpType type, const CollectiveStep& st, comm::ProcessGroup& pg) {
+comm::WorkPtr issueRooted(comm::OpType type, const CollectiveStep& st, comm::ProcessGroup& pg,
+                          const ScriptTensors& buf) {
   const int me = pg.rank();
   const int n = pg.size();
   const bool root = me == st.root;
   switch (type) {
     case comm::OpType::kBroadcast:
-      return pg.broadcast(filled(st.numel, st.dtype, me), {.rootRank = st.root});
+      return pg.broadcast(buf.filled(st.numel, st.dtype, me), {.rootRank = st.root});
     case comm::OpType::kReduce:
-      return pg.reduce(filled(st.numel, st.dtype, me),
+      return pg.reduce(buf.filled(st.numel, st.dtype, me),
                        {.reduceOp = comm::parseReduceOp(st.reduceOp), .rootRank = st.root});
     case comm::OpType::kGather:
-      return pg.gather(root ? filledList(n, st.numel, st.dtype, 0) : std::vector<Tensor>{},
-                       filled(st.numel, st.dtype, me), {.rootRank = st.root});
+      return pg.gather(root ? buf.filledList(n, st.numel, st.dtype, 0) : std::vector<Tensor>{},
+                       buf.filled(st.numel, st.dtype, me), {.rootRank = st.root});
     case comm::OpType::kScatter:
-      return pg.scatter(empty({st.numel}, TensorOptions{}.withDType(st.dtype)),
-                        root ? filledList(n, st.numel, st.dtype, me) : std::vector<Tensor>{},
+      return pg.scatter(buf.output(st.numel, st.dtype),
+                        root ? buf.filledList(n, st.numel, st.dtype, me) : std::vector<Tensor>{},
                         {.rootRank = st.root});
     default:
       return nullptr;
@@ -53,31 +63,34 @@ comm::WorkPtr issueRooted(comm::OpType type, const CollectiveStep& st, comm::Pro
 }
 
 // The collectives every member feeds the same way (no root).
-comm::WorkPtr issueUnrooted(comm::OpType type, const CollectiveStep& st, comm::ProcessGroup& pg) {
+comm::WorkPtr issueUnrooted(comm::OpType type, const CollectiveStep& st, comm::ProcessGroup& pg,
+                            const ScriptTensors& buf) {
   const int me = pg.rank();
   const int n = pg.size();
-  const auto opts = TensorOptions{}.withDType(st.dtype);
   const auto red = comm::parseReduceOp(st.reduceOp);
   switch (type) {
     case comm::OpType::kAllreduce:
-      return pg.allreduce(filled(st.numel, st.dtype, me), {red});
+      return pg.allreduce(buf.filled(st.numel, st.dtype, me), {red});
     case comm::OpType::kAllreduceCoalesced:
-      return pg.allreduceCoalesced(filledList(st.tensors, st.numel, st.dtype, me), {red});
+      return pg.allreduceCoalesced(buf.filledList(st.tensors, st.numel, st.dtype, me), {red});
     case comm::OpType::kAllgather:
-      return pg.allgather(filledList(n, st.numel, st.dtype, 0), filled(st.numel, st.dtype, me));
+      return pg.allgather(buf.filledList(n, st.numel, st.dtype, 0),
+                          buf.filled(st.numel, st.dtype, me));
     case comm::OpType::kAllgatherBase:
-      return pg.allgatherIntoTensor(empty({st.numel * n}, opts), filled(st.numel, st.dtype, me));
+      return pg.allgatherIntoTensor(buf.output(st.numel * n, st.dtype),
+                                    buf.filled(st.numel, st.dtype, me));
     case comm::OpType::kReduceScatter:
-      return pg.reduceScatter(empty({st.numel}, opts), filledList(n, st.numel, st.dtype, me),
-                              {.reduceOp = red});
+      return pg.reduceScatter(buf.output(st.numel, st.dtype),
+                              buf.filledList(n, st.numel, st.dtype, me), {.reduceOp = red});
     case comm::OpType::kReduceScatterBase:
-      return pg.reduceScatterTensor(empty({st.numel}, opts), filled(st.numel * n, st.dtype, me),
-                                    {.reduceOp = red});
+      return pg.reduceScatterTensor(buf.output(st.numel, st.dtype),
+                                    buf.filled(st.numel * n, st.dtype, me), {.reduceOp = red});
     case comm::OpType::kAlltoall:
-      return pg.alltoall(filledList(n, st.numel, st.dtype, 0),
-                         filledList(n, st.numel, st.dtype, me));
+      return pg.alltoall(buf.filledList(n, st.numel, st.dtype, 0),
+                         buf.filledList(n, st.numel, st.dtype, me));
     case comm::OpType::kAlltoallBase:
-      return pg.alltoallSingle(empty({st.numel * n}, opts), filled(st.numel * n, st.dtype, me));
+      return pg.alltoallSingle(buf.output(st.numel * n, st.dtype),
+                               buf.filled(st.numel * n, st.dtype, me));
     case comm::OpType::kBarrier:
       return pg.barrier();
     default:
@@ -94,22 +107,24 @@ bool isRooted(comm::OpType type) {
 // keeps its Work in `pending`. `st.op` is a kCollectiveOps name (the parser
 // checked it): torch.distributed's API name of an OpType, or monitored_barrier.
 void issue(const CollectiveStep& st, const ProcessGroupPtr& pg,
-           std::vector<comm::WorkPtr>& pending) {
+           std::vector<comm::WorkPtr>& pending, const ScriptTensors& buf) {
   if (st.op == "monitored_barrier") {
     comm::monitoredBarrier(pg, comm::kUnsetTimeout, st.waitAllRanks);  // blocking, no Work
     return;
   }
   const auto type = comm::parseApiName(st.op);
   if (type == comm::OpType::kSend) {
-    pg->send(filled(st.numel, st.dtype, pg->rank()), st.root);  // blocking
+    pg->send(buf.filled(st.numel, st.dtype, pg->rank()), st.root);  // blocking
     return;
   }
   if (type == comm::OpType::kRecv) {
-    pg->recv(empty({st.numel}, TensorOptions{}.withDType(st.dtype)), st.root);  // blocking
+    pg->recv(buf.output(st.numel, st.dtype), st.root);  // blocking
     return;
   }
   comm::WorkPtr w;
-  if (type) w = isRooted(*type) ? issueRooted(*type, st, *pg) : issueUnrooted(*type, st, *pg);
+  if (type) {
+    w = isRooted(*type) ? issueRooted(*type, st, *pg, buf) : issueUnrooted(*type, st, *pg, buf);
+  }
   if (!w) throw ValueError(fmt::format("{}: op '{}' cannot be issued", st.pos.str(), st.op));
   if (st.async) {
     pending.push_back(w);
@@ -127,7 +142,7 @@ void waitForPending(std::vector<comm::WorkPtr>& pending) {
 }
 
 void runStep(const CollectiveStep& mine, const ProcessGroupPtr& pg,
-             std::vector<comm::WorkPtr>& pending) {
+             std::vector<comm::WorkPtr>& pending, const ScriptTensors& buf) {
   if (mine.op == "compute") {
     trace::Span span(trace::Category::kCompute, "compute");
     std::this_thread::sleep_for(
@@ -139,15 +154,16 @@ void runStep(const CollectiveStep& mine, const ProcessGroupPtr& pg,
     o.ranks = mine.group;
     comm::newGroup(o);
   } else {
-    issue(mine, pg, pending);
+    issue(mine, pg, pending, buf);
   }
 }
 
 }  // namespace
 
 void runCollectiveWorkload(const std::vector<CollectiveStep>& steps, const ProcessGroupPtr& world,
-                           FaultPlan& plan, int iterations) {
+                           FaultPlan& plan, int iterations, Device device) {
   const int rank = world->rank();
+  const ScriptTensors buf{device};
   // Subgroups used by steps are created up front, in script order, by every
   // rank (group creation is collective over the world, Note [Issue order]).
   std::map<std::vector<int>, ProcessGroupPtr> groups;
@@ -169,7 +185,7 @@ void runCollectiveWorkload(const std::vector<CollectiveStep>& steps, const Proce
       // new_group's `group` is the group it creates, not one it runs on.
       const bool onWorld = mine.group.empty() || mine.op == "new_group";
       const ProcessGroupPtr& pg = onWorld ? world : groups.at(mine.group);
-      for (int rep = 0; rep < mine.repeat; ++rep) runStep(mine, pg, pending);
+      for (int rep = 0; rep < mine.repeat; ++rep) runStep(mine, pg, pending, buf);
     }
     waitForPending(pending);
   }

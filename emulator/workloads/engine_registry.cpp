@@ -32,6 +32,7 @@ std::string optionTypeName(OptionType type) {
     case OptionType::kInt: return "an integer";
     case OptionType::kFloat: return "a number";
     case OptionType::kString: return "a string";
+    case OptionType::kBoolOrInt: return "true, false or an integer";
   }
   return "?";
 }

@@ -13,16 +13,18 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
 namespace distlab::emulator {
 
-enum class OptionType { kBool, kInt, kFloat, kString };
+enum class OptionType { kBool, kInt, kFloat, kString, kBoolOrInt };
 std::string optionTypeName(OptionType type);
 
 class TrainingEngine;       // training_engine.hpp
+struct TrainingWorkload;    // workload_spec.hpp
 struct EngineContext;       // training_engine.hpp
 
 struct EngineInfo {
@@ -30,6 +32,9 @@ struct EngineInfo {
   std::map<std::string, OptionType> options;  // accepted engine options
   // Allowed [lo, hi] of numeric options; any numeric option must be finite.
   std::map<std::string, std::pair<double, double>> optionRanges;
+  // Checks of options against each other and the world size, after each
+  // option's own type and range: why they do not fit, or nullopt.
+  std::function<std::optional<std::string>(const TrainingWorkload&, int worldSize)> validate;
   std::vector<std::string> commHooks;         // accepted comm_hook values ({"none"} if none)
   bool distributed = true;                    // needs a process group
   bool joinable = false;                      // TrainingEngine::joinable() is non-null

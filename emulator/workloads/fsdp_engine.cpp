@@ -4,7 +4,9 @@
 //                          the root; for model = "gpt" every transformer block
 //                          h.<i>, then the root with wte, wpe, ln_f, lm_head)
 //                          or "root" (one group)
-//   reshard_after_forward  true/false (unset: PyTorch's default, false for the root)
+//   reshard_after_forward  true/false, or an int N dividing the shard world (reshard
+//                          to N ranks; 1 == false; unset: PyTorch's default, false
+//                          for the root)
 //   param_dtype            "float32" (default), "bfloat16" or "float16" (MixedPrecisionPolicy)
 //   reduce_dtype           as param_dtype (unset: param_dtype)
 //   hsdp_replicas          > 1: a 2-D mesh of hsdp_replicas x (world / hsdp_replicas)
@@ -60,21 +62,24 @@ void wrapBlocks(const std::shared_ptr<nn::Module>& m, const std::set<std::string
 fsdp::FullyShardOptions shardOptions(const EngineContext& ctx) {
   const auto& o = ctx.training->engineOptions;
   fsdp::FullyShardOptions s;
-  if (auto it = o.find("reshard_after_forward"); it != o.end()) s.reshardAfterForward = it->second == "true";
+  if (auto it = o.find("reshard_after_forward"); it != o.end()) {
+    if (it->second == "true" || it->second == "false") {
+      s.reshardAfterForward = it->second == "true";
+    } else {
+      s.reshardAfterForward = std::stoi(it->second);  // the parser checked it (validate)
+    }
+  }
   const std::string pd = option(o, "param_dtype", "float32");
   if (pd != "float32") s.mpPolicy.paramDtype = parseDType(pd);
   if (auto it = o.find("reduce_dtype"); it != o.end()) s.mpPolicy.reduceDtype = parseDType(it->second);
   if (s.mpPolicy.paramDtype) s.mpPolicy.outputDtype = DType::kFloat32;
   const int replicas = std::stoi(option(o, "hsdp_replicas", "1"));
+  const std::string meshDevice = deviceTypeName(ctx.device.type);  // the module's
   if (replicas > 1) {
-    if (ctx.worldSize % replicas != 0) {
-      throw ValueError(fmt::format("engine option hsdp_replicas = {} does not divide world_size {}",
-                                   replicas, ctx.worldSize));
-    }
-    s.mesh = comm::initDeviceMesh("cpu", {replicas, ctx.worldSize / replicas},
+    s.mesh = comm::initDeviceMesh(meshDevice, {replicas, ctx.worldSize / replicas},
                                   {"replicate", "shard"});
   } else {
-    s.mesh = comm::DeviceMesh::fromGroups({ctx.group}, "cpu");
+    s.mesh = comm::DeviceMesh::fromGroups({ctx.group}, meshDevice);
   }
   return s;
 }
@@ -137,19 +142,42 @@ class FsdpEngine : public TrainingEngine {
   std::unique_ptr<fsdp::FSDPJoinable> joinable_;
 };
 
+// The options that depend on the world: hsdp_replicas divides it, an integer
+// reshard_after_forward divides the shard world (fully_shard's rule).
+std::optional<std::string> validateFsdpOptions(const TrainingWorkload& tr, int worldSize) {
+  const auto& o = tr.engineOptions;
+  const int replicas = std::stoi(option(o, "hsdp_replicas", "1"));
+  if (worldSize % replicas != 0) {
+    return fmt::format("engine option hsdp_replicas = {} does not divide world_size {}; use a "
+                       "divisor of {}", replicas, worldSize, worldSize);
+  }
+  const std::string reshard = option(o, "reshard_after_forward", "true");
+  if (reshard == "true" || reshard == "false") return std::nullopt;
+  const int shardWorld = worldSize / replicas;
+  const int n = std::stoi(reshard);
+  if (shardWorld % n != 0) {
+    return fmt::format("engine option reshard_after_forward = {} does not divide the shard "
+                       "world {} (world_size {} / hsdp_replicas {}); use true, false or a "
+                       "divisor of {}", n, shardWorld, worldSize, replicas, shardWorld);
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
 void registerFsdpEngine() {
   EngineInfo info;
   info.name = "fsdp";
   info.options = {{"wrap", OptionType::kString},
-                  {"reshard_after_forward", OptionType::kBool},
+                  {"reshard_after_forward", OptionType::kBoolOrInt},
                   {"param_dtype", OptionType::kString},
                   {"reduce_dtype", OptionType::kString},
                   {"hsdp_replicas", OptionType::kInt},
                   {"root_only_rank", OptionType::kInt},
                   {"prefetch", OptionType::kBool}};
-  info.optionRanges = {{"hsdp_replicas", {1, 1 << 16}}, {"root_only_rank", {-1, 1 << 16}}};
+  info.optionRanges = {{"hsdp_replicas", {1, 1 << 16}}, {"root_only_rank", {-1, 1 << 16}},
+                       {"reshard_after_forward", {1, 1 << 16}}};
+  info.validate = validateFsdpOptions;
   info.commHooks = {"none"};
   info.distributed = true;
   info.joinable = true;

@@ -32,16 +32,17 @@ std::vector<double> valuesOf(const Tensor& t, int64_t numel) {
 }
 
 bool bitwiseEqual(const Tensor& a, const Tensor& b) {
-  Tensor ca = a.contiguous(), cb = b.contiguous();
+  Tensor ca = a.to(Device::cpu()).contiguous(), cb = b.to(Device::cpu()).contiguous();
   return ca.numel() == cb.numel() &&
          std::memcmp(ca.rawData(), cb.rawData(), static_cast<size_t>(ca.nbytes())) == 0;
 }
 
 }  // namespace
 
-ReferenceChecker::ReferenceChecker(const TrainingWorkload& training, int worldSize, int ranks)
-    : training_(training), worldSize_(worldSize), ranks_(ranks),
-      model_(buildScenarioModel(training)) {
+ReferenceChecker::ReferenceChecker(const TrainingWorkload& training, int worldSize, int ranks,
+                                   Device device)
+    : training_(training), worldSize_(worldSize), ranks_(ranks), device_(device),
+      model_(buildScenarioModel(training, device)) {
   for (const auto& [name, p] : model_->namedParameters()) names_.push_back(name);
   accumulated_.resize(static_cast<size_t>(ranks));
   std::tie(commUnitRoundoff_, commHalfSubnormal_) = commRounding(training);
@@ -70,7 +71,7 @@ void ReferenceChecker::afterBackward(int step, bool synced,
   const auto& tr = training_;
   for (int q = 0; q < ranks_; ++q) {
     model_->zeroGrad();
-    auto [x, y] = scenarioBatch(tr, worldSize_, q, step);
+    auto [x, y] = scenarioBatch(tr, worldSize_, q, step, device_);
     autograd::backward(scenarioLoss(model_->call({x}), y, true));
     auto& acc = accumulated_[static_cast<size_t>(q)];
     for (size_t i = 0; i < refParams.size(); ++i) {

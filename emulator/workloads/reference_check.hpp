@@ -53,8 +53,11 @@ class ReferenceChecker {
  public:
   // `ranks`: how many ranks' batches make one global step (1 for local
   // engines), of a world of `worldSize` (whose sampler shares the data).
-  // `training` must outlive the checker.
-  ReferenceChecker(const TrainingWorkload& training, int worldSize, int ranks);
+  // `training` must outlive the checker. The reference model lives on
+  // `device`, the engine's, so each rank's local gradient is recomputed with
+  // the engine's kernels (the same bits).
+  ReferenceChecker(const TrainingWorkload& training, int worldSize, int ranks,
+                   Device device = Device::cpu());
 
   // After the engine's backward of `step`, before the optimizer: recompute and
   // accumulate every rank's local gradient at `engineParams`; when `synced`,
@@ -72,6 +75,7 @@ class ReferenceChecker {
   const TrainingWorkload& training_;
   int worldSize_;
   int ranks_;
+  Device device_;
   std::shared_ptr<nn::Module> model_;
   std::vector<std::string> names_;
   std::vector<std::vector<Tensor>> accumulated_;  // [rank][param], float32

@@ -65,10 +65,12 @@ std::pair<Tensor, Tensor> regressionBatch(const TrainingWorkload& tr,
 }  // namespace
 
 std::pair<Tensor, Tensor> scenarioBatch(const TrainingWorkload& tr, int worldSize, int rank,
-                                        int step) {
+                                        int step, Device device) {
   autograd::NoGradGuard noGrad;
   const std::vector<int64_t> indices = batchIndices(tr, worldSize, rank, step);
-  return tr.model == "gpt" ? gptBatch(tr, indices) : regressionBatch(tr, indices);
+  auto [x, y] = tr.model == "gpt" ? gptBatch(tr, indices) : regressionBatch(tr, indices);
+  if (device.isCpu()) return {x, y};
+  return {x.to(device), y.to(device)};
 }
 
 }  // namespace distlab::emulator

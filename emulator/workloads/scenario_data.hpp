@@ -26,8 +26,9 @@ namespace distlab::emulator {
 
 inline constexpr int kBatchesPerEpoch = 2;
 
-// (x, y) of `rank`'s batch `step` in a world of `worldSize` ranks.
+// (x, y) of `rank`'s batch `step` in a world of `worldSize` ranks, made on
+// the host (the same bits on every machine) and then copied to `device`.
 std::pair<Tensor, Tensor> scenarioBatch(const TrainingWorkload& tr, int worldSize, int rank,
-                                        int step);
+                                        int step, Device device = Device::cpu());
 
 }  // namespace distlab::emulator

@@ -24,8 +24,9 @@ struct EngineContext {
   const TrainingWorkload* training = nullptr;  // model, engine options, hooks
   int rank = 0;
   int worldSize = 1;
-  std::shared_ptr<nn::Module> module;
+  std::shared_ptr<nn::Module> module;  // built on `device`
   comm::ProcessGroupPtr group;  // null when the engine is not distributed
+  Device device = Device::cpu();
 };
 
 class TrainingEngine {

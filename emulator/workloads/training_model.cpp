@@ -9,6 +9,7 @@
 #include "runtime/nn/models/gpt.hpp"
 #include "runtime/nn/models/mlp.hpp"
 #include "runtime/nn/models/two_layer_net.hpp"
+#include "runtime/tensor/dispatch.hpp"
 
 namespace distlab::emulator {
 
@@ -56,7 +57,9 @@ int64_t modelOutputDim(const TrainingWorkload& tr) {
   return tr.model == "two_layer" ? 10 : tr.sizes.back();
 }
 
-std::shared_ptr<nn::Module> buildScenarioModel(const TrainingWorkload& tr) {
+namespace {
+
+std::shared_ptr<nn::Module> buildModel(const TrainingWorkload& tr) {
   Generator gen(tr.seed);
   if (tr.model == "two_layer") {
     return std::make_shared<ScenarioNet>(std::make_shared<nn::TwoLinLayerNet>(gen));
@@ -92,6 +95,14 @@ std::shared_ptr<nn::Module> buildScenarioModel(const TrainingWorkload& tr) {
   return std::make_shared<ScenarioNet>(body, s.back(), gen);
 }
 
+}  // namespace
+
+std::shared_ptr<nn::Module> buildScenarioModel(const TrainingWorkload& tr, Device device) {
+  if (device.isCpu()) return buildModel(tr);
+  DefaultDeviceGuard onDevice(device);  // the parameters' factories run there
+  return buildModel(tr);
+}
+
 void setAuxUsed(nn::Module& model, bool used) {
   if (auto* net = dynamic_cast<ScenarioNet*>(&model)) net->setAuxUsed(used);
 }
@@ -116,7 +127,7 @@ Tensor scenarioLoss(const nn::TensorList& outputs, const Tensor& y, bool useAux)
 std::string tensorsChecksum(const std::vector<Tensor>& tensors) {
   uint64_t h = 1469598103934665603ULL;
   for (const auto& t : tensors) {
-    Tensor c = t.contiguous();
+    Tensor c = t.to(Device::cpu()).contiguous();
     const auto* p = static_cast<const uint8_t*>(c.rawData());
     for (size_t i = 0; i < c.nbytes(); ++i) {
       h ^= p[i];

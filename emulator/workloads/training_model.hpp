@@ -27,7 +27,10 @@
 
 namespace distlab::emulator {
 
-std::shared_ptr<nn::Module> buildScenarioModel(const TrainingWorkload& tr);
+// Built on `device`: the seeded Generator draws the initial values on the
+// host and the factories copy them there, so they equal the CPU build's.
+std::shared_ptr<nn::Module> buildScenarioModel(const TrainingWorkload& tr,
+                                               Device device = Device::cpu());
 int64_t modelInputDim(const TrainingWorkload& tr);
 int64_t modelOutputDim(const TrainingWorkload& tr);
 
@@ -38,7 +41,8 @@ void setAuxUsed(nn::Module& model, bool used);
 // entropy when `y` holds int64 token ids (gpt), else the MSE (+ aux) loss.
 Tensor scenarioLoss(const nn::TensorList& outputs, const Tensor& y, bool useAux);
 
-// FNV-1a 64 over the bytes of every tensor, as 16 hex digits.
+// FNV-1a 64 over the bytes of every tensor (read on the host whatever its
+// device), as 16 hex digits.
 std::string tensorsChecksum(const std::vector<Tensor>& tensors);
 
 }  // namespace distlab::emulator

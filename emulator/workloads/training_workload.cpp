@@ -122,10 +122,10 @@ namespace {
 // collective to the steps and no fault sees it.
 class ProbeLoss {
  public:
-  ProbeLoss(const TrainingWorkload& tr, int worldSize, bool useAux)
-      : model_(buildScenarioModel(tr)), useAux_(useAux) {
+  ProbeLoss(const TrainingWorkload& tr, int worldSize, bool useAux, Device device)
+      : model_(buildScenarioModel(tr, device)), useAux_(useAux) {
     setAuxUsed(*model_, useAux);
-    std::tie(x_, y_) = scenarioBatch(tr, worldSize, 0, 0);
+    std::tie(x_, y_) = scenarioBatch(tr, worldSize, 0, 0, device);
   }
   double now() {
     autograd::NoGradGuard noGrad;
@@ -155,7 +155,8 @@ void runTrainingWorkload(const TrainingWorkload& tr, const TrainingRunOptions& o
   ctx.training = &tr;
   ctx.rank = rank;
   ctx.worldSize = options.worldSize;
-  ctx.module = buildScenarioModel(tr);
+  ctx.device = options.device;
+  ctx.module = buildScenarioModel(tr, options.device);
   nn::labelModulesForTrace(*ctx.module);
   ctx.group = world;
   auto engine = info->factory(ctx);
@@ -170,8 +171,8 @@ void runTrainingWorkload(const TrainingWorkload& tr, const TrainingRunOptions& o
   // Note [Checking an engine against the single-process reference].
   std::unique_ptr<ReferenceChecker> reference;
   if (options.checkReference && rank == 0) {
-    reference = std::make_unique<ReferenceChecker>(tr, options.worldSize,
-                                                   info->distributed ? options.worldSize : 1);
+    reference = std::make_unique<ReferenceChecker>(
+        tr, options.worldSize, info->distributed ? options.worldSize : 1, options.device);
   }
   // Note [Join in the training driver]: with join = true the whole loop is
   // the Join scope; a rank that ran out of batches shadows in exit().
@@ -179,7 +180,7 @@ void runTrainingWorkload(const TrainingWorkload& tr, const TrainingRunOptions& o
   if (tr.join) joinScope = makeJoin(tr, *engine, opt);
   std::optional<ProbeLoss> probe;
   if (options.probeLoss) {
-    probe.emplace(tr, options.worldSize, !auxUnused);
+    probe.emplace(tr, options.worldSize, !auxUnused, options.device);
     result.probeLossBefore = probe->now();
   }
   const int batches = tr.batchesOf(rank);
@@ -197,7 +198,7 @@ void runTrainingWorkload(const TrainingWorkload& tr, const TrainingRunOptions& o
                      trace::enabled() ? std::to_string(step) : std::string());
     Stopwatch stepWatch;
     engine->setGradSync(syncStep(tr, step));
-    auto [x, y] = scenarioBatch(tr, options.worldSize, rank, step);
+    auto [x, y] = scenarioBatch(tr, options.worldSize, rank, step, options.device);
     Tensor loss = scenarioLoss(engine->forward(x), y, !auxUnused);
     result.losses.push_back(loss.item<double>());
     if (!std::isfinite(result.losses.back())) {

@@ -15,10 +15,10 @@ namespace distlab::emulator {
 // it) `iterations` times, each inside a "step <i>" trace span (so a traced
 // script is a run `distlab predict` can replay). Collectives issued with
 // `async` are waited for by the next `wait` step, or at the end of the
-// iteration.
+// iteration. The script's tensors live on `device`.
 void runCollectiveWorkload(const std::vector<CollectiveStep>& steps,
                            const comm::ProcessGroupPtr& world, FaultPlan& plan,
-                           int iterations = 1);
+                           int iterations = 1, Device device = Device::cpu());
 
 // What a training run needs beyond its TrainingWorkload.
 struct TrainingRunOptions {
@@ -30,6 +30,9 @@ struct TrainingRunOptions {
   // (Note [Loss on one batch] in training_workload.cpp). Sharding engines
   // gather their parameters for it after the last step, so every rank does.
   bool probeLoss = false;
+  // Where the model, data, engine and the checks' models live (Note
+  // [Scenarios on a GPU] in emulator/scenario/scenario_device.hpp).
+  Device device = Device::cpu();
 };
 
 // Runs the training workload; fills losses, checksum and the reference check.

@@ -140,6 +140,7 @@ const std::vector<std::pair<std::string, std::string>> kBadCommandLines = {
     {"run --trace x.toml", "--trace needs --out DIR"},
     // Values of work that would start first (30 s or more before failing).
     {"bench overlap --hooks bogus", "--hooks 'bogus': use none, allreduce"},
+    {"bench overlap --device tpu", "--device 'tpu': use cpu or cuda"},
 };
 
 TEST(CliUsage, EveryClassOfBadCommandLineExitsTwoBeforeWork) {

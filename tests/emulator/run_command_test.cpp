@@ -55,7 +55,8 @@ TEST(RunCommand, MalformedFileIsAFileLineErrorAndExitCode2) {
   EXPECT_EQ(r.exitCode, 2) << r.output;
   EXPECT_NE(r.output.find(dir.file("bad.toml") + ":13: unknown key 'surprise'"),
             std::string::npos) << r.output;
-  EXPECT_NE(r.output.find("0 passed, 0 failed, 1 malformed"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("0 passed, 0 failed, 0 skipped, 1 malformed"), std::string::npos)
+      << r.output;
 }
 
 TEST(RunCommand, PassingScenarioExitsZeroAndWritesJson) {
@@ -142,7 +143,8 @@ TEST(RunCommand, OneMalformedFileNeverStopsTheOthers) {
             std::string::npos) << r.output;
   EXPECT_NE(r.output.find(dir.file("d_rank.toml") + ":11: per_rank key '1abc' is not a rank"),
             std::string::npos) << r.output;
-  EXPECT_NE(r.output.find("5 scenarios: 2 passed, 0 failed, 3 malformed"), std::string::npos)
+  EXPECT_NE(r.output.find("5 scenarios: 2 passed, 0 failed, 0 skipped, 3 malformed"),
+            std::string::npos)
       << r.output;
 }
 
