@@ -78,6 +78,13 @@ part_overlap() {
   overlap_run gpt --model gpt --gpt 256,64,256,4,4 --batch-size 4 --world-sizes 2 \
     --links ethernet-1g,ethernet-10g --caps 1,5,25,1024 --hooks noop \
     --fsdp block,block_no_prefetch,root --steps 6 --rounds 3 --no-tracing-overhead
+  # The same GPT sweep with the ranks on the GPU (two ranks sharing it over shm), when
+  # this machine has one: the GPU section of the report (issue 37).
+  if command -v nvidia-smi > /dev/null && nvidia-smi -L > /dev/null 2>&1; then
+    overlap_run gpt_cuda --device cuda --model gpt --gpt 256,64,256,4,4 --batch-size 4 \
+      --world-sizes 2 --links ethernet-1g,ethernet-10g --caps 1,5,25,1024 --hooks noop \
+      --fsdp block,block_no_prefetch,root --steps 6 --rounds 3 --no-tracing-overhead
+  fi
   step "overlap: traced DDP and FSDP steps for the timelines"
   bounded 600 "$distlab" run "$root/scenarios/ddp/overlap_buckets.toml" \
     "$root/scenarios/fsdp/prefetch_overlap.toml" --trace --out "$work/traces" > /dev/null

@@ -147,7 +147,10 @@ def write_set(out, set_name, doc, torch, out_dir):
               "\n\n")
     links = ", ".join(f"{k} ({v['latency_us']:g} µs, {v['bandwidth_gbs']:g} GB/s)"
                       for k, v in doc["links"].items())
-    out.write(f"Links: {links}. {doc['blas']}.\n\n")
+    device = doc.get("device", "cpu")
+    where = ("Ranks on the GPU (CUDA tensors staged through pinned memory over shm; "
+             "the device is named in reports/gpu.md)" if device == "cuda" else "Ranks on the CPU")
+    out.write(f"Links: {links}. {where}. {doc['blas']}.\n\n")
     out.write(set_table(set_name, doc, torch) + "\n")
     if "tracing_overhead" in doc:
         t = doc["tracing_overhead"]
