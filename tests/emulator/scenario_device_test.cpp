@@ -6,9 +6,6 @@
 // reason: `distlab run` prints SKIP and exits 77, never a pass or a failure.
 // On a machine with a GPU the skip checks turn around (the scenario runs).
 #include <gtest/gtest.h>
-#include <sys/wait.h>
-
-#include <cstdio>
 #include <fstream>
 #include <string>
 
@@ -16,6 +13,7 @@
 #include "emulator/scenario/scenario_device.hpp"
 #include "emulator/scenario/scenario_parser.hpp"
 #include "runtime/core/errors.hpp"
+#include "tests/support/run_command.hpp"
 #include "tests/support/temp_dir.hpp"
 #if DISTLAB_HAVE_CUDA
 #include "runtime/tensor/cuda/cuda_runtime.hpp"
@@ -152,21 +150,8 @@ TEST(ScenarioDevice, NcclNeedsOneGpuPerRank) {
   }
 }
 
-struct RunResult {
-  int exitCode = -1;
-  std::string output;
-};
-
-RunResult runDistlab(const std::string& args) {
-  const std::string cmd = std::string(DISTLAB_CLI_PATH) + " " + args + " 2>&1";
-  RunResult r;
-  FILE* p = popen(cmd.c_str(), "r");
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof buf, p)) > 0) r.output.append(buf, n);
-  const int status = pclose(p);
-  r.exitCode = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  return r;
+testing::CommandOutput runDistlab(const std::string& args) {
+  return testing::runCommandLine(std::string(DISTLAB_CLI_PATH) + " " + args);
 }
 
 // The gpu scenario group through `distlab run`: skipped here (exit 77, one
@@ -178,17 +163,18 @@ TEST(ScenarioDevice, RunSkipsGpuScenariosWithExit77) {
   std::ofstream(dir.file("gpu.toml"))
       << scenario("world_size = 2\nbackend = \"shm\"\ndevice = \"cuda\"\n");
   std::ofstream(dir.file("cpu.toml")) << scenario("world_size = 2\n");
-  const RunResult alone = runDistlab("run " + dir.file("gpu.toml"));
+  const testing::CommandOutput alone = runDistlab("run " + dir.file("gpu.toml"));
   EXPECT_EQ(alone.exitCode, 77) << alone.output;
   EXPECT_NE(alone.output.find("SKIP  g/t"), std::string::npos) << alone.output;
   EXPECT_NE(alone.output.find("skipped: "), std::string::npos) << alone.output;
   EXPECT_NE(alone.output.find("1 scenarios: 0 passed, 0 failed, 1 skipped"), std::string::npos)
       << alone.output;
-  const RunResult both = runDistlab("run " + dir.path());
+  const testing::CommandOutput both = runDistlab("run " + dir.path());
   EXPECT_EQ(both.exitCode, 0) << both.output;
   EXPECT_NE(both.output.find("2 scenarios: 1 passed, 0 failed, 1 skipped"), std::string::npos)
       << both.output;
-  const RunResult group = runDistlab(std::string("run ") + DISTLAB_SOURCE_DIR + "/scenarios/gpu");
+  const testing::CommandOutput group =
+      runDistlab(std::string("run ") + DISTLAB_SOURCE_DIR + "/scenarios/gpu");
   EXPECT_EQ(group.exitCode, 77) << group.output;
   EXPECT_EQ(group.output.find("PASS"), std::string::npos) << group.output;
   EXPECT_EQ(group.output.find("FAIL"), std::string::npos) << group.output;
@@ -198,8 +184,9 @@ TEST(ScenarioDevice, RunSkipsGpuScenariosWithExit77) {
 // before any run (a sweep of skipped runs would print no figures).
 TEST(ScenarioDevice, BenchOverlapOnCudaNeedsAGpu) {
   if (machineHasCuda()) GTEST_SKIP() << "this machine has a CUDA device";
-  const RunResult r = runDistlab("bench overlap --device cuda --world-sizes 2 --caps 1 "
-                                 "--hooks '' --fsdp '' --no-tracing-overhead");
+  const testing::CommandOutput r = runDistlab(
+      "bench overlap --device cuda --world-sizes 2 --caps 1 "
+      "--hooks '' --fsdp '' --no-tracing-overhead");
   EXPECT_EQ(r.exitCode, 1) << r.output;
   EXPECT_NE(r.output.find("bench overlap --device cuda: "), std::string::npos) << r.output;
 }
