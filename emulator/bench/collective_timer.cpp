@@ -8,6 +8,7 @@
 #include <cmath>
 
 #include "distlab/config.hpp"
+#include "emulator/bench/bench_ops.hpp"
 #include "emulator/bench/collectives_bench.hpp"
 #include "runtime/comm/op_names.hpp"
 #include "runtime/core/clock.hpp"
@@ -20,15 +21,6 @@ namespace distlab::emulator {
 namespace {
 
 using comm::ProcessGroup;
-
-// A bench op's OpType: its name is torch.distributed's (runtime/comm/op_names.hpp).
-comm::OpType benchOpType(const std::string& op) {
-  return comm::parseApiName(op).value_or(comm::OpType::kUnknown);
-}
-
-float inputValue(int rank, uint64_t i) {
-  return static_cast<float>(static_cast<int64_t>((rank * 7 + i * 3) % 13) - 6);
-}
 
 // Note [Bench on CUDA]
 // A group whose only backend serves CUDA tensors (nccl) is benchmarked on the
@@ -64,79 +56,10 @@ void syncDevice(const Device& device) {
 #endif
 }
 
-Tensor rankInputOn(int rank, uint64_t count, const Device& device) {
-  Tensor t = empty({static_cast<int64_t>(count)}, TensorOptions{DType::kFloat32});
-  float* p = t.data<float>();
-  for (uint64_t i = 0; i < count; ++i) p[i] = inputValue(rank, i);
-  return device.isCpu() ? t : t.to(device);
-}
-
-// The buffers of one op at one size, and how to run / verify it.
-struct OpBuffers {
-  Tensor in;
-  Tensor out;
-  std::function<void()> run;
-  std::function<float(uint64_t)> expected;  // expected out[i]
-};
-
-// `async`: asyncOp=true (the progress thread's path) and Work::wait, else the
-// blocking path (asyncOp=false, run inline on the caller). `op` is one of
-// kBenchOps (validated before any rank starts).
-OpBuffers makeOp(ProcessGroup& g, const std::string& op, uint64_t count, bool async,
-                 const Device& dev) {
-  const int n = g.size(), me = g.rank();
-  const uint64_t m = count / n;  // per-rank part for the split ops
-  const TensorOptions f32{DType::kFloat32, dev};
-  const auto rankInput = [&dev](int rank, uint64_t c) { return rankInputOn(rank, c, dev); };
-  const comm::OpType type = benchOpType(op);
-  OpBuffers b;
-  if (type == comm::OpType::kAllreduce) {
-    b.in = rankInput(me, count);
-    b.out = b.in;
-    b.run = [&g, async, t = b.in] { g.allreduce(t, {.asyncOp = async})->wait(); };
-    b.expected = [n](uint64_t i) {
-      float s = 0;
-      for (int r = 0; r < n; ++r) s += inputValue(r, i);
-      return s;
-    };
-  } else if (type == comm::OpType::kAllgatherBase) {
-    b.in = rankInput(me, m);
-    b.out = empty({static_cast<int64_t>(count)}, f32);
-    b.run = [&g, async, in = b.in, out = b.out] {
-      g.allgatherIntoTensor(out, in, {.asyncOp = async})->wait();
-    };
-    b.expected = [m](uint64_t i) { return inputValue(static_cast<int>(i / m), i % m); };
-  } else if (type == comm::OpType::kReduceScatterBase) {
-    b.in = rankInput(me, count);
-    b.out = empty({static_cast<int64_t>(m)}, f32);
-    b.run = [&g, async, in = b.in, out = b.out] {
-      g.reduceScatterTensor(out, in, {.asyncOp = async})->wait();
-    };
-    b.expected = [n, m, me](uint64_t i) {
-      float s = 0;
-      for (int r = 0; r < n; ++r) s += inputValue(r, me * m + i);
-      return s;
-    };
-  } else if (type == comm::OpType::kBroadcast) {
-    b.in = rankInput(me, count);
-    b.out = b.in;
-    b.run = [&g, async, t = b.in] { g.broadcast(t, {.rootRank = 0, .asyncOp = async})->wait(); };
-    b.expected = [](uint64_t i) { return inputValue(0, i); };
-  } else if (type == comm::OpType::kAlltoallBase) {
-    b.in = rankInput(me, count);
-    b.out = empty({static_cast<int64_t>(count)}, f32);
-    b.run = [&g, async, in = b.in, out = b.out] {
-      g.alltoallSingle(out, in, {}, {}, {.asyncOp = async})->wait();
-    };
-    b.expected = [m, me](uint64_t i) { return inputValue(static_cast<int>(i / m), me * m + i % m); };
-  } else {
-    throw ValueError(fmt::format("bench collectives: unknown op '{}' (valid: {})", op,
-                                 fmt::join(kBenchOps, ", ")));
-  }
-  return b;
-}
-
+// Elements of this rank's output that differ from what the op must leave
+// there (0 when its output is not defined on this rank).
 int64_t countWrong(const OpBuffers& b) {
+  if (!b.checked) return 0;
   const Tensor host = b.out.device().isCpu() ? b.out : b.out.to(Device::cpu());
   const float* p = host.data<float>();
   int64_t wrong = 0;
@@ -177,22 +100,13 @@ void setRankMeans(BenchRow& row, const std::vector<double>& means) {
   row.rankMeanAvgUs = sum / static_cast<double>(means.size());
 }
 
-// float32 elements in a `bytes` buffer; the split ops round down to a whole
-// part per rank (at least one).
-uint64_t elementCount(const std::string& op, uint64_t bytes, int n) {
-  const uint64_t count = std::max<uint64_t>(1, bytes / 4);
-  const comm::OpType type = benchOpType(op);
-  if (type == comm::OpType::kAllreduce || type == comm::OpType::kBroadcast) return count;
-  return std::max<uint64_t>(n, count - count % n);
-}
-
 BenchRow benchOne(ProcessGroup& g, const std::string& backend, const std::string& mode,
                   const std::string& op, uint64_t bytes, const CollectivesBenchOptions& options) {
   const int n = g.size();
-  const uint64_t count = elementCount(op, bytes, n);
+  const uint64_t count = benchElementCount(op, bytes, n);
   BenchRow row{backend, mode, op, count * 4, count};
   const Device dev = benchDevice(g, options.device);
-  OpBuffers b = makeOp(g, op, count, mode == "async", dev);
+  OpBuffers b = makeBenchOp(g, op, count, mode == "async", dev);
   b.run();  // verification pass on the crafted inputs (a warm-up without --check)
   row.checked = options.check;
   if (options.check) {
@@ -236,13 +150,6 @@ BenchRow benchOne(ProcessGroup& g, const std::string& backend, const std::string
 
 }  // namespace
 
-double busBandwidthFactor(const std::string& op, int n) {
-  const comm::OpType type = benchOpType(op);
-  if (type == comm::OpType::kAllreduce) return 2.0 * (n - 1) / n;
-  if (type == comm::OpType::kBroadcast) return 1.0;
-  return static_cast<double>(n - 1) / n;
-}
-
 // Freshly forked ranks start out sharing one core until the scheduler spreads
 // them, and their waits have not warmed up; without this the first row measured
 // (8 B all_reduce) read 13 us where every later small message took under 2 us.
@@ -270,6 +177,7 @@ std::vector<BenchRow> benchRank(ProcessGroup& group, const std::string& backend,
       for (uint64_t bytes = options.minBytes; bytes <= options.maxBytes; bytes *= 2) {
         try {
           rows.push_back(benchOne(group, backend, mode, op, bytes, options));
+          if (rows.back().count == 0) break;  // barrier: one row (Note [Bench operations])
         } catch (const DistBackendError& e) {
           if (std::string(e.what()).find("does not support") == std::string::npos) throw;
           BenchRow row{backend, mode, op, bytes, bytes / 4};

@@ -45,26 +45,14 @@ using json = nlohmann::json;
 // took under 2 minutes here.
 constexpr std::chrono::seconds kPeerLimit{900};
 
-// The bench's operations: the flat-tensor collectives nccl-tests times, named
-// by the op table (Note [Op names]).
-constexpr std::array kBenchOpTypes = {comm::OpType::kAllreduce, comm::OpType::kAllgatherBase,
-                                      comm::OpType::kReduceScatterBase, comm::OpType::kBroadcast,
-                                      comm::OpType::kAlltoallBase};
-
 // What --ops took before the bench used PyTorch's names, for an error that
-// gives the new one. The bench always timed the flat-tensor forms.
-constexpr std::array<std::pair<std::string_view, comm::OpType>, 4> kOldBenchOps = {{
+// gives the new one. The bench always timed the flat-tensor forms. (Its
+// "reduce_scatter" is PyTorch's list form now, an op of its own.)
+constexpr std::array<std::pair<std::string_view, comm::OpType>, 3> kOldBenchOps = {{
     {"allreduce", comm::OpType::kAllreduce},
     {"allgather", comm::OpType::kAllgatherBase},
-    {"reduce_scatter", comm::OpType::kReduceScatterBase},
     {"alltoall", comm::OpType::kAlltoallBase},
 }};
-
-std::vector<std::string> benchOps() {
-  std::vector<std::string> ops;
-  for (comm::OpType type : kBenchOpTypes) ops.emplace_back(comm::apiName(type));
-  return ops;
-}
 
 // Throws ValueError naming the flag for an op the bench does not run.
 void checkBenchOp(const std::string& op) {
@@ -88,14 +76,10 @@ json busBandwidthFactors(int worldSize) {
 
 }  // namespace
 
-bool benchOpReduces(const std::string& op) {
-  const auto type = comm::parseApiName(op);
-  return type == comm::OpType::kAllreduce || type == comm::OpType::kReduceScatterBase;
-}
-
 json benchRowToJson(const BenchRow& r) {
   return json{{"backend", r.backend}, {"mode", r.mode}, {"op", r.op},         {"bytes", r.bytes},
-              {"count", r.count},     {"type", "float32"},  {"redop", "sum"},
+              {"count", r.count},     {"type", "float32"},
+              {"redop", benchOpReduces(r.op) ? "sum" : "none"},
               {"iters", r.iters},     {"time_p50_us", r.p50Us}, {"time_avg_us", r.avgUs},
               {"algbw_GBps", r.algbwGBps}, {"busbw_GBps", r.busbwGBps}, {"wrong", r.wrong},
               {"checked", r.checked}, {"rank_mean_us", {{"rank0", r.rank0MeanUs},
@@ -256,8 +240,8 @@ const char* modeTitle(const std::string& mode) {
 
 void printTable(std::ostream& out, const std::string& backend, const std::string& mode,
                 const std::vector<BenchRow>& rows, const CollectivesBenchOptions& o) {
-  out << fmt::format("#\n# backend {}  {}\n# world size {}  type float32  redop sum  warmup {}  "
-                     "iters {}\n",
+  out << fmt::format("#\n# backend {}  {}\n# world size {}  type float32  redop sum (where it "
+                     "reduces)  warmup {}  iters {}\n",
                      backend, modeTitle(mode), o.worldSize, o.warmup,
                      o.iters > 0 ? std::to_string(o.iters) : "auto");
   if (!rows.empty() && !rows.front().debug.empty()) {  // a distlab series, not a peer
@@ -378,7 +362,7 @@ void validate(const CollectivesBenchOptions& o) {
 
 }  // namespace
 
-const std::vector<std::string> kBenchOps = benchOps();
+const std::vector<std::string> kBenchOps = benchOpNames();
 
 double measureMemcpyGBps() {
   const size_t bytes = 64ull << 20;
@@ -454,8 +438,8 @@ int runCollectivesBench(const CollectivesBenchOptions& options, std::ostream& ou
                        "rounds' p50s, each ratio the median of the per-round ratios\n",
                        o.rounds);
   }
-  out << "# busbw = algbw x factor: all_reduce 2(n-1)/n; all_gather_into_tensor, "
-         "reduce_scatter_tensor, all_to_all_single (n-1)/n; broadcast 1 (nccl-tests)\n";
+  out << "# busbw = algbw x factor: all_reduce 2(n-1)/n; broadcast, reduce, send_recv 1; the "
+         "gathers, scatters and all-to-alls (n-1)/n; barrier 0 (nccl-tests)\n";
   int64_t wrong = 0;
   for (const auto& b : o.backends) {
     for (const auto& mode : modesOf(o)) printTable(out, b, mode, all.at(b), o);

@@ -28,6 +28,7 @@
 
 #include <nlohmann/json_fwd.hpp>
 
+#include "emulator/bench/bench_ops.hpp"
 #include "runtime/comm/process_group.hpp"
 
 namespace distlab::emulator {
@@ -103,10 +104,6 @@ struct BenchRow {
   std::vector<double> roundP50Us;
 };
 
-// Whether `op` reduces (its rows say redop sum; the others none).
-bool benchOpReduces(const std::string& op);
-// Bus-bandwidth factor of `op` at world size n (see the header comment).
-double busBandwidthFactor(const std::string& op, int n);
 // memcpy bandwidth of this machine in GB/s (64 MiB buffers, best of 5).
 double measureMemcpyGBps();
 

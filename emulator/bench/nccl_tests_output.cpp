@@ -16,11 +16,9 @@ namespace {
 
 using OrderedJson = nlohmann::ordered_json;  // nccl-tests' key order
 
-// nccl-tests' root column: the broadcast's root, -1 for the others, as its
+// nccl-tests' root column: a rooted op's root, -1 for the others, as its
 // "%6i" writes it (the JSON keeps that string).
-std::string rootField(const std::string& op) {
-  return fmt::format("{:6}", comm::parseApiName(op) == comm::OpType::kBroadcast ? 0 : -1);
-}
+std::string rootField(const std::string& op) { return fmt::format("{:6}", benchOpRoot(op)); }
 
 double algbwAt(const BenchRow& r, double timeUs) {
   return timeUs > 0 ? static_cast<double>(r.bytes) / (timeUs * 1e3) : 0.0;

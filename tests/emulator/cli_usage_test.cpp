@@ -74,8 +74,8 @@ TEST(CliUsage, BenchRejectsEmptyOpsUnknownOptionsAndUnwritableJson) {
   // The spellings --ops took before it used PyTorch's names get the new one.
   expectUsageError("bench collectives --ops broadcast,allgather",
                    "--ops: \"allgather\" is spelled \"all_gather_into_tensor\" (PyTorch's name)");
-  expectUsageError("bench collectives --ops reduce_scatter",
-                   "--ops: \"reduce_scatter\" is spelled \"reduce_scatter_tensor\"");
+  expectUsageError("bench collectives --ops alltoall",
+                   "--ops: \"alltoall\" is spelled \"all_to_all_single\"");
   expectUsageError("bench collectives --option shm.slot_byte=4096",
                    "--option: backend option 'shm.slot_byte' is not known");
   expectUsageError("bench collectives --option noequals", "--option 'noequals' is not key=value");

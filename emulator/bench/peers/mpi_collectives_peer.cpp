@@ -1,11 +1,12 @@
 // distlab_mpi_peer: the Open MPI side of `distlab bench collectives --peer mpi`.
-// Runs under mpirun; times MPI_Allreduce, MPI_Allgather, MPI_Reduce_scatter_block,
-// MPI_Bcast and MPI_Alltoall on exactly the sizes, inputs, iteration rule and
-// statistics of distlab's own rows (emulator/bench/collective_timer.cpp), so the
-// two tables compare like with like, and writes rank 0's rows as JSON. Ops are
-// named as distlab's bench names them (torch.distributed's all_reduce,
-// all_gather_into_tensor, reduce_scatter_tensor, broadcast, all_to_all_single),
-// so the rows of both sides pair up by name.
+// Runs under mpirun; times the MPI call that does what each of distlab's bench
+// operations does (Note [Bench operations] in emulator/bench/bench_ops.hpp) on
+// exactly the sizes, inputs, iteration rule and statistics of distlab's own
+// rows (emulator/bench/collective_timer.cpp), so the two tables compare like
+// with like, and writes rank 0's rows as JSON. Ops are named as distlab's
+// bench names them (torch.distributed's names, and send_recv), so the rows of
+// both sides pair up by name. MPI has no list forms: all_gather,
+// reduce_scatter and all_to_all time the same calls as their flat forms.
 //
 //   mpirun -np N distlab_mpi_peer --ops all_reduce,all_gather_into_tensor --min-bytes 8
 //          --max-bytes 67108864 --iters 0 --warmup 5 --out rows.json
@@ -24,6 +25,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <functional>
+#include <initializer_list>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -81,6 +83,8 @@ struct Op {
   std::vector<float> in, out;
   std::function<void()> run;
   std::function<float(uint64_t)> expected;
+  bool inPlace = false;  // the result is in `in` (all_reduce, broadcast, reduce)
+  bool checked = true;   // false: this rank's output is not defined (reduce, gather off root)
 };
 
 void fill(std::vector<float>& v, int rank, uint64_t count) {
@@ -88,51 +92,136 @@ void fill(std::vector<float>& v, int rank, uint64_t count) {
   for (uint64_t i = 0; i < count; ++i) v[i] = inputValue(rank, i);
 }
 
-Op makeOp(const std::string& name, uint64_t count, int me, int n) {
-  const uint64_t m = count / n;
-  const int cm = static_cast<int>(m), cc = static_cast<int>(count);
-  Op op;
-  fill(op.in, me, name == "all_gather_into_tensor" ? m : count);
-  op.out.resize(name == "reduce_scatter_tensor" ? m : count);
-  // Raw pointers: the vectors' buffers survive the move of `op` to the caller.
+float sumOverRanks(int n, uint64_t i) {
+  float s = 0;
+  for (int r = 0; r < n; ++r) s += inputValue(r, i);
+  return s;
+}
+
+bool is(const std::string& name, std::initializer_list<const char*> names) {
+  for (const char* n : names) {
+    if (name == n) return true;
+  }
+  return false;
+}
+
+// all_reduce, broadcast, reduce: one buffer, in place (reduce: on the root).
+void inPlace(Op& op, const std::string& name, uint64_t count, int me, int n) {
+  fill(op.in, me, count);
+  op.inPlace = true;
   float* in = op.in.data();
-  float* out = op.out.data();
+  const int cc = static_cast<int>(count);
   if (name == "all_reduce") {
-    // In place, like distlab's all_reduce; `out` mirrors `in` after the run.
     op.run = [=] { MPI_Allreduce(MPI_IN_PLACE, in, cc, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD); };
-    op.expected = [n](uint64_t i) {
-      float s = 0;
-      for (int r = 0; r < n; ++r) s += inputValue(r, i);
-      return s;
-    };
-  } else if (name == "all_gather_into_tensor") {
-    op.run = [=] { MPI_Allgather(in, cm, MPI_FLOAT, out, cm, MPI_FLOAT, MPI_COMM_WORLD); };
-    op.expected = [m](uint64_t i) { return inputValue(static_cast<int>(i / m), i % m); };
-  } else if (name == "reduce_scatter_tensor") {
-    op.run = [=] { MPI_Reduce_scatter_block(in, out, cm, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD); };
-    op.expected = [n, m, me](uint64_t i) {
-      float s = 0;
-      for (int r = 0; r < n; ++r) s += inputValue(r, me * m + i);
-      return s;
-    };
   } else if (name == "broadcast") {
     op.run = [=] { MPI_Bcast(in, cc, MPI_FLOAT, 0, MPI_COMM_WORLD); };
     op.expected = [](uint64_t i) { return inputValue(0, i); };
-  } else if (name == "all_to_all_single") {
-    // count / n elements to each rank (count is a multiple of n).
+    return;
+  } else {
+    op.run = [=] {
+      MPI_Reduce(me == 0 ? MPI_IN_PLACE : in, in, cc, MPI_FLOAT, MPI_SUM, 0, MPI_COMM_WORLD);
+    };
+    op.checked = me == 0;
+  }
+  op.expected = [n](uint64_t i) { return sumOverRanks(n, i); };
+}
+
+// The gathers: rank q's m elements at q * m of `out` (gather: on the root).
+void gathering(Op& op, const std::string& name, uint64_t count, int me, int n) {
+  const uint64_t m = count / n;
+  fill(op.in, me, m);
+  op.out.resize(count);
+  float* in = op.in.data();
+  float* out = op.out.data();
+  const int cm = static_cast<int>(m);
+  if (name == "gather") {
+    op.run = [=] { MPI_Gather(in, cm, MPI_FLOAT, out, cm, MPI_FLOAT, 0, MPI_COMM_WORLD); };
+    op.checked = me == 0;
+  } else {
+    op.run = [=] { MPI_Allgather(in, cm, MPI_FLOAT, out, cm, MPI_FLOAT, MPI_COMM_WORLD); };
+  }
+  op.expected = [m](uint64_t i) { return inputValue(static_cast<int>(i / m), i % m); };
+}
+
+// The scatters: this rank's m elements of the count-element input(s).
+void scattering(Op& op, const std::string& name, uint64_t count, int me, int n) {
+  const uint64_t m = count / n, offset = static_cast<uint64_t>(me) * m;
+  fill(op.in, name == "scatter" ? 0 : me, count);
+  op.out.resize(m);
+  float* in = op.in.data();
+  float* out = op.out.data();
+  const int cm = static_cast<int>(m);
+  if (name == "scatter") {
+    op.run = [=] { MPI_Scatter(in, cm, MPI_FLOAT, out, cm, MPI_FLOAT, 0, MPI_COMM_WORLD); };
+    op.expected = [offset](uint64_t i) { return inputValue(0, offset + i); };
+    return;
+  }
+  op.run = [=] { MPI_Reduce_scatter_block(in, out, cm, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD); };
+  op.expected = [n, offset](uint64_t i) { return sumOverRanks(n, offset + i); };
+}
+
+Op makeOp(const std::string& name, uint64_t count, int me, int n) {
+  Op op;
+  if (is(name, {"all_reduce", "broadcast", "reduce"})) {
+    inPlace(op, name, count, me, n);
+  } else if (is(name, {"all_gather_into_tensor", "all_gather", "gather"})) {
+    gathering(op, name, count, me, n);
+  } else if (is(name, {"reduce_scatter_tensor", "reduce_scatter", "scatter"})) {
+    scattering(op, name, count, me, n);
+  } else if (is(name, {"all_to_all_single", "all_to_all"})) {
+    const uint64_t m = count / n, offset = static_cast<uint64_t>(me) * m;
+    fill(op.in, me, count);
+    op.out.resize(count);
+    float* in = op.in.data();
+    float* out = op.out.data();
+    const int cm = static_cast<int>(m);
     op.run = [=] { MPI_Alltoall(in, cm, MPI_FLOAT, out, cm, MPI_FLOAT, MPI_COMM_WORLD); };
-    op.expected = [m, me](uint64_t i) { return inputValue(static_cast<int>(i / m), me * m + i % m); };
+    op.expected = [m, offset](uint64_t i) {
+      return inputValue(static_cast<int>(i / m), offset + i % m);
+    };
+  } else if (name == "barrier") {
+    op.run = [] { MPI_Barrier(MPI_COMM_WORLD); };
+    op.expected = [](uint64_t) { return 0.0f; };
+  } else if (name == "send_recv") {
+    if (n < 2) usage("send_recv needs at least 2 ranks");
+    fill(op.in, me, count);
+    op.out.resize(count);
+    float* in = op.in.data();
+    float* out = op.out.data();
+    const int cc = static_cast<int>(count), next = (me + 1) % n, previous = (me + n - 1) % n;
+    op.run = [=] {
+      MPI_Sendrecv(in, cc, MPI_FLOAT, next, 0, out, cc, MPI_FLOAT, previous, 0, MPI_COMM_WORLD,
+                   MPI_STATUS_IGNORE);
+    };
+    op.expected = [previous](uint64_t i) { return inputValue(previous, i); };
   } else {
     usage("unknown op " + name);
   }
   return op;
 }
 
-int64_t countWrong(const std::string& name, Op& op) {
-  const std::vector<float>& got = name == "all_reduce" || name == "broadcast" ? op.in : op.out;
+int64_t countWrong(Op& op) {
+  if (!op.checked) return 0;
+  const std::vector<float>& got = op.inPlace ? op.in : op.out;
   int64_t wrong = 0;
   for (uint64_t i = 0; i < got.size(); ++i) wrong += got[i] != op.expected(i) ? 1 : 0;
   return wrong;
+}
+
+// nccl-tests' bus factors, as distlab's busBandwidthFactor (bench_ops.cpp).
+double busFactor(const std::string& name, int n) {
+  if (name == "all_reduce") return 2.0 * (n - 1) / n;
+  if (name == "barrier") return 0.0;
+  if (is(name, {"broadcast", "reduce", "send_recv"})) return 1.0;
+  return static_cast<double>(n - 1) / n;
+}
+
+// Elements of a row of `bytes`, as distlab's benchElementCount (bench_ops.cpp).
+uint64_t elementCount(const std::string& name, uint64_t bytes, int n) {
+  if (name == "barrier") return 0;
+  uint64_t count = std::max<uint64_t>(1, bytes / 4);
+  if (is(name, {"all_reduce", "broadcast", "reduce", "send_recv"})) return count;
+  return std::max<uint64_t>(n, count - count % n);
 }
 
 std::string row(const std::string& name, uint64_t count, int iters, std::vector<double>& times,
@@ -141,9 +230,7 @@ std::string row(const std::string& name, uint64_t count, int iters, std::vector<
   for (double t : times) sum += t;
   std::nth_element(times.begin(), times.begin() + iters / 2, times.end());
   const double p50 = times[iters / 2];
-  const double factor = name == "all_reduce" ? 2.0 * (n - 1) / n
-                        : name == "broadcast" ? 1.0
-                                              : static_cast<double>(n - 1) / n;
+  const double factor = busFactor(name, n);
   const double algbw = static_cast<double>(count * 4) / (p50 * 1e3);
   char buf[512];
   std::snprintf(buf, sizeof(buf),
@@ -157,11 +244,10 @@ std::string row(const std::string& name, uint64_t count, int iters, std::vector<
 }
 
 std::string benchOne(const std::string& name, uint64_t bytes, const Args& a, int me, int n) {
-  uint64_t count = std::max<uint64_t>(1, bytes / 4);
-  if (name != "all_reduce" && name != "broadcast") count = std::max<uint64_t>(n, count - count % n);
+  const uint64_t count = elementCount(name, bytes, n);
   Op op = makeOp(name, count, me, n);
   op.run();
-  int64_t wrong = countWrong(name, op);
+  int64_t wrong = countWrong(op);
   MPI_Allreduce(MPI_IN_PLACE, &wrong, 1, MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD);
   const double warmStart = MPI_Wtime();
   for (int i = 0; i < a.warmup; ++i) op.run();
@@ -204,6 +290,7 @@ int main(int argc, char** argv) {
     for (uint64_t bytes = a.minBytes; bytes <= a.maxBytes; bytes *= 2) {
       const std::string r = benchOne(name, bytes, a, me, n);
       rows += (rows.size() > 1 ? ",\n" : "") + r;
+      if (name == "barrier") break;  // one row, as distlab's
     }
   }
   rows += "]\n";

@@ -1,13 +1,15 @@
 #!/usr/bin/python3
 """The PyTorch side of `distlab bench collectives --peer torch-gloo`.
 
-Times torch.distributed's all_reduce, all_gather_into_tensor, reduce_scatter_tensor,
-broadcast and all_to_all_single on the gloo backend (blocking calls), each named in --ops
-and in the rows by its torch.distributed name as distlab's are, with the same
+Times torch.distributed's collectives on the gloo backend (blocking calls): the ops of
+Note [Bench operations] in emulator/bench/bench_ops.hpp, each named in --ops and in the
+rows by its torch.distributed name as distlab's are (send_recv: isend to rank + 1 and
+irecv from rank - 1), with the same
 sizes, inputs, iteration rule and statistics as distlab's rows
 (emulator/bench/collective_timer.cpp), and writes rank 0's rows as JSON.
 Ranks are forked processes meeting through a FileStore next to --out.
-gloo has no reduce_scatter_tensor: such rows carry the error, as distlab's do.
+An op gloo does not support (reduce_scatter_tensor, reduce_scatter) gives a row with the
+error, as distlab's do.
 """
 import argparse
 import json
@@ -42,13 +44,74 @@ def make_op(torch, dist, name, count, me, n):
         src, out = input_values(torch, me, count), torch.empty(count)
         expected = torch.cat([input_values(torch, r, count)[me * m:(me + 1) * m] for r in range(n)])
         return (lambda: dist.all_to_all_single(out, src)), out, expected
+    return make_more_op(torch, dist, name, count, me, n)
+
+
+def make_more_op(torch, dist, name, count, me, n):
+    """The rooted ops, the list forms, barrier and send_recv (Note [Bench operations]
+    in emulator/bench/bench_ops.hpp); a rank whose output is undefined checks nothing."""
+    m = count // n
+    if name == "reduce":
+        t = input_values(torch, me, count)
+        expected = sum(input_values(torch, r, count) for r in range(n)) if me == 0 else t
+        return (lambda: dist.reduce(t, 0)), t, expected if me == 0 else None
+    if name in ("all_gather", "gather"):
+        src, out = input_values(torch, me, m), torch.empty(count)
+        outs = list(out.split(m))
+        expected = torch.cat([input_values(torch, r, m) for r in range(n)])
+        if name == "all_gather":
+            return (lambda: dist.all_gather(outs, src)), out, expected
+        return ((lambda: dist.gather(src, outs if me == 0 else None, dst=0)), out,
+                expected if me == 0 else None)
+    if name == "scatter":
+        src, out = input_values(torch, 0, count), torch.empty(m)
+        ins = list(src.split(m)) if me == 0 else None
+        return (lambda: dist.scatter(out, ins, src=0)), out, src[me * m:(me + 1) * m].clone()
+    if name == "reduce_scatter":
+        src, out = input_values(torch, me, count), torch.empty(m)
+        expected = sum(input_values(torch, r, count) for r in range(n))[me * m:(me + 1) * m]
+        return (lambda: dist.reduce_scatter(out, list(src.split(m)))), out, expected
+    if name == "all_to_all":
+        src, out = input_values(torch, me, count), torch.empty(count)
+        expected = torch.cat([input_values(torch, r, count)[me * m:(me + 1) * m] for r in range(n)])
+        return (lambda: dist.all_to_all(list(out.split(m)), list(src.split(m)))), out, expected
+    if name == "barrier":
+        return (lambda: dist.barrier()), None, None
+    if name == "send_recv":
+        src, out = input_values(torch, me, count), torch.empty(count)
+        nxt, prev = (me + 1) % n, (me + n - 1) % n
+
+        def run():
+            sent = dist.isend(src, nxt)
+            dist.irecv(out, prev).wait()
+            sent.wait()
+        return run, out, input_values(torch, prev, count)
     raise SystemExit(f"distlab_torch_gloo_peer: unknown op {name}")
 
 
-def bench_one(torch, dist, args, name, nbytes, me, n):
+def element_count(name, nbytes, n):
+    """As distlab's benchElementCount (emulator/bench/bench_ops.cpp)."""
+    if name == "barrier":
+        return 0
     count = max(1, nbytes // 4)
-    if name not in ("all_reduce", "broadcast"):
-        count = max(n, count - count % n)
+    if name in ("all_reduce", "broadcast", "reduce", "send_recv"):
+        return count
+    return max(n, count - count % n)
+
+
+def bus_factor(name, n):
+    """As distlab's busBandwidthFactor (emulator/bench/bench_ops.cpp)."""
+    if name == "all_reduce":
+        return 2.0 * (n - 1) / n
+    if name == "barrier":
+        return 0.0
+    if name in ("broadcast", "reduce", "send_recv"):
+        return 1.0
+    return (n - 1) / n
+
+
+def bench_one(torch, dist, args, name, nbytes, me, n):
+    count = element_count(name, nbytes, n)
     row = {"backend": "torch-gloo", "mode": "blocking", "op": name, "bytes": count * 4,
            "count": count, "iters": 0, "time_p50_us": 0, "time_avg_us": 0, "algbw_GBps": 0,
            "busbw_GBps": 0, "wrong": 0, "error": ""}
@@ -58,7 +121,8 @@ def bench_one(torch, dist, args, name, nbytes, me, n):
     except RuntimeError as e:  # e.g. gloo: reduce_scatter_tensor not supported
         row["error"] = str(e).splitlines()[0]
         return row
-    wrong = torch.tensor([int((out != expected).sum())], dtype=torch.int64)
+    checked = expected is not None
+    wrong = torch.tensor([int((out != expected).sum()) if checked else 0], dtype=torch.int64)
     dist.all_reduce(wrong)
     start = time.perf_counter()
     for _ in range(args.warmup):
@@ -79,7 +143,7 @@ def bench_one(torch, dist, args, name, nbytes, me, n):
     dist.all_reduce(local, op=dist.ReduceOp.MAX)
     times = sorted(local.tolist())
     p50 = times[iters // 2]
-    factor = 2.0 * (n - 1) / n if name == "all_reduce" else 1.0 if name == "broadcast" else (n - 1) / n
+    factor = bus_factor(name, n)
     algbw = count * 4 / (p50 * 1e3)
     row.update(iters=iters, time_p50_us=p50, time_avg_us=sum(times) / iters, algbw_GBps=algbw,
                busbw_GBps=algbw * factor, wrong=int(wrong.item()))
@@ -99,8 +163,8 @@ def rank_main(me, args):
         while nbytes <= args.max_bytes:
             row = bench_one(torch, dist, args, name, nbytes, me, n)
             rows.append(row)
-            if row["error"]:
-                break  # the same for every size
+            if row["error"] or name == "barrier":
+                break  # the same for every size; barrier: one row
             nbytes *= 2
     if me == 0:
         with open(args.out, "w") as f:
