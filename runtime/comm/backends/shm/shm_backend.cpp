@@ -78,10 +78,9 @@ ShmBackend::ShmBackend(const BackendContext& context)
   group_.wait = waitPolicyFor(ctx_.size);
   agreeOnSingleCopy(options.singleCopy);
   progress_ = std::make_shared<ProgressThread>("shm:" + ctx_.groupName);
-  p2p_ = std::make_unique<ShmP2P>(*segment_, *peers_, ctx_.groupName,
-                                  [this](std::exception_ptr e, FailureKind kind) {
-                                    markFailed(e, kind);
-                                  });
+  p2p_ = std::make_unique<ShmP2P>(
+      *segment_, *peers_, ctx_.groupName,
+      [this](std::exception_ptr e, FailureKind kind) { markFailed(e, kind); }, group_.wait);
 }
 
 void ShmBackend::agreeOnSingleCopy(SingleCopyMode mode) {
