@@ -8,7 +8,6 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "runtime/comm/op_names.hpp"
 #include "runtime/core/errors.hpp"
 
 namespace distlab::emulator {
@@ -114,8 +113,8 @@ void writeNcclTestsCsv(const std::string& path, const std::vector<BenchRow>& row
     const double algbw = algbwAt(r, time);
     out << fmt::format("{},{},{},{},{},float,{},{},{:.3f},{:.4f},{:.4f},{},{:.3f},{:.3f},{:.3f},"
                        "{:.3f}\n",
-                       r.backend, r.mode, r.op, r.bytes, r.count, benchOpReduces(r.op) ? "sum" : "none",
-                       comm::parseApiName(r.op) == comm::OpType::kBroadcast ? 0 : -1, time, algbw,
+                       r.backend, r.mode, r.op, r.bytes, r.count,
+                       benchOpReduces(r.op) ? "sum" : "none", benchOpRoot(r.op), time, algbw,
                        algbw * busBandwidthFactor(r.op, o.worldSize),
                        r.checked ? std::to_string(r.wrong) : std::string("N/A"), r.rank0MeanUs,
                        r.rankMeanAvgUs, r.rankMeanMinUs, r.rankMeanMaxUs);

@@ -194,6 +194,41 @@ TEST(BenchOutput, CsvAndJsonFollowNcclTestsAndAgree) {
   EXPECT_EQ(j["args"], json(o.commandLine));
 }
 
+// Every op of Note [Bench operations] at world 3 (rooted ops have a root
+// that is not every rank; the split ops a part per rank): every result
+// verified, nccl-tests' redop / root / bus factor per op, barrier one row.
+TEST(BenchOutput, EveryOpRunsVerifiedWithItsOwnConventions) {
+  testing::TempDir dir;
+  CollectivesBenchOptions o = smallSweep(dir);
+  o.ops = kBenchOps;
+  o.worldSize = 3;
+  o.maxBytes = 4096;
+  o.iters = 3;
+  std::ostringstream table;
+  ASSERT_EQ(runCollectivesBench(o, table), 0) << table.str();
+  std::map<std::string, int> rowsPerOp;
+  for (const auto& row : readCsv(o.csvPath)) {
+    const std::string& op = row.at("op");
+    ++rowsPerOp[op];
+    EXPECT_EQ(row.at("#wrong"), "0") << op << " at " << row.at("size");
+    EXPECT_EQ(row.at("redop"), benchOpReduces(op) ? "sum" : "none") << op;
+    EXPECT_EQ(std::stoi(row.at("root")), benchOpRoot(op)) << op;
+    const bool split = benchElementCount(op, 64, 3) != 16 && op != "barrier";
+    if (split) {
+      EXPECT_EQ(static_cast<int64_t>(number(row, "count")) % 3, 0) << op;
+    }
+  }
+  ASSERT_EQ(rowsPerOp.size(), kBenchOps.size());
+  EXPECT_EQ(rowsPerOp.at("barrier"), 1);
+  EXPECT_EQ(rowsPerOp.at("send_recv"), 10);  // 8 B .. 4 KiB
+  EXPECT_EQ(benchOpRoot("gather"), 0);
+  EXPECT_EQ(benchOpRoot("all_gather"), -1);
+  EXPECT_TRUE(benchOpReduces("reduce_scatter"));
+  EXPECT_DOUBLE_EQ(busBandwidthFactor("reduce", 3), 1.0);
+  EXPECT_DOUBLE_EQ(busBandwidthFactor("all_to_all", 4), 0.75);
+  EXPECT_DOUBLE_EQ(busBandwidthFactor("barrier", 4), 0.0);
+}
+
 TEST(BenchOutput, CheckCountsTheElementsACorruptingBackendGotWrong) {
   testing::TempDir dir;
   CollectivesBenchOptions o = smallSweep(dir);
