@@ -56,7 +56,7 @@ void ringRead(const uint8_t* ring, uint64_t cap, uint64_t pos, uint8_t* dst, uin
 // streams through it in pieces, each waiting for the peer to drain the last:
 // driven by both callers while both engines also ran, 1-16 MiB exchanges
 // took 1.7-2.4 times as long as with the engines alone, so they keep the
-// engine threads (and Open MPI's edge there is its single copy, not this).
+// engine threads.
 constexpr uint64_t kDrivenBytes = 16 * 1024;
 constexpr int64_t kP2PSpinNs = 20'000;
 
@@ -174,7 +174,7 @@ void ShmP2P::postSend(WorkPtr work, const Tensor& tensor, int dst, int tag, uint
                                        tensor.nbytes(), dst, tag, seq, timeout,
                                        Deadline::after(timeout)});
   const bool small = s->bytes <= kDrivenBytes;
-  if (small) WorkCompletion::setInlineRunner(*work, waiter_, reinterpret_cast<uint64_t>(work.get()));
+  if (small) driveWhenWaited(*work);
   {
     std::lock_guard<std::mutex> lock(mutex_);
     postedSends_.push_back(std::move(s));
@@ -188,7 +188,7 @@ void ShmP2P::postRecv(WorkPtr work, const Tensor& tensor, int src, int tag, Mill
                                        tensor.nbytes(), src, tag, timeout,
                                        Deadline::after(timeout)});
   const bool small = r->bytes <= kDrivenBytes;
-  if (small) WorkCompletion::setInlineRunner(*work, waiter_, reinterpret_cast<uint64_t>(work.get()));
+  if (small) driveWhenWaited(*work);
   {
     std::lock_guard<std::mutex> lock(mutex_);
     postedRecvs_.push_back(std::move(r));
@@ -585,6 +585,11 @@ void ShmP2P::sleepUntilRung(uint32_t seen) {
     futexWait(&me.p2pBell, seen, idleSleepNs);
   }
   me.p2pSleepers.fetch_sub(1, std::memory_order_seq_cst);
+}
+
+void ShmP2P::driveWhenWaited(Work& work) {
+  // The ticket is the Work's address (Note [Waiting drives the engine]).
+  WorkCompletion::setInlineRunner(work, waiter_, reinterpret_cast<uint64_t>(&work));
 }
 
 bool ShmP2P::driveRound(bool* moved) {

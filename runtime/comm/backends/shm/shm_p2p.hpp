@@ -42,17 +42,17 @@
 // caller posts and rings its engine, which wakes, writes and rings the peer's
 // engine, which wakes, reads and completes the Work, which wakes the peer's
 // caller. Three futex wake-ups per message, each tens of us on a busy
-// machine: a 32 B exchange between two ranks took 40-110 us where Open MPI,
+// machine: a 32 B exchange between two ranks took 13-75 us where Open MPI,
 // whose callers poll, takes 0.6 us. So a caller that waits for its send or
-// receive drives the engine itself (Work::wait's inline runner, Note [Waiting
-// helps] in progress_thread.hpp): it runs the engine's rounds on its own
-// thread while they move bytes, and while they do not for up to the group's
-// spin time (then yields, when ranks outnumber cores), and returns as soon as
-// its Work completed; after that it sleeps in Work::wait as before and the
-// engine thread carries on. The engine's state is guarded by one mutex that
-// the engine thread takes around each round and a waiter only tries to take,
-// so a round runs on one thread at a time, exactly as it would on the
-// engine's; what a round completes may run callbacks on the waiter's thread,
+// receive of up to 16 KiB drives the engine itself (Work::wait's inline
+// runner, Note [Waiting helps] in progress_thread.hpp): it runs the engine's
+// rounds on its own thread while they move bytes, and while they do not for
+// up to 20 us (plus the group's yield time, yielding, when ranks outnumber
+// cores), and returns as soon as its Work completed; if it gives up first, it
+// rings the engine thread, which carries on, and sleeps in Work::wait as
+// before. The engine's state is guarded by one mutex that the engine thread
+// takes around each round and a waiter only tries to take, so a round runs on
+// one thread at a time, exactly as it would on the engine's; what a round completes may run callbacks on the waiter's thread,
 // and a wait started from inside a round (a completion callback) does not
 // drive again. The caller's Work is told apart by its address, which is its
 // ticket: Work::wait runs on that Work, so it is alive while it drives.
@@ -137,6 +137,9 @@ class ShmP2P {
   // One engine round on this thread, unless another thread runs one or this
   // thread is inside one; returns whether it ran (and whether it moved bytes).
   bool driveRound(bool* moved = nullptr);
+  // Makes Work::wait on `work` drive the engine (a message of at most
+  // kDrivenBytes; the larger ones stream with the engine thread alone).
+  void driveWhenWaited(Work& work);
   void loop();
   bool progress();
   bool nothingInFlight() const;  // Note [Idle p2p engine]
