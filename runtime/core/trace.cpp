@@ -3,6 +3,9 @@
 #include <algorithm>
 #include <map>
 #include <mutex>
+#include <new>
+
+#include "runtime/core/trace_records.hpp"
 
 namespace distlab::trace {
 
@@ -14,8 +17,8 @@ namespace {
 
 struct ThreadBuffer {
   std::mutex mutex;
-  std::vector<Event> events;  // GUARDED_BY(mutex)
-  uint64_t dropped = 0;       // GUARDED_BY(mutex)
+  detail::RecordStore records;  // GUARDED_BY(mutex); Note [Trace records outside the heap]
+  uint64_t dropped = 0;         // GUARDED_BY(mutex)
   uint32_t track = 0;
 };
 
@@ -56,11 +59,15 @@ void record(Event e) {
   if (tSuppressed) return;
   ThreadBuffer& b = buffer();
   std::lock_guard<std::mutex> lock(b.mutex);
-  if (b.events.size() >= kMaxEventsPerThread) {
+  if (b.records.size() >= kMaxEventsPerThread) {
     ++b.dropped;
     return;
   }
-  b.events.push_back(std::move(e));
+  try {
+    b.records.append(e);
+  } catch (const std::bad_alloc&) {
+    ++b.dropped;  // out of address space: the event is lost, counted, the run goes on
+  }
 }
 
 }  // namespace
@@ -83,7 +90,7 @@ void clear() {
   std::lock_guard<std::mutex> lock(r.mutex);
   for (auto& b : r.buffers) {
     std::lock_guard<std::mutex> bl(b->mutex);
-    b->events.clear();
+    b->records.clear();
     b->dropped = 0;
   }
 }
@@ -157,7 +164,9 @@ Snapshot snapshot() {
   s.tracks = r.tracks;
   for (auto& b : r.buffers) {
     std::lock_guard<std::mutex> bl(b->mutex);
-    s.events.insert(s.events.end(), b->events.begin(), b->events.end());
+    std::vector<Event> events = b->records.events();
+    s.events.insert(s.events.end(), std::make_move_iterator(events.begin()),
+                    std::make_move_iterator(events.end()));
     s.dropped += b->dropped;
   }
   std::stable_sort(s.events.begin(), s.events.end(),

@@ -125,7 +125,8 @@ struct TrackInfo {
 struct Snapshot {
   std::vector<TrackInfo> tracks;
   std::vector<Event> events;  // per track in recording order, tracks in id order
-  uint64_t dropped = 0;       // events past the per-thread cap (kMaxEventsPerThread)
+  uint64_t dropped = 0;       // events past the per-thread cap (kMaxEventsPerThread) or
+                              // that found no memory to be stored in
 };
 
 // At most this many events per thread buffer between start() and clear();
