@@ -119,8 +119,8 @@ with_blas_coretype() {
 
 part_ddp() {
   step "ddp: ddp_step_bench"
-  with_blas_coretype bounded 1800 "$build/bench/ddp/ddp_step_bench" --worlds=2 --rounds=3 \
-    --report="$here/ddp_step" > /dev/null
+  with_blas_coretype bounded 1800 "$build/bench/ddp/ddp_step_bench" --worlds=2,4 --rounds=3 \
+    --torch_script="$root/bench/ddp/torch_ddp_step.py" --report="$here/ddp_step" > /dev/null
 }
 
 part_mlp() {

@@ -2,12 +2,19 @@
 // Linear(1024,10)), batch 32 per rank, cross-entropy, SGD lr 0.01, ranks as
 // processes on the shm backend, one BLAS thread per rank; against the same
 // model trained locally with the same per-rank batch, and PyTorch's DDP (gloo)
-// side by side when --torch_script names a PyTorch DDP script (run as
-// `python3 SCRIPT WORLD`, it prints "local step_ms=" and "ddp ... step_ms=" lines;
-// the repository ships none, so by default the PyTorch rows are left out).
+// side by side through a PyTorch DDP script (--torch_script, by default
+// bench/ddp/torch_ddp_step.py from the repository root; run as `python3 SCRIPT
+// WORLD`, it prints "local step_ms=" and "ddp ... step_ms=" lines; without
+// PyTorch, or from another directory, the PyTorch rows are left out).
 //
 //   OPENBLAS_NUM_THREADS=1 ddp_step_bench [--worlds=2,4] [--caps=1,5,10,25,50]
 //       [--rounds=3] [--report=reports/ddp_step] [--torch_script=PATH]
+//
+// Configurations per world: DDP's defaults, gradient_as_bucket_view, the noop
+// hook (no communication), DDP inside a Join over even inputs (what the vote
+// costs a step) and DDP with ZeRO sharding the SGD step; the bucket_cap_mb
+// sweep runs at world 2. FSDP on the same model: bench/fsdp/fsdp_step_bench
+// --width=1024 --depth=4.
 //
 // Per configuration: fork `world` ranks (FileStore rendezvous in a temp dir),
 // 3 warm-up + 20 timed steps (the anchor's protocol); rank 0 reports the mean
@@ -38,7 +45,10 @@
 #include "runtime/nn/loss.hpp"
 #include "runtime/nn/models/mlp.hpp"
 #include "runtime/optim/sgd.hpp"
+#include "runtime/join/join.hpp"
+#include "runtime/optim/optimizer_factory.hpp"
 #include "runtime/tensor/blas_info.hpp"
+#include "runtime/zero/zero_redundancy_optimizer.hpp"
 
 namespace {
 
@@ -47,11 +57,17 @@ using namespace distlab;
 constexpr int kWarmup = 3;
 constexpr int kSteps = 20;
 
+// What wraps the DDP step: nothing, a Join over even inputs (its cost is the
+// per-iteration vote, an allreduce of one integer), or ZeRO sharding the SGD
+// step (a broadcast per rank after the local step).
+enum class Wrapper { kNone, kJoin, kZero };
+
 struct Config {
   std::string name;
   int world = 2;
   ddp::DDPOptions options;
   bool noopHook = false;
+  Wrapper wrapper = Wrapper::kNone;
 };
 
 struct Result {
@@ -99,18 +115,29 @@ Result rankMain(const Config& c, int rank, const std::string& dir) {
   if (c.noopHook) ddp.registerCommHook({}, ddp::noopHook, "noop_hook");
   optim::SgdOptions so;
   so.lr = 0.01;
-  optim::SGD opt(model->parameters(), so);
+  optim::SGD sgd(model->parameters(), so);
+  std::unique_ptr<zero::ZeroRedundancyOptimizer> zeroOpt;
+  if (c.wrapper == Wrapper::kZero) {
+    zeroOpt = std::make_unique<zero::ZeroRedundancyOptimizer>(
+        model->parameters(), optim::optimizerFactory("sgd"), group, zero::ZeroOptions{},
+        optim::Options{{"lr", 0.01}});
+  }
+  std::unique_ptr<join::Join> joinScope;
+  if (c.wrapper == Wrapper::kJoin) {
+    joinScope = std::make_unique<join::Join>(std::vector<join::Joinable*>{&ddp});
+  }
   std::chrono::steady_clock::time_point t0;
   for (int i = 0; i < kWarmup + kSteps; ++i) {
     if (i == kWarmup) t0 = std::chrono::steady_clock::now();
-    opt.zeroGrad();
+    if (zeroOpt) zeroOpt->zeroGrad(); else sgd.zeroGrad();
     autograd::backward(nn::crossEntropyLoss(ddp.forward(x), y));
-    opt.step();
+    if (zeroOpt) zeroOpt->step(); else sgd.step();
   }
+  const auto stepEnd = std::chrono::steady_clock::now();
+  if (joinScope) joinScope->exit();  // every rank ran the same steps: nothing is shadowed
   Result r;
   r.stepMs =
-      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count() /
-      kSteps;
+      std::chrono::duration<double, std::milli>(stepEnd - t0).count() / kSteps;
   const auto stats = ddp.loggingData();
   const auto& t = stats.lastIteration;
   r.fwdMs = t.forwardComputeNs() / 1e6;
@@ -215,13 +242,70 @@ struct Row {
   Result result;  // medians
 };
 
+// The runs of configuration `name` at `world` (none when it did not run).
+const std::vector<Result>* runsOf(const std::vector<Config>& configs,
+                                  const std::vector<std::vector<Result>>& runs,
+                                  const std::string& name, int world) {
+  for (size_t i = 0; i < configs.size(); ++i) {
+    if (configs[i].name == name && configs[i].world == world) return &runs[i];
+  }
+  return nullptr;
+}
+
+double medianStepMs(const std::vector<Config>& configs, const std::vector<std::vector<Result>>& runs,
+                    const std::string& name, int world) {
+  const std::vector<Result>* r = runsOf(configs, runs, name, world);
+  std::vector<double> steps;
+  if (r) {
+    for (const Result& x : *r) steps.push_back(x.stepMs);
+  }
+  return median(steps);
+}
+
+// The median over rounds of (step of `name` - step of "default") in the same
+// round: configurations run round-robin, so pairing them by round cancels the
+// load drift between rounds that the difference of two medians keeps.
+double medianAddedMs(const std::vector<Config>& configs,
+                     const std::vector<std::vector<Result>>& runs, const std::string& name,
+                     int world) {
+  const std::vector<Result>* with = runsOf(configs, runs, name, world);
+  const std::vector<Result>* base = runsOf(configs, runs, "default", world);
+  std::vector<double> added;
+  if (with && base) {
+    for (size_t k = 0; k < std::min(with->size(), base->size()); ++k) {
+      added.push_back((*with)[k].stepMs - (*base)[k].stepMs);
+    }
+  }
+  return median(added);
+}
+
+// What a Join (its per-iteration vote) and ZeRO (sharded step, then a
+// broadcast per rank) add to DDP's step, per world size (medianAddedMs).
+void writeWrapperCosts(std::ostream& md, const std::vector<double>& worlds,
+                       const std::vector<Config>& configs,
+                       const std::vector<std::vector<Result>>& runs) {
+  md << "\n| world | DDP default step (ms) | inside Join: added ms per step | ZeRO (SGD "
+        "sharded): added ms per step |\n|---|---|---|---|\n";
+  for (double w : worlds) {
+    const int world = static_cast<int>(w);
+    char row[256];
+    std::snprintf(row, sizeof(row), "| %d | %.2f | %+.2f | %+.2f |\n", world,
+                  medianStepMs(configs, runs, "default", world),
+                  medianAddedMs(configs, runs, "inside Join (even inputs)", world),
+                  medianAddedMs(configs, runs, "ZeRO (SGD sharded)", world));
+    md << row;
+  }
+  md << "\nAdded ms: the median over rounds of (configuration - default) within a round; a "
+        "negative figure is a cost below the run's noise.\n";
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   setenv("OPENBLAS_NUM_THREADS", "1", 0);
   int rounds = 3;
   std::string worldsText = "2,4", capsText = "1,5,10,25,50", report;
-  std::string script;  // none: the repository ships no PyTorch DDP script
+  std::string script = "bench/ddp/torch_ddp_step.py";  // relative to the repository root
   CLI::App app{"DDP training step against local training and PyTorch DDP (reports, never gates)",
                "ddp_step_bench"};
   app.add_option("--worlds", worldsText, "comma list of world sizes (2..64)")
@@ -251,11 +335,14 @@ int main(int argc, char** argv) {
 
   std::vector<Config> configs;
   for (double w : worlds) {
-    configs.push_back({"default", static_cast<int>(w), {}, false});
+    const int world = static_cast<int>(w);
+    configs.push_back({"default", world, {}, false});
     ddp::DDPOptions view;
     view.gradientAsBucketView = true;
-    configs.push_back({"gradient_as_bucket_view", static_cast<int>(w), view, false});
-    configs.push_back({"noop_hook (no comm)", static_cast<int>(w), {}, true});
+    configs.push_back({"gradient_as_bucket_view", world, view, false});
+    configs.push_back({"noop_hook (no comm)", world, {}, true});
+    configs.push_back({"inside Join (even inputs)", world, {}, false, Wrapper::kJoin});
+    configs.push_back({"ZeRO (SGD sharded)", world, {}, false, Wrapper::kZero});
   }
   for (double cap : caps) {
     ddp::DDPOptions o;
@@ -270,7 +357,15 @@ int main(int argc, char** argv) {
   for (int round = 0; round < rounds; ++round) {
     localRuns.push_back(localStepMs());
     for (size_t i = 0; i < configs.size(); ++i) {
-      if (auto r = runConfig(configs[i])) runs[i].push_back(*r);
+      const std::optional<Result> r = runConfig(configs[i]);
+      if (!r) {
+        // A lost round would leave a median of fewer runs and pair the
+        // rounds wrongly (medianAddedMs): the bench stops instead.
+        std::fprintf(stderr, "ddp_step_bench: configuration '%s' at world %d failed (the ranks' "
+                     "errors are above)\n", configs[i].name.c_str(), configs[i].world);
+        return 1;
+      }
+      runs[i].push_back(*r);
     }
     for (size_t w = 0; w < worlds.size(); ++w) {
       if (auto f = torchFigures(script, static_cast<int>(worlds[w]))) torchRuns[w].push_back(*f);
@@ -315,6 +410,7 @@ int main(int argc, char** argv) {
          << ", \"bucket_timeline\": \"" << last.bucketTimeline << "\"}"
          << (i + 1 < configs.size() ? "," : "") << "\n";
   }
+  writeWrapperCosts(md, worlds, configs, runs);
   json << "  ],\n  \"torch\": [";
   md << "\n| PyTorch (gloo, --torch_script) | world | local step (ms) | DDP step (ms) | distlab "
         "default DDP step / PyTorch DDP step |\n|---|---|---|---|---|\n";
@@ -324,14 +420,7 @@ int main(int argc, char** argv) {
       tl.push_back(f.local);
       td.push_back(f.ddp);
     }
-    double ours = 0;
-    for (size_t i = 0; i < configs.size(); ++i) {
-      if (configs[i].name == "default" && configs[i].world == static_cast<int>(worlds[w])) {
-        std::vector<double> s;
-        for (const auto& r : runs[i]) s.push_back(r.stepMs);
-        ours = median(s);
-      }
-    }
+    const double ours = medianStepMs(configs, runs, "default", static_cast<int>(worlds[w]));
     if (td.empty()) {
       md << "| unavailable | " << worlds[w] << " | - | - | - |\n";
       continue;
