@@ -14,9 +14,10 @@ or tests.
 """
 import datetime
 import os
-import socket
 import sys
 import time
+
+from torch_ranks import import_torch, run_ranks
 
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
@@ -57,13 +58,8 @@ def rank_main(rank, world, port, queue):
     ms = mean_step_ms(torch, ddp, rank)
     if rank == 0:
         queue.put(ms)
+    del ddp  # before the group goes (torch_overlap_peer.py says why)
     dist.destroy_process_group()
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def parse_world(argv):
@@ -80,31 +76,13 @@ def parse_world(argv):
 
 def main(argv):
     world = parse_world(argv)
-    try:
-        import torch
-        import torch.multiprocessing as mp
-    except ImportError:
-        raise SystemExit("torch_ddp_step.py: PyTorch is not installed "
-                         "(apt-get install python3-torch; run with /usr/bin/python3)")
+    torch, _ = import_torch("torch_ddp_step.py")
     torch.set_num_threads(1)
     print(f"local step_ms={mean_step_ms(torch, build_model(torch), 0):.3f}", flush=True)
-    ctx = mp.get_context("spawn")
-    queue = ctx.SimpleQueue()
-    port = free_port()
-    # daemon: a rank never outlives this script.
-    procs = [ctx.Process(target=rank_main, args=(r, world, port, queue), daemon=True)
-             for r in range(world)]
-    for p in procs:
-        p.start()
-    deadline = time.monotonic() + 600
-    for p in procs:
-        p.join(max(0.0, deadline - time.monotonic()))
-    alive = [p for p in procs if p.is_alive()]
-    for p in alive:
-        p.kill()
-    if alive or any(p.exitcode != 0 for p in procs) or queue.empty():
-        raise SystemExit("torch_ddp_step.py: a rank failed or ran past 600 s")
-    print(f"ddp world={world} step_ms={queue.get():.3f}", flush=True)
+    results = run_ranks("torch_ddp_step.py", rank_main, world, (world,))
+    if len(results) != 1:
+        raise SystemExit(f"torch_ddp_step.py: expected rank 0's step time, got {results}")
+    print(f"ddp world={world} step_ms={results[0]:.3f}", flush=True)
 
 
 if __name__ == "__main__":

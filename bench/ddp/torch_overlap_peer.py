@@ -26,10 +26,11 @@ import argparse
 import heapq
 import json
 import os
-import socket
 import sys
 import threading
 import time
+
+from torch_ranks import import_torch, run_ranks
 
 
 def positive_list(text, kind, flag):
@@ -180,42 +181,18 @@ def rank_main(rank, args, port, queue):
             ddp.register_comm_hook(None, link_hook(torch, dist, timer))
         step_ms = timed_steps(torch, ddp, args, rank)
         queue.put((rank, cap, step_ms))
+        # Before the group goes: a DDP torn down after destroy_process_group (when this
+        # frame's locals go) hung one run in four at exit.
+        del ddp
     dist.destroy_process_group()
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def main(argv):
     args = parse_args(argv)
-    try:
-        import torch
-        import torch.multiprocessing as mp
-    except ImportError:
-        raise SystemExit("torch_overlap_peer: PyTorch is not installed "
-                         "(apt-get install python3-torch; run with /usr/bin/python3)")
-    ctx = mp.get_context("spawn")
-    queue = ctx.SimpleQueue()
-    port = free_port()
-    # daemon: a rank never outlives this script.
-    procs = [ctx.Process(target=rank_main, args=(r, args, port, queue), daemon=True)
-             for r in range(args.world_size)]
-    for p in procs:
-        p.start()
-    deadline = time.monotonic() + 600
-    for p in procs:
-        p.join(max(0.0, deadline - time.monotonic()))
-    alive = [p for p in procs if p.is_alive()]
-    for p in alive:
-        p.kill()
-    if alive or any(p.exitcode != 0 for p in procs):
-        raise SystemExit("torch_overlap_peer: a rank failed or ran past 600 s")
+    torch, _ = import_torch("torch_overlap_peer")
+    results = run_ranks("torch_overlap_peer", rank_main, args.world_size, (args,))
     per_cap = {}
-    while not queue.empty():
-        _, cap, ms = queue.get()
+    for _, cap, ms in results:
         per_cap.setdefault(cap, []).append(ms)
     rows = [{"bucket_cap_mb": cap, "step_ms": sum(v) / len(v)} for cap, v in sorted(per_cap.items())]
     doc = {"torch_version": torch.__version__, "world_size": args.world_size,
