@@ -3,8 +3,8 @@
 // processes on the shm backend, one BLAS thread per rank; against the same
 // model trained locally with the same per-rank batch, and PyTorch's DDP (gloo)
 // side by side through a PyTorch DDP script (--torch_script, by default
-// bench/ddp/torch_ddp_step.py from the repository root; run as `python3 SCRIPT
-// WORLD`, it prints "local step_ms=" and "ddp ... step_ms=" lines; without
+// bench/ddp/torch_ddp_step.py from the repository root; run as
+// `/usr/bin/python3 SCRIPT WORLD`, it prints "local step_ms=" and "ddp ... step_ms=" lines; without
 // PyTorch, or from another directory, the PyTorch rows are left out).
 //
 //   OPENBLAS_NUM_THREADS=1 ddp_step_bench [--worlds=2,4] [--caps=1,5,10,25,50]
@@ -58,7 +58,7 @@ constexpr int kWarmup = 3;
 constexpr int kSteps = 20;
 
 // What wraps the DDP step: nothing, a Join over even inputs (its cost is the
-// per-iteration vote, an allreduce of one integer), or ZeRO sharding the SGD
+// per-iteration vote, an allreduce of one element), or ZeRO sharding the SGD
 // step (a broadcast per rank after the local step).
 enum class Wrapper { kNone, kJoin, kZero };
 
