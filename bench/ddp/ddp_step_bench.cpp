@@ -4,8 +4,9 @@
 // model trained locally with the same per-rank batch, and PyTorch's DDP (gloo)
 // side by side through a PyTorch DDP script (--torch_script, by default
 // bench/ddp/torch_ddp_step.py from the repository root; run as
-// `/usr/bin/python3 SCRIPT WORLD`, it prints "local step_ms=" and "ddp ... step_ms=" lines; without
-// PyTorch, or from another directory, the PyTorch rows are left out).
+// `/usr/bin/python3 SCRIPT WORLD`, it prints "local step_ms=" and
+// "ddp ... step_ms=" lines; without PyTorch, or from another directory, the
+// PyTorch rows are left out).
 //
 //   OPENBLAS_NUM_THREADS=1 ddp_step_bench [--worlds=2,4] [--caps=1,5,10,25,50]
 //       [--rounds=3] [--report=reports/ddp_step] [--torch_script=PATH]
