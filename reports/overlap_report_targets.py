@@ -98,6 +98,11 @@ def events_per_step(trace, step_name="step 3"):
     return n, step["dur"] / 1000
 
 
+def steps_of(overhead):
+    steps = overhead.get("steps")  # absent in JSON from before the runs had their own length
+    return f" of {steps} steps" if steps else ""
+
+
 def tracing_cost(runs, trace_bench, trace=None):
     lines = []
     for name, doc in runs.items():
@@ -106,7 +111,7 @@ def tracing_cost(runs, trace_bench, trace=None):
             cost = t.get("pair_ratio_median", t["traced_step_ms"] / t["untraced_step_ms"]) - 1
             lines.append(f"- {name}: step {t['traced_step_ms']:.1f} ms traced vs "
                          f"{t['untraced_step_ms']:.1f} ms untraced (medians of {t['runs']} "
-                         f"alternating runs each); traced / untraced per neighbouring pair, "
+                         f"alternating runs each{steps_of(t)}); traced / untraced per neighbouring pair, "
                          f"median: {100 * cost:+.1f} %: {'met' if cost <= 0.03 else 'missed'} "
                          "(<= 3 %).")
     if trace_bench:

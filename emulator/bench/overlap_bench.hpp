@@ -24,16 +24,20 @@
 // of them; a row holds the per-column medians of its successful rounds.
 //
 // With tracingOverhead, the first (world size, link) default configuration
-// also runs `overheadRepeats` times untraced and traced, alternating; the
-// step times (recorded by the ranks either way) give tracing's cost, as the
-// median over the pairs of traced / untraced (neighbouring runs, so a drift in
-// the machine's load cancels).
+// also runs `overheadRepeats` times untraced and traced, alternating, each run
+// at least kOverheadSteps steps (Note [Tracing overhead steps]); the step times
+// (recorded by the ranks either way) give tracing's cost, as the median over
+// the pairs of traced / untraced (neighbouring runs, so a drift in the
+// machine's load cancels).
 #include <cstdint>
 #include <iosfwd>
 #include <string>
 #include <vector>
 
 namespace distlab::emulator {
+
+// The fewest steps a tracing-overhead run takes (Note [Tracing overhead steps]).
+inline constexpr int kOverheadSteps = 30;
 
 struct OverlapBenchOptions {
   std::vector<int> worldSizes{2, 4};
