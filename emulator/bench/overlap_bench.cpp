@@ -197,9 +197,10 @@ double meanStepMs(const ScenarioReport& rep) {
 nlohmann::json measureTracingOverhead(const OverlapBenchOptions& options, const Config& c,
                                       const std::string& dir, std::ostream& out) {
   // Note [Tracing overhead steps]: the sweep's runs are a few steps each, too few
-  // for a step-time ratio to resolve the 3 % that tracing is allowed (two such
-  // runs of the same configuration differ by 5-15 % on a shared machine); the
-  // pairs run at least kOverheadSteps.
+  // for a step-time ratio to resolve the 3 % that tracing is allowed (five pairs
+  // of 8-step runs read +16.5 % in one run of the reference set and +5.4 % in
+  // the next, on the shared 2-core machine); the pairs run at least
+  // kOverheadSteps.
   OverlapBenchOptions o = options;
   o.steps = std::max(o.steps, kOverheadSteps);
   std::vector<double> off, on, ratio;
