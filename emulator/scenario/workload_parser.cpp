@@ -239,12 +239,34 @@ void parseJoinAndSharding(const TomlReader& r, const toml::table& w, const Engin
   if (tr.overlapWithDdp) checkOverlapWithDdp(r, w, tr);
 }
 
+namespace {
+
+// layer_compute = { forward_ms, backward_ms } (Note [Emulated layer compute]):
+// each in [0, 60000] ms, at least one above 0.
+void parseLayerCompute(const TomlReader& r, const toml::table& w, TrainingWorkload& tr) {
+  const toml::table* t = r.table(w, "layer_compute");
+  if (!t) return;
+  r.checkKeys(*t, "layer_compute", {"forward_ms", "backward_ms"});
+  const NumRange range{0, LayerCompute::kMaxMs, false, " ms"};
+  LayerCompute& c = tr.layerCompute;
+  if (auto v = r.number(*t, "forward_ms", range)) c.forwardMs = *v;
+  if (auto v = r.number(*t, "backward_ms", range)) c.backwardMs = *v;
+  if (!c.any()) {
+    r.fail(r.lineOfKey(w, "layer_compute"),
+           "layer_compute needs forward_ms or backward_ms above 0 (the sleep of every Linear "
+           "layer); remove it for no emulated compute");
+  }
+}
+
+}  // namespace
+
 void parseTrainingWorkload(const TomlReader& r, const toml::table& w, Scenario& s) {
   r.checkKeys(w, "[workload] (kind = \"training\")",
               {"kind", "model", "sizes", "engine", "engine_options", "comm_hook", "optimizer",
                "lr", "steps", "batch_size", "batches", "no_sync_every", "seed", "join",
                "throw_on_early_termination", "divide_by_initial_world_size",
-               "optimizer_sharding", "overlap_with_ddp", "parameters_as_bucket_view", "gpt"});
+               "optimizer_sharding", "overlap_with_ddp", "parameters_as_bucket_view", "gpt",
+               "layer_compute"});
   auto& tr = s.training;
   tr.pos = r.posOf(w);
   if (auto m = r.choice(w, "model", {"mlp", "residual_mlp", "two_layer", "gpt"})) tr.model = *m;
@@ -315,6 +337,7 @@ void parseTrainingWorkload(const TomlReader& r, const toml::table& w, Scenario& 
     }
   }
   if (engine) parseJoinAndSharding(r, w, *engine, tr);
+  parseLayerCompute(r, w, tr);
 }
 
 namespace {

@@ -9,6 +9,7 @@
 #include <tuple>
 
 #include "emulator/workloads/engine_registry.hpp"
+#include "emulator/workloads/layer_compute.hpp"
 #include "emulator/workloads/reference_check.hpp"
 #include "emulator/workloads/scenario_data.hpp"
 #include "emulator/workloads/training_engine.hpp"
@@ -157,6 +158,7 @@ void runTrainingWorkload(const TrainingWorkload& tr, const TrainingRunOptions& o
   ctx.worldSize = options.worldSize;
   ctx.device = options.device;
   ctx.module = buildScenarioModel(tr, options.device);
+  emulateLayerCompute(*ctx.module, tr.layerCompute);  // Note [Emulated layer compute]
   nn::labelModulesForTrace(*ctx.module);
   ctx.group = world;
   auto engine = info->factory(ctx);

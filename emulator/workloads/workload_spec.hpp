@@ -72,12 +72,22 @@ struct GptWorkload {
                            kMaxEmbd = 4096, kMaxHeads = 256, kMaxLayers = 64;
 };
 
+// Emulated compute per Linear layer (layer_compute = { forward_ms,
+// backward_ms }; Note [Emulated layer compute] in layer_compute.hpp).
+struct LayerCompute {
+  double forwardMs = 0;
+  double backwardMs = 0;
+  bool any() const { return forwardMs > 0 || backwardMs > 0; }
+  static constexpr double kMaxMs = 60000;  // one minute, as a script's compute_ms
+};
+
 // A training run (model, engine, data, steps). Engines come from the engine
 // registry (engine_registry.hpp), so new engines need no runner change.
 struct TrainingWorkload {
   std::string model = "mlp";   // mlp | residual_mlp | two_layer | gpt
   std::vector<int64_t> sizes{16, 32, 4};  // model sizes (see models in workloads)
   GptWorkload gpt;             // model = "gpt" only
+  LayerCompute layerCompute;   // none by default
   std::string engine = "local";
   std::map<std::string, std::string> engineOptions;  // validated by the engine
   std::string commHook;        // "" = the engine's default

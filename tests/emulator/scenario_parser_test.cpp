@@ -204,6 +204,31 @@ INSTANTIATE_TEST_SUITE_P(
                 13, "parameter names one of a program's parameters"}),
     caseName);
 
+// layer_compute (Note [Emulated layer compute]): finite times in [0, 60000]
+// ms, at least one above 0, no other key. An mlp scenario through gptScenario.
+INSTANTIATE_TEST_SUITE_P(
+    LayerComputeMistakes, MalformedScenario,
+    ::testing::Values(
+        BadCase{"layer_compute negative",
+                gptScenario("layer_compute = { forward_ms = -1 }\n", "", "mlp"), 9,
+                "'forward_ms' = -1 is out of range; allowed: [0, 60000] ms"},
+        BadCase{"layer_compute nan",
+                gptScenario("layer_compute = { backward_ms = nan }\n", "", "mlp"), 9,
+                "'backward_ms'"},
+        BadCase{"layer_compute too long",
+                gptScenario("layer_compute = { backward_ms = 1e9 }\n", "", "mlp"), 9,
+                "out of range; allowed: [0, 60000] ms"},
+        BadCase{"layer_compute both zero",
+                gptScenario("layer_compute = { forward_ms = 0, backward_ms = 0 }\n", "", "mlp"),
+                9, "layer_compute needs forward_ms or backward_ms above 0"},
+        BadCase{"layer_compute unknown key",
+                gptScenario("layer_compute = { forward_ms = 1, optimizer_ms = 2 }\n", "",
+                            "mlp"),
+                9, "unknown key 'optimizer_ms' in layer_compute"},
+        BadCase{"layer_compute not a table",
+                gptScenario("layer_compute = 3\n", "", "mlp"), 9, "layer_compute"}),
+    caseName);
+
 // Classes of bad input a fuzzing campaign found accepted: a rank key with a
 // leading zero (a second spelling of a rank, so one value was dropped), a
 // string where the format wants an array, control characters in the header.
@@ -325,6 +350,16 @@ TEST(ScenarioParser, ReadsTheGptShape) {
   EXPECT_EQ(d.training.gpt.vocab, GptWorkload{}.vocab);
   EXPECT_EQ(d.training.gpt.layers, GptWorkload{}.layers);
   EXPECT_FALSE(d.training.gpt.tied);
+}
+
+TEST(ScenarioParser, ReadsLayerCompute) {
+  Scenario s = parseScenarioText(
+      gptScenario("layer_compute = { forward_ms = 1.5, backward_ms = 3 }\n", "", "mlp"),
+      "ok.toml");
+  EXPECT_DOUBLE_EQ(s.training.layerCompute.forwardMs, 1.5);
+  EXPECT_DOUBLE_EQ(s.training.layerCompute.backwardMs, 3);
+  Scenario none = parseScenarioText(gptScenario("", "", "mlp"), "ok.toml");
+  EXPECT_FALSE(none.training.layerCompute.any());
 }
 
 TEST(ScenarioParser, ReadsDefaultsAndPerRankOverrides) {
