@@ -56,6 +56,13 @@ std::exception_ptr Future::exception() const {
 }
 
 void Future::wait(std::chrono::milliseconds timeout) {
+  WaitHelp help;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (completed_) return;
+    help = waitHelp_;
+  }
+  if (help) help(timeout);  // Note [Waiting on a Work's future helps]
   std::unique_lock<std::mutex> lock(mutex_);
   if (!cv_.wait_for(lock, timeout, [&] { return completed_; })) {
     throw DistTimeoutError("Future::wait: not completed within " +
@@ -77,8 +84,17 @@ const Future::Value& Future::constValue() const {
   return value_;
 }
 
+void Future::setWaitHelp(WaitHelp help) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  waitHelp_ = std::move(help);
+}
+
 std::shared_ptr<Future> Future::then(Callback callback) {
   auto child = std::make_shared<Future>();
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    child->waitHelp_ = waitHelp_;  // the child is not shared yet
+  }
   addCallback([child, cb = std::move(callback)](Future& parent) {
     try {
       child->markCompleted(cb(parent));

@@ -16,6 +16,18 @@
 // completes the future (or immediately on the calling thread when it is
 // already complete). A callback that throws completes the child future with
 // that error. Thread-safe.
+//
+// Note [Waiting on a Work's future helps]
+// Work::wait runs the operation on the waiting thread when it is next in its
+// backend's queue (Note [Waiting helps] in progress_thread.hpp). A Work's
+// future carries the same help (Work::getFuture sets it), and so does every
+// future chained from it with then(): waiting for DDP's last bucket, a comm
+// hook's result or a Join hook's shadow collective runs the collective there,
+// instead of sleeping while the progress thread wakes up, or, parked after
+// the caller's own waits took their tasks, starts it up to a park later.
+// The help runs before the wait blocks, without the future's lock; it does
+// nothing when the operation already runs, is not next, or the wait's
+// timeout is shorter than the operation's own (running it could overrun it).
 #include <chrono>
 #include <condition_variable>
 #include <exception>
@@ -32,6 +44,8 @@ class Future : public std::enable_shared_from_this<Future> {
  public:
   using Value = std::vector<Tensor>;
   using Callback = std::function<Value(Future&)>;
+  // Note [Waiting on a Work's future helps]: given the wait's timeout.
+  using WaitHelp = std::function<void(std::chrono::milliseconds)>;
   // Timeout used by value()/wait() without an argument.
   static constexpr std::chrono::milliseconds kDefaultWaitTimeout{30 * 60 * 1000};
 
@@ -63,6 +77,9 @@ class Future : public std::enable_shared_from_this<Future> {
   std::shared_ptr<Future> then(Callback callback);
   // Runs `fn(*this)` on completion; no child future.
   void addCallback(std::function<void(Future&)> fn);
+  // What wait() does before it blocks (Note [Waiting on a Work's future
+  // helps]); then() passes it on to the child. Set before the future is shared.
+  void setWaitHelp(WaitHelp help);
 
  private:
   void runCallbacks();
@@ -73,6 +90,7 @@ class Future : public std::enable_shared_from_this<Future> {
   Value value_;                  // GUARDED_BY(mutex_)
   std::exception_ptr error_;     // GUARDED_BY(mutex_)
   std::vector<std::function<void(Future&)>> callbacks_;  // GUARDED_BY(mutex_)
+  WaitHelp waitHelp_;            // GUARDED_BY(mutex_)
 };
 
 }  // namespace distlab::comm

@@ -165,6 +165,13 @@ std::shared_ptr<Future> Work::getFuture() {
     future = future_;
     done = released_.load();  // else complete() still completes future_
   }
+  if (!done && ticket_ != 0) {  // Note [Waiting on a Work's future helps]
+    future->setWaitHelp([runner = runner_, ticket = ticket_,
+                         own = info_.timeout](Milliseconds timeout) {
+      if (timeout < own) return;  // as Work::wait: running it must not overrun the wait
+      if (auto r = runner.lock()) r->runIfNext(ticket);
+    });
+  }
   if (done) {
     if (error_) {
       future->setError(error_);

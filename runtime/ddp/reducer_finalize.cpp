@@ -97,6 +97,9 @@ void Reducer::finalizeBackward() {
 void Reducer::waitForBucket(Bucket& bucket) {
   try {
     bucket.future->wait(group_->timeout());
+    // The wait may have run the collective itself and seen it time out (Note
+    // [Waiting on a Work's future helps]): named below as a timed-out wait is.
+    if (std::exception_ptr error = bucket.future->exception()) std::rethrow_exception(error);
   } catch (const DistTimeoutError& e) {
     // Name what DDP was waiting for (a skipped backward or an unused
     // parameter on a peer shows up here), with the collective's own failure

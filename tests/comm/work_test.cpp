@@ -8,6 +8,8 @@
 #include <thread>
 #include <vector>
 
+#include "runtime/comm/future.hpp"
+#include "runtime/comm/progress_thread.hpp"
 #include "runtime/comm/work.hpp"
 #include "runtime/comm/work_completion.hpp"
 #include "runtime/core/clock.hpp"
@@ -225,6 +227,49 @@ TEST(WorkTest, WorkFailedWhileQueuedIsNeverStarted) {
   EXPECT_EQ(work->state(), WorkState::kFailed);
   expectThrows<DistBackendError>([&] { work->wait(std::chrono::seconds(1)); },
                                  {"dropped while queued"});
+}
+
+// Note [Waiting on a Work's future helps]: a wait on the Work's future, or on
+// a future chained from it, runs the queued operation on the waiting thread,
+// as Work::wait does; a wait whose timeout is shorter than the operation's
+// own leaves it queued. The progress thread never takes the task here (its
+// grace is a minute), so a completed wait can only mean the waiter ran it.
+struct QueuedWork {
+  std::shared_ptr<ProgressThread> progress =
+      std::make_shared<ProgressThread>("future_help", ProgressTiming{.grace = std::chrono::seconds(60)});
+  std::shared_ptr<Work> work = makeWork();
+  std::thread::id ranOn;
+  uint64_t ticket = 0;
+  QueuedWork() {
+    ticket = progress->runOrEnqueue(
+        [this] {
+          ranOn = std::this_thread::get_id();
+          WorkCompletion::finish(*work);
+        },
+        /*inlineOk=*/false);
+    WorkCompletion::setInlineRunner(*work, progress, ticket);
+  }
+};
+
+TEST(WorkTest, WaitingOnItsFutureRunsTheQueuedOperation) {
+  QueuedWork q;
+  q.work->getFuture()->wait(std::chrono::seconds(10));
+  EXPECT_EQ(q.ranOn, std::this_thread::get_id());
+  EXPECT_TRUE(q.work->isCompleted());
+}
+
+TEST(WorkTest, WaitingOnAChainedFutureRunsTheQueuedOperation) {
+  QueuedWork q;
+  auto chained = q.work->getFuture()->then([](Future& f) { return f.value(); });
+  chained->then([](Future& f) { return f.value(); })->wait(std::chrono::seconds(10));
+  EXPECT_EQ(q.ranOn, std::this_thread::get_id());
+}
+
+TEST(WorkTest, AFutureWaitShorterThanTheOperationsTimeoutDoesNotRunIt) {
+  QueuedWork q;  // the operation's timeout: 5 s (allreduceInfo)
+  EXPECT_THROW(q.work->getFuture()->wait(std::chrono::milliseconds(20)), DistTimeoutError);
+  EXPECT_EQ(q.ranOn, std::thread::id());
+  EXPECT_TRUE(q.progress->runIfNext(q.ticket));  // let it finish before the test ends
 }
 
 }  // namespace
