@@ -43,12 +43,14 @@ def main():
     if len(sys.argv) != 2:
         sys.exit("usage: predict_report.py OUT_DIR/validation.json | --sweep PLOT.png SWEEP.json...")
     points = json.load(open(sys.argv[1]))
-    print("| shape | topology | world | algorithm(s) | predicted step ms | emulated step ms | error |")
-    print("|---|---|---|---|---|---|---|")
+    print("| shape | topology | world | algorithm(s) | predicted step ms | predicted exposed "
+          "| emulated step ms | error |")
+    print("|---|---|---|---|---|---|---|---|")
     for p in points:
+        exposed = p["predicted_exposed_s"] / p["predicted_step_s"]
         print(f"| {p['shape']} | `{p['topology']}` | {p['world']} | {', '.join(p['algorithms'])} | "
-              f"{p['predicted_step_s'] * 1e3:.2f} | {p['measured_step_s'] * 1e3:.2f} | "
-              f"{p['error'] * 100:+.1f} % |")
+              f"{p['predicted_step_s'] * 1e3:.2f} | {exposed * 100:.0f} % | "
+              f"{p['measured_step_s'] * 1e3:.2f} | {p['error'] * 100:+.1f} % |")
     errors = [abs(p["error"]) for p in points]
     print()
     print(f"{len(points)} points: median |error| {statistics.median(errors) * 100:.1f} %, "
@@ -56,6 +58,9 @@ def main():
     for w in sorted({p["world"] for p in points}):
         at = [abs(p["error"]) for p in points if p["world"] == w]
         print(f"- world {w}: median {statistics.median(at) * 100:.1f} %, worst {max(at) * 100:.1f} %")
+    for shape in dict.fromkeys(p["shape"] for p in points):
+        of = [abs(p["error"]) for p in points if p["shape"] == shape]
+        print(f"- {shape}: median {statistics.median(of) * 100:.1f} %, worst {max(of) * 100:.1f} %")
 
 
 if __name__ == "__main__":
