@@ -94,7 +94,15 @@ uint64_t ProgressThread::enqueue(Task fn, int64_t queuedAtNs) {
 
 bool ProgressThread::runIfNext(uint64_t ticket) {
   std::unique_lock<std::mutex> lock(mutex_);
-  if (running() || stopping_ || queue_.empty() || queue_.front().ticket != ticket) return false;
+  if (running() || stopping_ || queue_.empty()) return false;
+  if (queue_.front().ticket != ticket) {
+    // Note [A waiter behind a queued task wakes the thread].
+    waitersKeepUp_ = false;
+    const bool wake = parked_ || sleeping_;
+    lock.unlock();
+    if (wake) cv_.notify_one();
+    return false;
+  }
   Task fn = takeHead();
   waitersKeepUp_ = true;
   lock.unlock();

@@ -120,6 +120,27 @@ TEST(ProgressThreadTest, TaskNobodyWaitsForRunsAfterWaitersKeptUp) {
   EXPECT_NE(future.get(), std::this_thread::get_id());
 }
 
+// Note [A waiter behind a queued task wakes the thread]: the thread parks
+// (for a minute) while a waiter runs its task; a task nobody waits for is
+// queued, then the waiter's next one behind it. The waiter cannot take its
+// own, so it wakes the thread, which runs the head at its grace (50 ms), not
+// when the park ends.
+TEST(ProgressThreadTest, AWaiterBehindATaskNobodyWaitsForWakesTheParkedThread) {
+  ProgressThread progress("behind",
+                          ProgressTiming{.grace = 50ms, .parkFor = 60s, .parkLongest = 60s});
+  const uint64_t waited = progress.runOrEnqueue([] { busyFor(100'000'000); }, false);
+  progress.runIfNext(waited);  // the thread, due at 50 ms, finds it running and parks
+  std::promise<std::thread::id> ranOn;
+  progress.runOrEnqueue([&] { ranOn.set_value(std::this_thread::get_id()); }, false);
+  const uint64_t mine = progress.runOrEnqueue([] {}, false);
+  EXPECT_FALSE(progress.runIfNext(mine));  // the unwaited task is ahead of it
+  auto future = ranOn.get_future();
+  ASSERT_EQ(future.wait_for(30s), std::future_status::ready)
+      << "the task ahead of a waiter waited for the thread's park to end";
+  EXPECT_NE(future.get(), std::this_thread::get_id());
+  EXPECT_TRUE(progress.drain(30s));
+}
+
 // A thread parked behind a long inline run has doubled its park far past
 // parkFor; queueing a task nobody waits for, once that run ended, still wakes
 // it. The one rule here observed through a latency, with a margin of seconds:
