@@ -41,7 +41,9 @@ int emulateLayerCompute(nn::Module& model, const LayerCompute& compute) {
           if (compute.forwardMs > 0) sleepAsCompute(compute.forwardMs, "emulated forward");
           if (compute.backwardMs <= 0) return std::nullopt;
           nn::TensorList replaced;
-          for (const Tensor& out : outputs) replaced.push_back(withBackwardSleep(out, compute.backwardMs));
+          for (const Tensor& out : outputs) {
+            replaced.push_back(withBackwardSleep(out, compute.backwardMs));
+          }
           return replaced;
         });
   }

@@ -127,17 +127,26 @@ void Work::setInlineRunner(std::weak_ptr<InlineRunner> runner, uint64_t ticket) 
   ticket_ = ticket;
 }
 
+namespace {
+
+// Note [Waiting helps]: runs the queued operation `ticket` on the waiting
+// thread when it is next, and only when the operation's own deadline (`own`)
+// ends the run before the wait's would (running it cannot overrun `wait`).
+void runIfNextWithin(const std::weak_ptr<InlineRunner>& runner, uint64_t ticket,
+                     Milliseconds own, Milliseconds wait) {
+  if (ticket == 0 || wait < own) return;
+  if (auto r = runner.lock()) r->runIfNext(ticket);
+}
+
+}  // namespace
+
 bool Work::wait(Milliseconds timeout) {
   // Note [Work completion order]: released_ is set after the observers ran.
   // Checked first, without the lock: a finished operation needs neither the
   // lock nor a deadline (no clock read).
   if (!released_.load(std::memory_order_acquire)) {
     if (timeout < Milliseconds(0)) timeout = info_.timeout + Milliseconds(5000);
-    // Note [Waiting helps]: only when the operation's own deadline ends the run
-    // before this wait's would (running it here cannot overrun `timeout`).
-    if (ticket_ != 0 && timeout >= info_.timeout) {
-      if (auto runner = runner_.lock()) runner->runIfNext(ticket_);
-    }
+    runIfNextWithin(runner_, ticket_, info_.timeout, timeout);
     // Ran here: finished without the lock and the deadline's clock read.
     if (!released_.load(std::memory_order_acquire)) waitReleased(timeout);
   }
@@ -168,8 +177,7 @@ std::shared_ptr<Future> Work::getFuture() {
   if (!done && ticket_ != 0) {  // Note [Waiting on a Work's future helps]
     future->setWaitHelp([runner = runner_, ticket = ticket_,
                          own = info_.timeout](Milliseconds timeout) {
-      if (timeout < own) return;  // as Work::wait: running it must not overrun the wait
-      if (auto r = runner.lock()) r->runIfNext(ticket);
+      runIfNextWithin(runner, ticket, own, timeout);
     });
   }
   if (done) {
