@@ -39,6 +39,8 @@ const std::vector<BadOption> kBadOptions = {
     {"shm.allreduce_algo", "zzz", "auto, direct, rsag"},
     {"shm.single_copy", "maybe", "auto, on, off"},
     {"shm.single_copy_min_bytes", "-5", "whole number"},
+    {"shm.eager_bytes", "4097", "[0, 4096]"},  // past the outbox entry
+    {"shm.eager_bytes", "-1", "whole number"},
     {"shm.no_such_key", "1", "'shm.no_such_key' is not known"},
     {"noprefix", "1", "'noprefix' is not known"},
     {"frob.key", "1", "no backend 'frob'"},
@@ -64,7 +66,8 @@ TEST(BackendOptions, GoodValuesAndTheDefaultsPass) {
                                                 {"shm.channel_bytes", "8192"},
                                                 {"shm.allreduce_algo", "rsag"},
                                                 {"shm.single_copy", "off"},
-                                                {"shm.single_copy_min_bytes", "0"}}));
+                                                {"shm.single_copy_min_bytes", "0"},
+                                                {"shm.eager_bytes", "0"}}));
   const auto keys = comm::knownBackendOptionKeys();
   EXPECT_NE(std::find(keys.begin(), keys.end(), "shm.slot_bytes"), keys.end());
 }

@@ -46,11 +46,14 @@ INSTANTIATE_TEST_SUITE_P(
         "shm", SpawnMode::kThreads,
         {{"shm.slot_bytes", "4096"}, {"shm.allreduce_algo", "rsag"}}}),
     collectiveSuiteParamName);
+// Direct also keeps every rooted operation on the steps (shm.eager_bytes=0):
+// elsewhere the suite's small broadcasts, reduces, gathers and scatters are
+// one-sided (Note [Eager rooted operations]).
 INSTANTIATE_TEST_SUITE_P(
     ShmDirect, CollectiveSuite,
     ::testing::Values(CollectiveSuiteParam{
         "shm", SpawnMode::kThreads,
-        {{"shm.slot_bytes", "4096"}, {"shm.allreduce_algo", "direct"}}}),
+        {{"shm.slot_bytes", "4096"}, {"shm.allreduce_algo", "direct"}, {"shm.eager_bytes", "0"}}}),
     collectiveSuiteParamName);
 
 // The same suite with every allreduce, broadcast, allgather, gather and

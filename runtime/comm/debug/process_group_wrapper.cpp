@@ -130,7 +130,12 @@ std::string ProcessGroupWrapper::collectiveKey(uint64_t seq, int rank) const {
 void ProcessGroupWrapper::checkCollective(const CollectiveFingerprint& fp, Milliseconds timeout) {
   const std::string text = fp.serialize();
   ExchangeResult result = exchange(fp, text, timeout);
-  if (!result.complete()) throwBarrierFailure(fp, result, timeout);
+  // A missing rank may have failed the group in the inner backend first (a
+  // mismatch found on shm's one-sided path: Note [Eager rooted operations]
+  // in shm_eager.hpp): then the inner backend refuses the operation naming
+  // that failure, which says more than who missed the barrier.
+  if (!result.complete() && !errorReason()) throwBarrierFailure(fp, result, timeout);
+  if (!result.complete()) return;
   if (result.uniform) {  // Note [Agreeing by hash]
     remember(fp.seq, std::move(result.values), true);
     return;

@@ -76,6 +76,8 @@ ShmBackend::ShmBackend(const BackendContext& context)
   group_.groupName = ctx_.groupName;
   group_.aborted = &aborted_;
   group_.wait = waitPolicyFor(ctx_.size);
+  group_.eagerMaxBytes = segment_->hasEagerEntries() ? options.eagerBytes : 0;
+  group_.eagerWritten.assign(static_cast<size_t>(ctx_.size), 0);
   agreeOnSingleCopy(options.singleCopy);
   progress_ = std::make_shared<ProgressThread>("shm:" + ctx_.groupName);
   p2p_ = std::make_unique<ShmP2P>(
@@ -131,7 +133,16 @@ ShmBackend::~ShmBackend() {
 }
 
 std::optional<FailureReason> ShmBackend::errorReason() const {
-  if (!hasError_.load(std::memory_order_acquire)) return std::nullopt;  // every healthy op
+  if (!hasError_.load(std::memory_order_acquire)) {
+    // Note [Eager rooted operations]: a peer found a mismatch this rank's
+    // one-sided operations could not; the group's sequence is broken.
+    const uint32_t found = segment_->header().oneSidedMismatchRank.load(std::memory_order_acquire);
+    if (found == 0) return std::nullopt;  // every healthy op
+    const RankControl& c = segment_->control(static_cast<int>(found - 1));
+    return FailureReason{FailureReason::kBackendError,
+                         fmt::format("rank {} failed: {}", found - 1,
+                                     std::string(c.reason, strnlen(c.reason, sizeof(c.reason))))};
+  }
   std::lock_guard<std::mutex> lock(errorMutex_);
   return error_;
 }
@@ -148,6 +159,11 @@ void ShmBackend::markFailed(std::exception_ptr error, FailureKind kind) {
   if (me.failed.load(std::memory_order_acquire) == 0) {
     std::strncpy(me.reason, why.c_str(), sizeof(me.reason) - 1);
     me.failed.store(static_cast<uint32_t>(kind), std::memory_order_release);
+  }
+  if (group_.oneSidedMismatch.exchange(false, std::memory_order_relaxed)) {
+    uint32_t none = 0;
+    segment_->header().oneSidedMismatchRank.compare_exchange_strong(
+        none, static_cast<uint32_t>(ctx_.rank) + 1, std::memory_order_acq_rel);
   }
   ring(segment_->header().collBell, segment_->header().collSleepers);
   if (p2p_) p2p_->failAll("the group failed earlier: " + why);

@@ -4,6 +4,7 @@
 #include "runtime/comm/backends/shm/shm_algorithm_selector.hpp"
 #include "runtime/comm/backends/shm/shm_algorithms.hpp"
 #include "runtime/comm/backends/shm/shm_backend.hpp"
+#include "runtime/comm/backends/shm/shm_eager.hpp"
 #include "runtime/comm/op_checks.hpp"
 #include "runtime/core/errors.hpp"
 
@@ -36,10 +37,16 @@ WorkPtr ShmBackend::broadcast(const Tensor& tensor, const BroadcastOptions& opts
                   return infoInPlace(OpType::kBroadcast, opts.seq, opts.timeout, opts.rootRank);
                 }},
                 tensor, opts.asyncOp, [=, this] {
-                  ShmOp op(group_, makeDesc(opts.seq, OpType::kBroadcast, tensor.dtype(), {},
-                                            opts.rootRank, tensor.nbytes(), tensor.rawData()),
-                           true, opts.timeout);
-                  if (!group_.singleCopyBroadcast || !singleCopyFor(tensor.nbytes())) {
+                  const OpDesc desc = makeDesc(opts.seq, OpType::kBroadcast, tensor.dtype(), {},
+                                               opts.rootRank, tensor.nbytes(), tensor.rawData());
+                  const bool singleCopy =
+                      group_.singleCopyBroadcast && singleCopyFor(tensor.nbytes());
+                  if (!singleCopy && eagerFits(group_, OpType::kBroadcast, tensor.nbytes())) {
+                    EagerOp op(group_, desc, EagerShape::kRootWrites, opts.timeout);
+                    return broadcastEager(op, bytesOf(tensor), tensor.nbytes());
+                  }
+                  ShmOp op(group_, desc, true, opts.timeout);
+                  if (!singleCopy) {
                     broadcastChunked(op, bytesOf(tensor), tensor.nbytes(), opts.rootRank);
                     return;
                   }
@@ -108,9 +115,14 @@ WorkPtr ShmBackend::reduce(const Tensor& tensor, const ReduceOptions& opts) {
                                      reduceOpName(opts.reduceOp));
                 }},
                 tensor, opts.asyncOp, [=, this] {
-                  ShmOp op(group_, makeDesc(opts.seq, OpType::kReduce, tensor.dtype(),
-                                            opts.reduceOp, opts.rootRank, tensor.nbytes()),
-                           true, opts.timeout);
+                  const OpDesc desc = makeDesc(opts.seq, OpType::kReduce, tensor.dtype(),
+                                               opts.reduceOp, opts.rootRank, tensor.nbytes());
+                  if (eagerFits(group_, OpType::kReduce, tensor.nbytes())) {
+                    EagerOp op(group_, desc, EagerShape::kLeavesWrite, opts.timeout);
+                    return reduceEager(op, bytesOf(tensor), u64(tensor.numel()), tensor.dtype(),
+                                       opts.reduceOp);
+                  }
+                  ShmOp op(group_, desc, true, opts.timeout);
                   reduceDirect(op, bytesOf(tensor), u64(tensor.numel()), tensor.dtype(),
                                opts.reduceOp, opts.rootRank);
                 });
@@ -193,13 +205,17 @@ WorkPtr ShmBackend::gather(const std::vector<Tensor>& outputs, const Tensor& inp
   checkCpu(input, "gather");
   return submit(info(OpType::kGather, opts.seq, {input}, outputs, opts.timeout, opts.rootRank),
                 outputs, opts.asyncOp, [=, this] {
-                  ShmOp op(group_, makeDesc(opts.seq, OpType::kGather, input.dtype(), {},
-                                            opts.rootRank, input.nbytes(), input.rawData()),
-                           true, opts.timeout);
+                  const OpDesc desc = makeDesc(opts.seq, OpType::kGather, input.dtype(), {},
+                                               opts.rootRank, input.nbytes(), input.rawData());
                   std::vector<uint8_t*> outs;
                   for (const auto& o : outputs) outs.push_back(bytesOf(o));
-                  gatherInto(op, bytesOf(input), input.nbytes(), outs,
-                             input.nbytes() * u64(size()));
+                  const uint64_t total = input.nbytes() * u64(size());
+                  if (!singleCopyFor(total) && eagerFits(group_, OpType::kGather, input.nbytes())) {
+                    EagerOp op(group_, desc, EagerShape::kLeavesWrite, opts.timeout);
+                    return gatherEager(op, bytesOf(input), input.nbytes(), outs);
+                  }
+                  ShmOp op(group_, desc, true, opts.timeout);
+                  gatherInto(op, bytesOf(input), input.nbytes(), outs, total);
                 });
 }
 
@@ -208,11 +224,15 @@ WorkPtr ShmBackend::scatter(const Tensor& output, const std::vector<Tensor>& inp
   checkCpu(output, "scatter");
   return submit(info(OpType::kScatter, opts.seq, inputs, {output}, opts.timeout, opts.rootRank),
                 output, opts.asyncOp, [=, this] {
-                  ShmOp op(group_, makeDesc(opts.seq, OpType::kScatter, output.dtype(), {},
-                                            opts.rootRank, output.nbytes()),
-                           true, opts.timeout);
+                  const OpDesc desc = makeDesc(opts.seq, OpType::kScatter, output.dtype(), {},
+                                               opts.rootRank, output.nbytes());
                   std::vector<const uint8_t*> ins;
                   for (const auto& t : inputs) ins.push_back(bytesOf(t));
+                  if (eagerFits(group_, OpType::kScatter, output.nbytes())) {
+                    EagerOp op(group_, desc, EagerShape::kRootWrites, opts.timeout);
+                    return scatterEager(op, ins, bytesOf(output), output.nbytes());
+                  }
+                  ShmOp op(group_, desc, true, opts.timeout);
                   scatterChunked(op, ins, bytesOf(output), output.nbytes(), opts.rootRank);
                 });
 }

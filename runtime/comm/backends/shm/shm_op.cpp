@@ -9,6 +9,7 @@
 #include <cstring>
 #include <utility>
 
+#include "runtime/comm/backends/shm/shm_eager.hpp"
 #include "runtime/comm/backends/shm/shm_single_copy.hpp"
 #include "runtime/comm/backends/shm/shm_wait.hpp"
 #include "runtime/comm/rank_errors.hpp"
@@ -62,8 +63,11 @@ ShmOp::ShmOp(ShmGroup& group, const OpDesc& mine, bool equalBytes, Milliseconds 
   copyDesc(mine_, mine);
   if (g_.descs.size() < static_cast<size_t>(g_.size)) g_.descs.resize(g_.size);
   RankControl& me = g_.segment->control(g_.rank);
-  me.seq.store(mine.seq, std::memory_order_relaxed);
-  me.opType.store(mine.opType, std::memory_order_relaxed);
+  // The op type before the seq, both release: a peer that sees this seq sees
+  // this op's type and every step this rank arrived at before it (poll()'s
+  // check for a rank that skipped an operation, and EagerOp's, rely on it).
+  me.opType.store(mine.opType, std::memory_order_release);
+  me.seq.store(mine.seq, std::memory_order_release);
 }
 
 uint64_t ShmOp::partBytes() const { return (slotBytes() / size()) & ~uint64_t{63}; }
@@ -91,10 +95,12 @@ std::string ShmOp::what() const {
                      opTypeName(static_cast<OpType>(mine_.opType)), mine_.seq);
 }
 
-void ShmOp::throwCancelled() {
-  throw DistBackendError(what() + ": cancelled: the operation was failed from outside the "
-                                  "backend (watchdog timeout or Work::abort)");
+void throwCancelledOp(const std::string& what) {
+  throw DistBackendError(what + ": cancelled: the operation was failed from outside the "
+                                "backend (watchdog timeout or Work::abort)");
 }
+
+void ShmOp::throwCancelled() { throwCancelledOp(what()); }
 
 void ShmOp::sync() {
   if (cancelled()) throwCancelled();
@@ -152,6 +158,16 @@ void ShmOp::sync() {
     first_ = false;
     for (int r = 0; r < n; ++r) copyDesc(g_.descs[r], seg.desc(r, parity));
     validate();
+    if (eagerEntriesToConfirm(g_)) {
+      // Every rank has finished everything before this step (Note [Eager
+      // rooted operations]).
+      const std::string unread = unreadEagerEntries(g_);
+      if (!unread.empty()) {
+        g_.oneSidedMismatch.store(true, std::memory_order_relaxed);
+        throw DistBackendError(fmt::format(
+            "{}: Detected mismatch between collectives on ranks: {}", what(), unread));
+      }
+    }
     if (!counts_.empty()) {
       const std::string diff = checkCounts(parity);
       if (!diff.empty()) {
@@ -174,6 +190,7 @@ void ShmOp::poll() {
       throwPeerFailure(seg, r, what(), &missing);
     }
   }
+  throwIfSkipped();
   for (int r : g_.peers->exited()) {
     if (seg.control(r).step.load(std::memory_order_acquire) < target) {
       throw DistRanksPeerFailureError(fmt::format(
@@ -182,6 +199,22 @@ void ShmOp::poll() {
     }
   }
   if (deadline_.expired()) throwTimeout();
+}
+
+void ShmOp::throwIfSkipped() {
+  ShmSegment& seg = *g_.segment;
+  for (int r = 0; r < g_.size; ++r) {
+    RankControl& c = seg.control(r);
+    // The seq first (release after every step its rank took before it): a
+    // rank at a later operation that has not arrived here never will.
+    const uint64_t seq = c.seq.load(std::memory_order_acquire);
+    if (seq <= mine_.seq || c.step.load(std::memory_order_acquire) >= g_.step) continue;
+    throw DistBackendError(fmt::format(
+        "{}: Detected mismatch between collectives on ranks: rank {} moved on to {} (seq {}) "
+        "without arriving at rank {}'s {}",
+        what(), r, opTypeName(static_cast<OpType>(c.opType.load(std::memory_order_acquire))),
+        seq, g_.rank, describeOp(mine_)));
+  }
 }
 
 void ShmOp::throwTimeout() {
@@ -235,15 +268,13 @@ uint8_t* ShmOp::scratch(uint64_t bytes) {
   return g_.scratch.data();
 }
 
-namespace {
-std::string describeDesc(const OpDesc& d) {
+std::string describeOp(const OpDesc& d) {
   std::string s = fmt::format("{}(seq {}, {} bytes, {}", opTypeName(static_cast<OpType>(d.opType)),
                               d.seq, d.bytes, dtypeName(static_cast<DType>(d.dtype)));
   if (d.root >= 0) s += fmt::format(", root {}", d.root);
   ReduceOp op(static_cast<ReduceOp::Kind>(d.reduceOp));
   return s + fmt::format(", op {})", reduceOpName(op));
 }
-}  // namespace
 
 void ShmOp::validate() {
   const OpDesc& a = g_.descs[0];
@@ -252,8 +283,8 @@ void ShmOp::validate() {
     const OpDesc& b = g_.descs[r];
     if (a.seq != b.seq || a.opType != b.opType || a.dtype != b.dtype ||
         a.reduceOp != b.reduceOp || a.root != b.root || (equalBytes_ && a.bytes != b.bytes)) {
-      diff = fmt::format("rank 0 runs {}, but rank {} runs {}", describeDesc(a), r,
-                         describeDesc(b));
+      diff = fmt::format("rank 0 runs {}, but rank {} runs {}", describeOp(a), r,
+                         describeOp(b));
     }
   }
   if (!diff.empty()) {

@@ -9,7 +9,8 @@
 // proves every rank has finished reading the previous step, so the other parity
 // is free to write: two buffers give a pipeline where a fast rank writes chunk
 // k+1 while a slow one still reads chunk k. One wait per step, no extra
-// "done reading" barrier.
+// "done reading" barrier. Small broadcasts, reduces, gathers and scatters take
+// no step: Note [Eager rooted operations] in shm_eager.hpp.
 //
 // Note [Arrival in the descriptor line]
 // Arriving stores the step twice: in RankControl::step (what diagnostics, the
@@ -139,6 +140,16 @@ struct ShmGroup {
   // Note [Bookkeeping while the stamps travel]: run by the next sync once it
   // arrived, before it waits; cleared before it runs (collective thread only).
   Deferred afterArrival;
+  // Note [Eager rooted operations] in shm_eager.hpp: the largest per-rank
+  // operation that takes the eager path (0: none, or no outboxes), the
+  // entries each rank has written as this rank counts them, and how many of
+  // its own are known to have been read.
+  uint64_t eagerMaxBytes = 0;
+  std::vector<uint64_t> eagerWritten;
+  uint64_t eagerConfirmed = 0;
+  // Set when the operation failing now found a mismatch its peers may not see
+  // (ShmBackend then sets SegmentHeader::oneSidedMismatchRank).
+  std::atomic<bool> oneSidedMismatch{false};
 };
 
 class ShmOp {
@@ -197,6 +208,10 @@ class ShmOp {
   // returns the first disagreement, or "".
   std::string checkCounts(int parity);
   void poll();
+  // Raises the mismatch when a rank that has not arrived at this step runs a
+  // later operation (it skipped this one, or ran it on the eager path: Note
+  // [Eager rooted operations] in shm_eager.hpp).
+  void throwIfSkipped();
   // Ranks that have not arrived at the current step (Note [Who did not arrive]).
   std::vector<int> notArrived() const;
   bool cancelled() const { return g_.cancelled.load(std::memory_order_acquire); }
@@ -217,6 +232,14 @@ class ShmOp {
   Milliseconds timeout_;
   Deadline deadline_;
 };
+
+// "BROADCAST(seq 3, 16 bytes, float32, root 0, op SUM)": a descriptor in
+// mismatch messages.
+std::string describeOp(const OpDesc& d);
+
+// The error of an operation failed from outside the backend (Note [Work
+// failure and the caller's tensors] in work.hpp); `what` names the operation.
+[[noreturn]] void throwCancelledOp(const std::string& what);
 
 // Mirrors a peer's published failure as the same exception kind; with
 // `missing`, as the rank_errors.hpp kind naming those ranks.

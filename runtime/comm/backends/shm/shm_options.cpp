@@ -44,6 +44,10 @@ uint64_t singleCopyMinBytes(const std::string& key, const std::string& value) {
   return parseOptionUInt(key, value, 0, 1ull << 62);
 }
 
+uint64_t eagerBytes(const std::string& key, const std::string& value) {
+  return parseOptionUInt(key, value, 0, kEagerDataBytes);
+}
+
 }  // namespace
 
 ShmOptions parseShmOptions(const BackendOptionMap& options) {
@@ -56,6 +60,7 @@ ShmOptions parseShmOptions(const BackendOptionMap& options) {
   o.singleCopy = readOption(options, "shm.single_copy", o.singleCopy, singleCopyMode);
   o.singleCopyMinBytes =
       readOption(options, "shm.single_copy_min_bytes", o.singleCopyMinBytes, singleCopyMinBytes);
+  o.eagerBytes = readOption(options, "shm.eager_bytes", o.eagerBytes, eagerBytes);
   return o;
 }
 
@@ -69,7 +74,8 @@ std::vector<BackendOptionSpec> shmOptionSpecs() {
           spec("shm.channel_bytes", "point-to-point ring per rank pair (power of two)"),
           spec("shm.allreduce_algo", "auto | direct | rsag"),
           spec("shm.single_copy", "auto | on | off"),
-          spec("shm.single_copy_min_bytes", "smallest operation read in place (bytes)")};
+          spec("shm.single_copy_min_bytes", "smallest operation read in place (bytes)"),
+          spec("shm.eager_bytes", "largest rooted operation taken one-sided (bytes, 0-4096)")};
 }
 
 }  // namespace distlab::comm::shm

@@ -11,6 +11,10 @@
 //   shm.allreduce_algo         auto | direct | rsag (overrides the selector table)
 //   shm.single_copy            auto | on | off (Note [shm single copy])
 //   shm.single_copy_min_bytes  smallest operation read in place, [0, 2^62] bytes
+//   shm.eager_bytes            largest broadcast, reduce, gather or scatter (per
+//                              rank; a scatter's whole input) taken one-sided,
+//                              [0, 4096] (default 4096; 0: never). Note [Eager
+//                              rooted operations] in shm_eager.hpp
 #include <cstdint>
 #include <optional>
 #include <vector>
@@ -30,6 +34,7 @@ struct ShmOptions {
   std::optional<AllreduceAlgo> forcedAllreduce;  // nullopt: the selector table
   SingleCopyMode singleCopy = SingleCopyMode::kAuto;
   uint64_t singleCopyMinBytes = defaultSingleCopyMinBytes();
+  uint64_t eagerBytes = kEagerDataBytes;
 };
 
 // Reads the "shm.*" keys of `options` (others are ignored); throws ValueError

@@ -36,7 +36,9 @@ std::string freshName() {
 uint64_t ShmSegment::totalBytes(int size, const SegmentOptions& o) {
   const uint64_t n = static_cast<uint64_t>(size);
   return alignUp(sizeof(SegmentHeader)) + n * sizeof(RankControl) + n * 2 * sizeof(OpDesc) +
-         alignUp(n * 2 * countsPerRank(size) * sizeof(uint64_t)) + n * 2 * o.slotBytes +
+         alignUp(n * 2 * countsPerRank(size) * sizeof(uint64_t)) +
+         (laysOutEagerEntries(size) ? n * kEagerEntries * sizeof(EagerEntry) : 0) +
+         n * 2 * o.slotBytes +
          n * n * (sizeof(ChannelHeader) + o.channelBytes);
 }
 
@@ -53,12 +55,18 @@ void ShmSegment::layout(uint8_t* base, int size, const SegmentOptions& o) {
   const uint64_t n = static_cast<uint64_t>(size);
   counts_ = reinterpret_cast<uint64_t*>(p);
   p += alignUp(n * 2 * countsPerRank(size) * sizeof(uint64_t));
+  if (laysOutEagerEntries(size)) {
+    eager_ = reinterpret_cast<EagerEntry*>(p);
+    p += n * kEagerEntries * sizeof(EagerEntry);
+  }
   slots_ = p;
   p += n * 2 * o.slotBytes;
   channelHeaders_ = reinterpret_cast<ChannelHeader*>(p);
   p += n * n * sizeof(ChannelHeader);
   rings_ = p;
 }
+
+bool ShmSegment::laysOutEagerEntries(int size) { return size <= kWideGroupRanks; }
 
 ChannelHeader& ShmSegment::channel(int src, int dst) {
   return channelHeaders_[uint64_t(dst) * size_ + src];

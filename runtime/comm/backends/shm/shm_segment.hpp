@@ -19,6 +19,7 @@
 //
 // Layout (every part 64-byte aligned, sizes bounded by the options):
 //   SegmentHeader | RankControl[n] | OpDesc[n][2] | counts[n][2][2n+1] |
+//   EagerEntry[n][kEagerEntries] (groups of up to kWideGroupRanks ranks) |
 //   slot[n][2][slotBytes] | ChannelHeader[n][n] (dst-major) |
 //   ring[n][n][channelBytes] (src-major)
 //
@@ -68,6 +69,10 @@ struct alignas(64) SegmentHeader {
   alignas(64) std::atomic<uint64_t> arrivals;
   // Ranks attached so far; a futex word the last one to attach wakes.
   alignas(64) std::atomic<uint32_t> attachedRanks;
+  // 1 + the first rank that found a mismatch on the one-sided path, set after
+  // its failure is published (Note [Eager rooted operations] in shm_eager.hpp);
+  // read by every operation, written once.
+  alignas(64) std::atomic<uint32_t> oneSidedMismatchRank;
 };
 
 // Failure kinds a rank publishes so its peers fail fast with the same kind.
@@ -133,6 +138,31 @@ struct alignas(64) OpDesc {
 static_assert(offsetof(OpDesc, smallData) + kDescSmallDataBytes == offsetof(OpDesc, stamp));
 static_assert(offsetof(OpDesc, stamp) == 56 && sizeof(OpDesc) == 64);
 
+// Note [Eager rooted operations] in shm_eager.hpp: each rank's outbox of
+// kEagerEntries entries, each a head line and up to kEagerDataBytes of data.
+inline constexpr int kEagerEntries = 16;
+inline constexpr uint64_t kEagerDataBytes = 4096;
+struct alignas(64) EagerHead {
+  // The writer's operation, compared by its readers (as ShmOp::validate does).
+  uint64_t seq;
+  uint64_t bytes;  // data bytes in this entry
+  int32_t root;
+  uint8_t opType;
+  uint8_t dtype;
+  uint8_t reduceOp;
+  uint8_t pad;
+  // Readers that have not yet copied this entry out; the writer reuses the
+  // entry only at 0. Set before the stamp, decremented by each reader.
+  std::atomic<uint32_t> readsLeft;
+  // The writer's entry count after writing this entry (index + 1), release.
+  std::atomic<uint64_t> stamp;
+};
+struct EagerEntry {
+  EagerHead head;
+  alignas(64) uint8_t data[kEagerDataBytes];
+};
+static_assert(sizeof(EagerHead) == 64 && sizeof(EagerEntry) == 64 + kEagerDataBytes);
+
 struct alignas(64) ChannelHeader {
   std::atomic<uint64_t> head;  // bytes consumed (receiver writes)
   alignas(64) std::atomic<uint64_t> tail;  // bytes produced (sender writes)
@@ -171,6 +201,14 @@ class ShmSegment {
   }
   static uint64_t countsPerRank(int size) { return 2 * uint64_t(size) + 1; }
   uint8_t* slot(int r, int parity) { return slots_ + (uint64_t(r) * 2 + parity) * slotBytes(); }
+  // Entry i (mod kEagerEntries) of rank w's eager outbox; only when hasEagerEntries().
+  EagerEntry& eagerEntry(int w, uint64_t i) {
+    return eager_[uint64_t(w) * kEagerEntries + i % kEagerEntries];
+  }
+  bool hasEagerEntries() const { return eager_ != nullptr; }
+  // Whether a group of `size` ranks lays out eager outboxes (not in wide groups:
+  // Note [Eager rooted operations]).
+  static bool laysOutEagerEntries(int size);
   // Where this rank mapped the segment (peers publish theirs in RankControl::base).
   uint8_t* base() { return base_; }
   ChannelHeader& channel(int src, int dst);
@@ -191,6 +229,7 @@ class ShmSegment {
   RankControl* controls_ = nullptr;
   OpDesc* descs_ = nullptr;
   uint64_t* counts_ = nullptr;
+  EagerEntry* eager_ = nullptr;
   uint8_t* slots_ = nullptr;
   ChannelHeader* channelHeaders_ = nullptr;
   uint8_t* rings_ = nullptr;

@@ -10,6 +10,7 @@ list(APPEND DISTLAB_COMM_SOURCES
   backends/shm/shm_broadcast.cpp
   backends/shm/shm_allgather.cpp
   backends/shm/shm_scatter.cpp
+  backends/shm/shm_eager.cpp
   backends/shm/shm_reduce_scatter.cpp
   backends/shm/shm_alltoall.cpp
   backends/shm/shm_single_copy.cpp

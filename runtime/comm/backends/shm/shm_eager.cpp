@@ -1,0 +1,340 @@
+#include "runtime/comm/backends/shm/shm_eager.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <array>
+#include <cstring>
+#include <utility>
+
+#include "runtime/comm/backends/shm/shm_peers.hpp"
+#include "runtime/comm/backends/shm/shm_wait.hpp"
+#include "runtime/comm/rank_errors.hpp"
+#include "runtime/comm/reduce_kernels.hpp"
+#include "runtime/core/errors.hpp"
+
+namespace distlab::comm::shm {
+namespace {
+
+EagerShape shapeOf(OpType type) {
+  return type == OpType::kReduce || type == OpType::kGather ? EagerShape::kLeavesWrite
+                                                            : EagerShape::kRootWrites;
+}
+
+// The descriptor an entry's head records, for messages.
+OpDesc descOf(const EagerHead& e) {
+  OpDesc d{};
+  d.seq = e.seq;
+  d.bytes = e.bytes;
+  d.root = e.root;
+  d.opType = e.opType;
+  d.dtype = e.dtype;
+  d.reduceOp = e.reduceOp;
+  return d;
+}
+
+std::string rankList(const std::vector<int>& ranks) {
+  return fmt::format("[{}]", fmt::join(ranks, ", "));
+}
+
+}  // namespace
+
+bool eagerFits(const ShmGroup& group, OpType type, uint64_t perRankBytes) {
+  if (group.eagerMaxBytes == 0 || group.size < 2) return false;
+  // A scatter's root writes every rank's part into its one entry.
+  const uint64_t entryBytes =
+      type == OpType::kScatter ? perRankBytes * static_cast<uint64_t>(group.size) : perRankBytes;
+  return perRankBytes <= group.eagerMaxBytes && entryBytes <= group.eagerMaxBytes;
+}
+
+EagerOp::EagerOp(ShmGroup& group, const OpDesc& mine, EagerShape shape, Milliseconds timeout)
+    : g_(group),
+      mine_(mine),
+      shape_(shape),
+      timeout_(timeout),
+      deadline_(group.opStartedNs != 0 ? Deadline::afterStart(group.opStartedNs, timeout)
+                                        : Deadline::after(timeout)) {
+  // The op type before the seq, both release: a reader that sees this seq
+  // sees this op's type, and the entries this rank stamped before it
+  // (pollReader's mismatch checks rely on both).
+  RankControl& me = g_.segment->control(g_.rank);
+  me.opType.store(mine.opType, std::memory_order_release);
+  me.seq.store(mine.seq, std::memory_order_release);
+}
+
+bool EagerOp::writes() const {
+  return (shape_ == EagerShape::kRootWrites) == (g_.rank == mine_.root);
+}
+
+uint32_t EagerOp::readers() const {
+  return shape_ == EagerShape::kRootWrites ? static_cast<uint32_t>(g_.size - 1) : 1;
+}
+
+std::string EagerOp::what() const {
+  return fmt::format("[shm] group '{}' rank {}: {} (seq {})", g_.groupName, g_.rank,
+                     opTypeName(static_cast<OpType>(mine_.opType)), mine_.seq);
+}
+
+void EagerOp::runAfterArrival() {
+  // Note [Bookkeeping while the stamps travel] in shm_op.hpp.
+  if (g_.afterArrival) std::exchange(g_.afterArrival, {})();
+}
+
+uint8_t* EagerOp::entryToWrite() {
+  ShmSegment& seg = *g_.segment;
+  EagerHead& e = seg.eagerEntry(g_.rank, indexOf(g_.rank)).head;
+  if (e.readsLeft.load(std::memory_order_acquire) != 0) {
+    SegmentHeader& h = seg.header();
+    waitUntil(
+        h.collBell, h.collSleepers,
+        [&] { return e.readsLeft.load(std::memory_order_acquire) == 0 || cancelled(); },
+        [&] { pollWriter(e); }, g_.wait);
+  }
+  if (cancelled()) throwCancelledOp(what());
+  return seg.eagerEntry(g_.rank, indexOf(g_.rank)).data;
+}
+
+void EagerOp::publish() {
+  ShmSegment& seg = *g_.segment;
+  EagerHead& e = seg.eagerEntry(g_.rank, indexOf(g_.rank)).head;
+  e.seq = mine_.seq;
+  e.bytes = mine_.bytes;
+  e.root = mine_.root;
+  e.opType = mine_.opType;
+  e.dtype = mine_.dtype;
+  e.reduceOp = mine_.reduceOp;
+  e.readsLeft.store(readers(), std::memory_order_relaxed);
+  e.stamp.store(indexOf(g_.rank) + 1, std::memory_order_release);
+  ring(seg.header().collBell, seg.header().collSleepers);
+  runAfterArrival();
+}
+
+const uint8_t* EagerOp::entryOf(int w) {
+  ShmSegment& seg = *g_.segment;
+  EagerEntry& entry = seg.eagerEntry(w, indexOf(w));
+  const uint64_t want = indexOf(w) + 1;
+  runAfterArrival();  // while the writer's stamp travels
+  if (entry.head.stamp.load(std::memory_order_acquire) < want) {
+    SegmentHeader& h = seg.header();
+    waitUntil(
+        h.collBell, h.collSleepers,
+        [&] {
+          // Note [Fetching the slot while waiting] in shm_op.hpp, for the entry.
+          __builtin_prefetch(entry.data);
+          return entry.head.stamp.load(std::memory_order_acquire) >= want || cancelled();
+        },
+        [&] { pollReader(w, entry.head); }, g_.wait);
+  }
+  if (cancelled()) throwCancelledOp(what());
+  checkWriter(w, entry.head);
+  return entry.data;
+}
+
+void EagerOp::doneWith(int w) {
+  EagerHead& e = g_.segment->eagerEntry(w, indexOf(w)).head;
+  // The last reader frees the entry: its writer may be waiting for it.
+  if (e.readsLeft.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+    ring(g_.segment->header().collBell, g_.segment->header().collSleepers);
+  }
+}
+
+void EagerOp::finish() {
+  if (shape_ == EagerShape::kRootWrites) {
+    ++g_.eagerWritten[mine_.root];
+    return;
+  }
+  for (int w = 0; w < g_.size; ++w) {
+    if (w != mine_.root) ++g_.eagerWritten[w];
+  }
+}
+
+void EagerOp::checkWriter(int w, const EagerHead& e) {
+  if (e.seq != mine_.seq || e.opType != mine_.opType || e.dtype != mine_.dtype ||
+      e.reduceOp != mine_.reduceOp || e.root != mine_.root || e.bytes != mine_.bytes) {
+    throwMismatch(fmt::format("rank {} runs {}, but rank {} runs {}", w, describeOp(descOf(e)),
+                              g_.rank, describeOp(mine_)));
+  }
+}
+
+void EagerOp::throwMismatch(const std::string& diff) {
+  g_.oneSidedMismatch.store(true, std::memory_order_relaxed);
+  throw DistBackendError(
+      fmt::format("{}: Detected mismatch between collectives on ranks: {}", what(), diff));
+}
+
+void EagerOp::throwIfAbortedOrPeerFailed(const std::vector<int>& waitedFor) {
+  ShmSegment& seg = *g_.segment;
+  if (g_.aborted && g_.aborted->load(std::memory_order_acquire)) {
+    throw DistBackendError(what() + ": aborted while waiting for peers");
+  }
+  for (int r = 0; r < g_.size; ++r) {
+    if (r != g_.rank && seg.control(r).failed.load(std::memory_order_acquire) != 0) {
+      throwPeerFailure(seg, r, what(), &waitedFor);
+    }
+  }
+}
+
+void EagerOp::pollReader(int w, const EagerHead& e) {
+  throwIfAbortedOrPeerFailed({w});
+  ShmSegment& seg = *g_.segment;
+  RankControl& c = seg.control(w);
+  // Read before the stamp's re-check: what the writer did after stamping
+  // (Note [Eager rooted operations]) is then known not to be this entry.
+  const uint64_t seq = c.seq.load(std::memory_order_acquire);
+  const auto type = static_cast<OpType>(c.opType.load(std::memory_order_acquire));
+  const uint64_t step = c.step.load(std::memory_order_acquire);
+  if (e.stamp.load(std::memory_order_acquire) >= indexOf(w) + 1) return;  // arrived meanwhile
+  const std::string mineText = describeOp(mine_);
+  if (seq > mine_.seq) {
+    throwMismatch(fmt::format("rank {} moved on to {} (seq {}) without writing its part of "
+                              "rank {}'s {}",
+                              w, opTypeName(type), seq, g_.rank, mineText));
+  }
+  if (seq == mine_.seq && type != static_cast<OpType>(mine_.opType)) {
+    throwMismatch(fmt::format("rank {} runs {} (seq {}), but rank {} runs {}", w,
+                              opTypeName(type), seq, g_.rank, mineText));
+  }
+  if (seq == mine_.seq && step > g_.step) {
+    // The writer took the steps for this operation: its size is over the
+    // eager limit where this rank's is not.
+    const OpDesc& theirs = seg.desc(w, static_cast<int>(step & 1));
+    throwMismatch(fmt::format("rank {} runs {}, but rank {} runs {}", w, describeOp(theirs),
+                              g_.rank, mineText));
+  }
+  for (int r : g_.peers->exited()) {
+    if (r == w) {
+      throw DistRanksPeerFailureError(
+          fmt::format("{}: rank {} (pid {}) exited while this rank waited for it ({})", what(),
+                      w, g_.peers->pid(w), describeRank(seg, w)),
+          {w});
+    }
+  }
+  if (deadline_.expired()) {
+    throw DistRanksTimeoutError(
+        fmt::format("{} timed out after {} ms: ranks [{}] have not arrived ({})", what(),
+                    timeout_.count(), w, describeRank(seg, w)),
+        {w});
+  }
+}
+
+std::vector<int> EagerOp::unreadBy(const EagerHead& e) const {
+  if (shapeOf(static_cast<OpType>(e.opType)) == EagerShape::kLeavesWrite) return {e.root};
+  // A reader that has not moved past the entry's operation may still owe the read.
+  std::vector<int> behind, others;
+  for (int r = 0; r < g_.size; ++r) {
+    if (r == g_.rank) continue;
+    others.push_back(r);
+    if (g_.segment->control(r).seq.load(std::memory_order_acquire) <= e.seq) behind.push_back(r);
+  }
+  return behind.empty() ? others : behind;
+}
+
+void EagerOp::pollWriter(const EagerHead& e) {
+  const std::vector<int> unread = unreadBy(e);
+  throwIfAbortedOrPeerFailed(unread);
+  ShmSegment& seg = *g_.segment;
+  for (int r : g_.peers->exited()) {
+    if (std::find(unread.begin(), unread.end(), r) != unread.end()) {
+      throw DistRanksPeerFailureError(
+          fmt::format("{}: rank {} (pid {}) exited before reading this rank's {} ({})", what(), r,
+                      g_.peers->pid(r), describeOp(descOf(e)), describeRank(seg, r)),
+          {r});
+    }
+  }
+  if (deadline_.expired()) {
+    std::string progress;
+    for (int r : unread) progress += "; " + describeRank(seg, r);
+    throw DistRanksTimeoutError(
+        fmt::format("{} timed out after {} ms: ranks {} have not arrived: this rank's {} "
+                    "entries are full, and its {} has not been read{}",
+                    what(), timeout_.count(), rankList(unread), kEagerEntries,
+                    describeOp(descOf(e)), progress),
+        unread);
+  }
+}
+
+std::string unreadEagerEntries(ShmGroup& g) {
+  const uint64_t written = g.eagerWritten[g.rank];
+  // Older entries were reused, which their writer does only once they are read.
+  const uint64_t from = std::max<uint64_t>(
+      g.eagerConfirmed, written > uint64_t{kEagerEntries} ? written - kEagerEntries : 0);
+  g.eagerConfirmed = written;
+  for (uint64_t i = from; i < written; ++i) {
+    const EagerHead& e = g.segment->eagerEntry(g.rank, i).head;
+    const uint32_t left = e.readsLeft.load(std::memory_order_acquire);
+    if (left == 0) continue;
+    return fmt::format("rank {}'s {} was not read by {} of the ranks that had to read it: they "
+                       "ran another collective at seq {}",
+                       g.rank, describeOp(descOf(e)), left, e.seq);
+  }
+  return "";
+}
+
+// The algorithms. Readers copy out before doneWith (the entry is reused after).
+
+void broadcastEager(EagerOp& op, uint8_t* data, uint64_t bytes) {
+  if (op.writes()) {
+    std::memcpy(op.entryToWrite(), data, bytes);
+    op.publish();
+  } else {
+    std::memcpy(data, op.entryOf(op.root()), bytes);
+    op.doneWith(op.root());
+  }
+  op.finish();
+}
+
+void reduceEager(EagerOp& op, uint8_t* data, uint64_t count, DType dtype, ReduceOp redop) {
+  if (op.writes()) {
+    stageInput(op.entryToWrite(), data, count, dtype, redop);
+    op.publish();
+    op.finish();
+    return;
+  }
+  // The root's own input staged apart: reduceN's output must not be a source.
+  std::array<uint8_t, kEagerDataBytes> mine;
+  stageInput(mine.data(), data, count, dtype, redop);
+  std::array<const void*, kWideGroupRanks> srcs;
+  for (int r = 0; r < op.size(); ++r) srcs[r] = r == op.rank() ? mine.data() : op.entryOf(r);
+  reduceN(data, srcs.data(), op.size(), count, dtype, redop);
+  for (int r = 0; r < op.size(); ++r) {
+    if (r != op.rank()) op.doneWith(r);
+  }
+  op.finish();
+}
+
+void gatherEager(EagerOp& op, const uint8_t* in, uint64_t bytes,
+                 const std::vector<uint8_t*>& outs) {
+  if (op.writes()) {
+    std::memcpy(op.entryToWrite(), in, bytes);
+    op.publish();
+    op.finish();
+    return;
+  }
+  for (int r = 0; r < op.size(); ++r) {
+    if (r == op.rank()) {
+      std::memmove(outs[r], in, bytes);
+      continue;
+    }
+    std::memcpy(outs[r], op.entryOf(r), bytes);
+    op.doneWith(r);
+  }
+  op.finish();
+}
+
+void scatterEager(EagerOp& op, const std::vector<const uint8_t*>& ins, uint8_t* out,
+                  uint64_t bytes) {
+  if (op.writes()) {
+    uint8_t* entry = op.entryToWrite();
+    for (int q = 0; q < op.size(); ++q) {
+      if (q != op.rank()) std::memcpy(entry + q * bytes, ins[q], bytes);
+    }
+    op.publish();
+    std::memmove(out, ins[op.rank()], bytes);
+  } else {
+    std::memcpy(out, op.entryOf(op.root()) + op.rank() * bytes, bytes);
+    op.doneWith(op.root());
+  }
+  op.finish();
+}
+
+}  // namespace distlab::comm::shm
