@@ -168,6 +168,35 @@ void ShmP2P::ringPeer(int peer) {
   ringAlways(c.p2pBell, c.p2pSleepers);
 }
 
+void ShmP2P::ringPeerAfterData(int peer) {
+  RankControl& c = seg_.control(peer);
+  c.p2pBell.fetch_add(1, std::memory_order_seq_cst);
+  if (c.p2pSleepers.load(std::memory_order_seq_cst) == 0) return;
+  if (c.p2pDrivers.load(std::memory_order_seq_cst) > 0) {
+    c.p2pWakeSkipped.store(1, std::memory_order_seq_cst);
+    if (c.p2pDrivers.load(std::memory_order_seq_cst) > 0) return;  // its last driver settles it
+  }
+  futexWakeAll(&c.p2pBell);
+}
+
+void ShmP2P::stopDriving() {
+  RankControl& me = seg_.control(rank_);
+  if (me.p2pDrivers.fetch_sub(1, std::memory_order_seq_cst) != 1) return;  // not the last
+  if (me.p2pWakeSkipped.exchange(0, std::memory_order_seq_cst) == 0) return;
+  bool inFlight = true;
+  if (engineMutex_.try_lock()) {
+    std::lock_guard<std::mutex> lock(engineMutex_, std::adopt_lock);
+    DrivingScope driving(this);
+    try {  // runs in a destructor: what a round raises is left to the engine thread
+      progress();
+      inFlight = !nothingInFlight();
+    } catch (...) {
+    }
+  }
+  // The engine thread acts on what is left (a busy engine sees the bumped bell).
+  if (inFlight) ringPeer(rank_);
+}
+
 void ShmP2P::postSend(WorkPtr work, const Tensor& tensor, int dst, int tag, uint64_t seq,
                       Milliseconds timeout) {
   auto s = std::make_shared<Send>(Send{work, tensor, static_cast<const uint8_t*>(tensor.rawData()),
@@ -403,7 +432,7 @@ bool ShmP2P::progressSends() {
     }
     if (wrote) {
       ch.tail.store(tail, std::memory_order_release);
-      ringPeer(dst);
+      ringPeerAfterData(dst);
       moved = true;
     }
   }
@@ -464,7 +493,7 @@ bool ShmP2P::progressIncoming(int src) {
   }
   if (head != start) {
     ch.head.store(head, std::memory_order_release);
-    ringPeer(src);
+    ringPeerAfterData(src);
     return true;
   }
   return false;
@@ -609,6 +638,14 @@ bool ShmP2P::driveUntilDone(const Work& work) {
   const bool yield = wait_.yieldNs > 0;
   const int64_t patience = std::max(kP2PSpinNs, wait_.spinNs) + wait_.yieldNs;
   int64_t until = monotonicNowNs() + patience;
+  // Note [A driven engine is not woken]: until this returns or throws.
+  struct Driver {
+    ShmP2P& p2p;
+    explicit Driver(ShmP2P& p) : p2p(p) {
+      p2p.seg_.control(p2p.rank_).p2pDrivers.fetch_add(1, std::memory_order_seq_cst);
+    }
+    ~Driver() { p2p.stopDriving(); }
+  } driver(*this);
   while (!work.isCompleted()) {
     bool moved = false;
     driveRound(&moved);

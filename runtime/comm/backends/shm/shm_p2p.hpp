@@ -57,6 +57,23 @@
 // drive again. The caller's Work is told apart by its address, which is its
 // ticket: Work::wait runs on that Work, so it is alive while it drives.
 //
+// Note [A driven engine is not woken]
+// While a caller drives its engine, the rank's engine thread usually sleeps on
+// the bell with work in flight (the receive being waited for), so every
+// message its peers wrote woke it: a futex wake-up and a context switch per
+// message, on two cores shared by four ranks 6 switches per rank and exchange
+// (perf stat), against a driver that would have read the message itself a
+// moment later. So a peer that moved data to or from this rank bumps the bell
+// but leaves out the wake-up while a thread of this rank drives
+// (RankControl::p2pDrivers), and says so (p2pWakeSkipped). The last driver to
+// stop settles it: it runs one more round (what the skipped wake-up would
+// have made the engine do), and rings the engine thread only if work is still
+// in flight. Dekker on the two words: the peer sets p2pWakeSkipped and then
+// re-reads p2pDrivers (waking the engine itself if it reads 0); the driver
+// decrements p2pDrivers and then reads p2pWakeSkipped. Either the peer sees no
+// driver or the driver sees the flag; a bell bump is never left without a
+// round or a wake-up to act on it.
+//
 // Note [Posting drives a round]
 // Waking the engine at every post cost most of what was left: a 32 B
 // exchange between two ranks took ~10 us with the waiter driving, ~3 us
@@ -161,6 +178,11 @@ class ShmP2P {
   void complete(const std::shared_ptr<Recv>& r, int src);
   void finishDone();  // finishes what complete() and fail() queued
   void ringPeer(int peer);
+  // After moving data to or from `peer`: ringPeer unless one of its threads
+  // drives its engine (Note [A driven engine is not woken]).
+  void ringPeerAfterData(int peer);
+  // A driver stops (the same Note): settles a wake-up left out meanwhile.
+  void stopDriving();
   std::string what() const;
 
   ShmSegment& seg_;

@@ -99,6 +99,10 @@ struct alignas(64) RankControl {
   char reason[468];
   alignas(64) std::atomic<uint32_t> p2pBell;  // bumped when p2p work for this rank may progress
   std::atomic<uint32_t> p2pSleepers;
+  // Note [A driven engine is not woken] in shm_p2p.hpp: this rank's threads
+  // driving its engine now, and whether a peer left out a wake-up meanwhile.
+  std::atomic<uint32_t> p2pDrivers;
+  std::atomic<uint32_t> p2pWakeSkipped;
 };
 
 // What a rank is doing in one collective, published with its first step and
