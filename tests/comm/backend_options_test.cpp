@@ -39,7 +39,7 @@ const std::vector<BadOption> kBadOptions = {
     {"shm.allreduce_algo", "zzz", "auto, direct, rsag"},
     {"shm.single_copy", "maybe", "auto, on, off"},
     {"shm.single_copy_min_bytes", "-5", "whole number"},
-    {"shm.eager_bytes", "4097", "[0, 4096]"},  // past the outbox entry
+    {"shm.eager_bytes", "65537", "[0, 65536]"},  // past the outbox entry
     {"shm.eager_bytes", "-1", "whole number"},
     {"shm.no_such_key", "1", "'shm.no_such_key' is not known"},
     {"noprefix", "1", "'noprefix' is not known"},

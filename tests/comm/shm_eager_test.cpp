@@ -28,6 +28,8 @@ namespace {
 
 using namespace std::chrono_literals;
 constexpr int kAhead = comm::shm::kEagerEntries;
+// float32 elements of a tensor over the eager limit (twice kEagerDataBytes).
+constexpr int64_t kOverTheLimit = 2 * comm::shm::kEagerDataBytes / 4;
 
 std::shared_ptr<comm::ProcessGroup> eagerGroup(RankContext& ctx, std::chrono::milliseconds timeout) {
   return makeTestGroup(ctx, "shm", "eager", timeout);
@@ -103,14 +105,14 @@ TEST(ShmEager, TwoWritersOfDifferentOperationsFailAtTheNextCollective) {
   });
 }
 
-// The root takes the steps (8 KiB, over the limit), the leaf the eager path
+// The root takes the steps (128 KiB, over the limit), the leaf the eager path
 // (32 B): the leaf sees the root at a step of its sequence number.
 TEST(ShmEager, ALeafUnderTheLimitAndARootOverItBothFail) {
   spawn(SpawnMode::kProcesses, 2, [](RankContext& ctx) {
     auto g = eagerGroup(ctx, 10s);
-    Tensor t = ones({ctx.rank == 0 ? 2048 : 8});
+    Tensor t = ones({ctx.rank == 0 ? kOverTheLimit : 8});
     expectThrows<DistBackendError>([&] { g->broadcast(t, {.rootRank = 0})->wait(); },
-                                   {"mismatch", "8192 bytes", "32 bytes"});
+                                   {"mismatch", "131072 bytes", "32 bytes"});
   });
 }
 
@@ -119,7 +121,7 @@ TEST(ShmEager, ALeafUnderTheLimitAndARootOverItBothFail) {
 TEST(ShmEager, ARootUnderTheLimitAndALeafOverItBothFail) {
   spawn(SpawnMode::kProcesses, 2, [](RankContext& ctx) {
     auto g = eagerGroup(ctx, 10s);
-    Tensor t = ones({ctx.rank == 0 ? 8 : 2048});
+    Tensor t = ones({ctx.rank == 0 ? 8 : kOverTheLimit});
     if (ctx.rank == 0) {
       g->broadcast(t, {.rootRank = 0})->wait();
       expectThrows<DistBackendError>([&] { g->allreduce(t)->wait(); }, {"mismatch"});

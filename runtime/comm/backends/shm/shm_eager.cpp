@@ -138,6 +138,11 @@ void EagerOp::doneWith(int w) {
   }
 }
 
+uint8_t* EagerOp::scratch(uint64_t bytes) {
+  if (g_.scratch.size() < bytes) g_.scratch.resize(bytes);
+  return g_.scratch.data();
+}
+
 void EagerOp::finish() {
   if (shape_ == EagerShape::kRootWrites) {
     ++g_.eagerWritten[mine_.root];
@@ -291,10 +296,10 @@ void reduceEager(EagerOp& op, uint8_t* data, uint64_t count, DType dtype, Reduce
     return;
   }
   // The root's own input staged apart: reduceN's output must not be a source.
-  std::array<uint8_t, kEagerDataBytes> mine;
-  stageInput(mine.data(), data, count, dtype, redop);
+  uint8_t* mine = op.scratch(count * elementSize(dtype));
+  stageInput(mine, data, count, dtype, redop);
   std::array<const void*, kWideGroupRanks> srcs;
-  for (int r = 0; r < op.size(); ++r) srcs[r] = r == op.rank() ? mine.data() : op.entryOf(r);
+  for (int r = 0; r < op.size(); ++r) srcs[r] = r == op.rank() ? mine : op.entryOf(r);
   reduceN(data, srcs.data(), op.size(), count, dtype, redop);
   for (int r = 0; r < op.size(); ++r) {
     if (r != op.rank()) op.doneWith(r);

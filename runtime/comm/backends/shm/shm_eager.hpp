@@ -91,6 +91,8 @@ class EagerOp {
   // valid until doneWith(w).
   const uint8_t* entryOf(int w);
   void doneWith(int w);
+  // A per-group scratch buffer of at least `bytes` (allocated once).
+  uint8_t* scratch(uint64_t bytes);
   // Advances every rank's entry count for this operation's writers; call once
   // the operation's reads and writes are done.
   void finish();

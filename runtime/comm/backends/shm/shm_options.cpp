@@ -75,7 +75,7 @@ std::vector<BackendOptionSpec> shmOptionSpecs() {
           spec("shm.allreduce_algo", "auto | direct | rsag"),
           spec("shm.single_copy", "auto | on | off"),
           spec("shm.single_copy_min_bytes", "smallest operation read in place (bytes)"),
-          spec("shm.eager_bytes", "largest rooted operation taken one-sided (bytes, 0-4096)")};
+          spec("shm.eager_bytes", "largest rooted operation taken one-sided (bytes, 0-65536)")};
 }
 
 }  // namespace distlab::comm::shm

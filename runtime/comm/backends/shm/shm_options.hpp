@@ -13,7 +13,7 @@
 //   shm.single_copy_min_bytes  smallest operation read in place, [0, 2^62] bytes
 //   shm.eager_bytes            largest broadcast, reduce, gather or scatter (per
 //                              rank; a scatter's whole input) taken one-sided,
-//                              [0, 4096] (default 4096; 0: never). Note [Eager
+//                              [0, 65536] (default 65536; 0: never). Note [Eager
 //                              rooted operations] in shm_eager.hpp
 #include <cstdint>
 #include <optional>

@@ -145,7 +145,7 @@ static_assert(offsetof(OpDesc, stamp) == 56 && sizeof(OpDesc) == 64);
 // Note [Eager rooted operations] in shm_eager.hpp: each rank's outbox of
 // kEagerEntries entries, each a head line and up to kEagerDataBytes of data.
 inline constexpr int kEagerEntries = 16;
-inline constexpr uint64_t kEagerDataBytes = 4096;
+inline constexpr uint64_t kEagerDataBytes = 64 * 1024;
 struct alignas(64) EagerHead {
   // The writer's operation, compared by its readers (as ShmOp::validate does).
   uint64_t seq;
