@@ -21,15 +21,22 @@ EagerShape shapeOf(OpType type) {
                                                             : EagerShape::kRootWrites;
 }
 
+// The fields an entry's head records of its writer's descriptor, between an
+// OpDesc and an EagerHead (same names).
+template <class To, class From>
+void copyOpFields(To& to, const From& from) {
+  to.seq = from.seq;
+  to.bytes = from.bytes;
+  to.root = from.root;
+  to.opType = from.opType;
+  to.dtype = from.dtype;
+  to.reduceOp = from.reduceOp;
+}
+
 // The descriptor an entry's head records, for messages.
 OpDesc descOf(const EagerHead& e) {
   OpDesc d{};
-  d.seq = e.seq;
-  d.bytes = e.bytes;
-  d.root = e.root;
-  d.opType = e.opType;
-  d.dtype = e.dtype;
-  d.reduceOp = e.reduceOp;
+  copyOpFields(d, e);
   return d;
 }
 
@@ -97,12 +104,7 @@ uint8_t* EagerOp::entryToWrite() {
 void EagerOp::publish() {
   ShmSegment& seg = *g_.segment;
   EagerHead& e = seg.eagerEntry(g_.rank, indexOf(g_.rank)).head;
-  e.seq = mine_.seq;
-  e.bytes = mine_.bytes;
-  e.root = mine_.root;
-  e.opType = mine_.opType;
-  e.dtype = mine_.dtype;
-  e.reduceOp = mine_.reduceOp;
+  copyOpFields(e, mine_);
   e.readsLeft.store(readers(), std::memory_order_relaxed);
   e.stamp.store(indexOf(g_.rank) + 1, std::memory_order_release);
   ring(seg.header().collBell, seg.header().collSleepers);
