@@ -19,7 +19,7 @@ WaitPolicy waitPolicyFor(int ranks) {
       std::min(kLongestPollIntervalNs, kPollIntervalNs * std::max(1, ranks / 16));
   if (ranks <= cores) return WaitPolicy{10'000, 0, poll};
   if (ranks > kWideGroupRanks) return WaitPolicy{1'000, 0, poll};
-  return WaitPolicy{2'000, 100'000, poll};
+  return WaitPolicy{0, 100'000, poll};
 }
 
 void futexWait(std::atomic<uint32_t>* word, uint32_t expected, int64_t timeoutNs) {

@@ -1,6 +1,6 @@
 #pragma once
-// Waiting on shared memory: spin briefly, then (only when ranks outnumber
-// cores) yield briefly, then sleep on a futex.
+// Waiting on shared memory: spin briefly (or, when ranks outnumber cores,
+// yield), then sleep on a futex.
 //
 // Note [shm waiting]
 // A waiter must leave the cores to the work that needs them: the peer it waits
@@ -11,7 +11,12 @@
 // the group has more ranks than this process may use cores, yields for up to
 // WaitPolicy::yieldNs (with more ranks than cores a futex sleeper waits a
 // scheduler slice per step, many times what yielding costs), then sleeps on a
-// futex "bell". Arrivals ring the bell only
+// futex "bell". With more ranks than cores there is no spin at all: the rank
+// waited for is as likely as not the one queued behind the spinner on its
+// core. A 2 us spin there cost every step two spins per core: worlds 3-16 on
+// two cores, the small all-reduce, barrier, all-gather and reduce-scatter took
+// 0.4-0.75x the time without it (reports/collectives_all_ops.md). Arrivals
+// ring the bell only
 // when somebody sleeps on it (ring() reads the sleeper count after its own
 // store; a sleeper registers before its last check: Note [shm bell]), so the
 // common, fast case costs no shared read-modify-write and no system call.
@@ -50,8 +55,8 @@ struct WaitPolicy {
   int64_t pollIntervalNs = kPollIntervalNs;
 };
 // The policy for a group of `ranks` processes on this machine: spin longer and
-// never yield when every rank can hold a core; spin briefly and yield up to
-// 100 us when ranks outnumber the cores this process may run on; sleep almost
+// never yield when every rank can hold a core; yield at once, up to 100 us,
+// when ranks outnumber the cores this process may run on; sleep almost
 // at once in wide groups (Note [Wide groups count arrivals] in shm_op.hpp),
 // where hundreds of yielding ranks would take the cores from the ones that
 // have work. The poll interval grows with `ranks` (Note [shm waiting]).
