@@ -40,6 +40,14 @@ OpDesc descOf(const EagerHead& e) {
   return d;
 }
 
+// Copies of 0 bytes are skipped: an empty tensor's data may be null.
+void copyBytes(void* dst, const void* src, uint64_t bytes) {
+  if (bytes > 0) std::memcpy(dst, src, bytes);
+}
+void moveBytes(void* dst, const void* src, uint64_t bytes) {
+  if (bytes > 0) std::memmove(dst, src, bytes);
+}
+
 std::string rankList(const std::vector<int>& ranks) {
   return fmt::format("[{}]", fmt::join(ranks, ", "));
 }
@@ -281,10 +289,10 @@ std::string unreadEagerEntries(ShmGroup& g) {
 
 void broadcastEager(EagerOp& op, uint8_t* data, uint64_t bytes) {
   if (op.writes()) {
-    std::memcpy(op.entryToWrite(), data, bytes);
+    copyBytes(op.entryToWrite(), data, bytes);
     op.publish();
   } else {
-    std::memcpy(data, op.entryOf(op.root()), bytes);
+    copyBytes(data, op.entryOf(op.root()), bytes);
     op.doneWith(op.root());
   }
   op.finish();
@@ -292,14 +300,15 @@ void broadcastEager(EagerOp& op, uint8_t* data, uint64_t bytes) {
 
 void reduceEager(EagerOp& op, uint8_t* data, uint64_t count, DType dtype, ReduceOp redop) {
   if (op.writes()) {
-    stageInput(op.entryToWrite(), data, count, dtype, redop);
+    uint8_t* entry = op.entryToWrite();
+    if (count > 0) stageInput(entry, data, count, dtype, redop);
     op.publish();
     op.finish();
     return;
   }
   // The root's own input staged apart: reduceN's output must not be a source.
   uint8_t* mine = op.scratch(count * elementSize(dtype));
-  stageInput(mine, data, count, dtype, redop);
+  if (count > 0) stageInput(mine, data, count, dtype, redop);
   std::array<const void*, kWideGroupRanks> srcs;
   for (int r = 0; r < op.size(); ++r) srcs[r] = r == op.rank() ? mine : op.entryOf(r);
   reduceN(data, srcs.data(), op.size(), count, dtype, redop);
@@ -312,17 +321,17 @@ void reduceEager(EagerOp& op, uint8_t* data, uint64_t count, DType dtype, Reduce
 void gatherEager(EagerOp& op, const uint8_t* in, uint64_t bytes,
                  const std::vector<uint8_t*>& outs) {
   if (op.writes()) {
-    std::memcpy(op.entryToWrite(), in, bytes);
+    copyBytes(op.entryToWrite(), in, bytes);
     op.publish();
     op.finish();
     return;
   }
   for (int r = 0; r < op.size(); ++r) {
     if (r == op.rank()) {
-      std::memmove(outs[r], in, bytes);
+      moveBytes(outs[r], in, bytes);
       continue;
     }
-    std::memcpy(outs[r], op.entryOf(r), bytes);
+    copyBytes(outs[r], op.entryOf(r), bytes);
     op.doneWith(r);
   }
   op.finish();
@@ -333,12 +342,12 @@ void scatterEager(EagerOp& op, const std::vector<const uint8_t*>& ins, uint8_t* 
   if (op.writes()) {
     uint8_t* entry = op.entryToWrite();
     for (int q = 0; q < op.size(); ++q) {
-      if (q != op.rank()) std::memcpy(entry + q * bytes, ins[q], bytes);
+      if (q != op.rank()) copyBytes(entry + q * bytes, ins[q], bytes);
     }
     op.publish();
-    std::memmove(out, ins[op.rank()], bytes);
+    moveBytes(out, ins[op.rank()], bytes);
   } else {
-    std::memcpy(out, op.entryOf(op.root()) + op.rank() * bytes, bytes);
+    copyBytes(out, op.entryOf(op.root()) + op.rank() * bytes, bytes);
     op.doneWith(op.root());
   }
   op.finish();
