@@ -87,19 +87,24 @@ ShmBackend::ShmBackend(const BackendContext& context)
 
 void ShmBackend::agreeOnSingleCopy(SingleCopyMode mode) {
   RankControl& me = segment_->control(ctx_.rank);
-  me.singleCopyErr.store(
+  const SingleCopyVerdicts mine =
       mode == SingleCopyMode::kOff
-          ? kSingleCopyDisabled
-          : probePeerMemory(*segment_, *peers_, mode == SingleCopyMode::kAuto),
-      std::memory_order_release);
+          ? SingleCopyVerdicts{kSingleCopyDisabled, kSingleCopyDisabled}
+          : probePeerMemory(*segment_, *peers_, mode == SingleCopyMode::kAuto);
+  me.singleCopyErr.store(mine.reductions, std::memory_order_release);
+  me.singleCopyAllgathersErr.store(mine.allgathers, std::memory_order_release);
   {
     ShmOp op(group_, makeDesc(0, OpType::kBarrier, DType::kUInt8, {}, -1, 0), true, ctx_.timeout);
     op.sync();  // every verdict is published
   }
-  const SingleCopyAgreement agreed = agreeOnVerdicts(*segment_, group_.singleCopyMinBytes);
+  const uint64_t option = group_.singleCopyMinBytes;
+  const SingleCopyAgreement agreed = agreeOnVerdicts(*segment_, option, false);
+  const SingleCopyAgreement allgathers = agreeOnVerdicts(*segment_, option, true);
   const int without = agreed.firstRankWithout;
   group_.singleCopy = without < 0;
   group_.singleCopyMinBytes = agreed.minBytes;
+  group_.singleCopyAllgathers = allgathers.firstRankWithout < 0;
+  group_.singleCopyAllgathersMinBytes = allgathers.minBytes;
   group_.singleCopyBroadcast = group_.singleCopy && mode == SingleCopyMode::kOn;
   if (mode == SingleCopyMode::kOn && without >= 0) {
     throw DistBackendError(fmt::format(
@@ -109,9 +114,15 @@ void ShmBackend::agreeOnSingleCopy(SingleCopyMode mode) {
         singleCopyVerdictText(segment_->control(without).singleCopyErr.load())));
   }
   if (ctx_.rank != 0) return;  // the same decision on every rank: said once
-  if (group_.singleCopy) {
-    DL_LOG(INFO, "shm: group '{}' reads its peers' tensors in place from {} bytes{}",
-           ctx_.groupName, group_.singleCopyMinBytes,
+  if (group_.singleCopyAllgathers && !group_.singleCopy) {
+    DL_LOG(INFO, "shm: group '{}' all-gathers its peers' tensors in place from {} bytes; the "
+                 "other operations go through the slots: rank {}: {}", ctx_.groupName,
+           group_.singleCopyAllgathersMinBytes, without,
+           singleCopyVerdictText(segment_->control(without).singleCopyErr.load()));
+  } else if (group_.singleCopy) {
+    DL_LOG(INFO, "shm: group '{}' reads its peers' tensors in place from {} bytes (all-gathers "
+                 "from {}){}", ctx_.groupName, group_.singleCopyMinBytes,
+           group_.singleCopyAllgathersMinBytes,
            group_.singleCopyBroadcast ? "" : " (broadcast through the slots)");
   } else {
     DL_LOG(INFO, "shm: group '{}' copies through the slots: rank {}: {}", ctx_.groupName, without,

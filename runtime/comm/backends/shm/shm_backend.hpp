@@ -189,12 +189,16 @@ class ShmBackend : public Backend {
   bool singleCopyFor(uint64_t bytes) const {
     return group_.singleCopy && bytes >= group_.singleCopyMinBytes;
   }
+  // The same for the all-gathers (their own verdict, Note [shm single copy]).
+  bool singleCopyAllgathersFor(uint64_t bytes) const {
+    return group_.singleCopyAllgathers && bytes >= group_.singleCopyAllgathersMinBytes;
+  }
   AllreduceAlgo allreduceAlgoFor(uint64_t bytes) const;
   // The data path of every gather-shaped op: outs[q] receives rank q's input
-  // (inBytes each), through the slots or, when `totalBytes` (the same on every
-  // rank) qualifies, by reading the peers' inputs in place.
+  // (inBytes each), through the slots or, with `inPlace` (decided alike on
+  // every rank), by reading the peers' inputs in place.
   void gatherInto(ShmOp& op, const uint8_t* in, uint64_t inBytes,
-                  const std::vector<uint8_t*>& outs, uint64_t totalBytes);
+                  const std::vector<uint8_t*>& outs, bool inPlace);
   // The body of allgather and of each of allgather_coalesced's tensors.
   void allgatherInto(OpType type, const AllgatherOptions& opts, const Tensor& input,
                      const std::vector<Tensor>& outputs);

@@ -155,12 +155,12 @@ void ShmBackend::allgatherInto(OpType type, const AllgatherOptions& opts, const 
     outBytes += outputs[q].nbytes();
   }
   ShmOp op(group_, d, false, opts.timeout, counts);
-  gatherInto(op, bytesOf(input), input.nbytes(), outs, outBytes);
+  gatherInto(op, bytesOf(input), input.nbytes(), outs, singleCopyAllgathersFor(outBytes));
 }
 
 void ShmBackend::gatherInto(ShmOp& op, const uint8_t* in, uint64_t inBytes,
-                            const std::vector<uint8_t*>& outs, uint64_t totalBytes) {
-  if (singleCopyFor(totalBytes)) {
+                            const std::vector<uint8_t*>& outs, bool inPlace) {
+  if (inPlace) {
     gatherSingleCopy(op, in, outs);
   } else {
     allgatherChunked(op, in, inBytes, outs);
@@ -177,7 +177,8 @@ WorkPtr ShmBackend::allgatherIntoTensor(const Tensor& output, const Tensor& inpu
                            true, opts.timeout);
                   std::vector<uint8_t*> outs;
                   for (int q = 0; q < size(); ++q) outs.push_back(bytesOf(output) + q * input.nbytes());
-                  gatherInto(op, bytesOf(input), input.nbytes(), outs, output.nbytes());
+                  gatherInto(op, bytesOf(input), input.nbytes(), outs,
+                             singleCopyAllgathersFor(output.nbytes()));
                 });
 }
 
@@ -210,12 +211,14 @@ WorkPtr ShmBackend::gather(const std::vector<Tensor>& outputs, const Tensor& inp
                   std::vector<uint8_t*> outs;
                   for (const auto& o : outputs) outs.push_back(bytesOf(o));
                   const uint64_t total = input.nbytes() * u64(size());
-                  if (!singleCopyFor(total) && eagerFits(group_, OpType::kGather, input.nbytes())) {
+                  // Note [shm single copy]: a gather keeps the reductions' rule.
+                  const bool inPlace = singleCopyFor(total);
+                  if (!inPlace && eagerFits(group_, OpType::kGather, input.nbytes())) {
                     EagerOp op(group_, desc, EagerShape::kLeavesWrite, opts.timeout);
                     return gatherEager(op, bytesOf(input), input.nbytes(), outs);
                   }
                   ShmOp op(group_, desc, true, opts.timeout);
-                  gatherInto(op, bytesOf(input), input.nbytes(), outs, total);
+                  gatherInto(op, bytesOf(input), input.nbytes(), outs, inPlace);
                 });
 }
 

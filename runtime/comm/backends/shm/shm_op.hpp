@@ -128,6 +128,10 @@ struct ShmGroup {
   // with shm.single_copy=on.
   bool singleCopy = false;
   uint64_t singleCopyMinBytes = 0;
+  // The same for the all-gathers, whose own rule pays at lower kernel rates
+  // (Note [shm single copy]).
+  bool singleCopyAllgathers = false;
+  uint64_t singleCopyAllgathersMinBytes = 0;
   bool singleCopyBroadcast = false;
   std::vector<uint8_t> scratch;             // single-copy reads to reduce (grown once)
   // Set while an operation runs: its Work was failed from outside (Note [Work

@@ -96,7 +96,10 @@ struct alignas(64) RankControl {
   // group, kSingleCopySlower when reading a peer is slower than the slots
   // here, else the errno of its first failed read.
   std::atomic<int32_t> singleCopyErr;
-  char reason[468];
+  // The same for the all-gathers, whose single copy pays at a lower kernel
+  // rate (Note [shm single copy]).
+  std::atomic<int32_t> singleCopyAllgathersErr;
+  char reason[464];
   alignas(64) std::atomic<uint32_t> p2pBell;  // bumped when p2p work for this rank may progress
   std::atomic<uint32_t> p2pSleepers;
   // Note [A driven engine is not woken] in shm_p2p.hpp: this rank's threads

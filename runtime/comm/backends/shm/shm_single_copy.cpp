@@ -44,12 +44,17 @@ int64_t bestOf(const Copy& copy, int* err) {
   return best;
 }
 
+// Which operations a kernel copy at the rate measured pays for.
+struct KernelPays {
+  bool reductions = false;  // C > 2M/3: kernel time < 1.5 x memcpy time
+  bool allgathers = false;  // C > M/2: kernel time < 2 x memcpy time
+};
+
 // The kernel's read of `bytes` at `remote` in process `pid` against memcpy of
 // the same bytes from `local` (this process's view of them), both into
-// `into`: the errno of a failed read, else 0 with `pays` set when C > 2M/3 in
-// rates (kernel time < 1.5 x memcpy time).
+// `into`: the errno of a failed read, else 0 with `pays` set from the rates.
 int timeKernelAgainstMemcpy(pid_t pid, uint64_t remote, const uint8_t* local, uint8_t* into,
-                            uint64_t bytes, bool* pays) {
+                            uint64_t bytes, KernelPays* pays) {
   int err = 0;
   const int64_t kernelNs =
       bestOf([&] { return readProcessMemory(pid, remote, into, bytes); }, &err);
@@ -60,60 +65,70 @@ int timeKernelAgainstMemcpy(pid_t pid, uint64_t remote, const uint8_t* local, ui
         return 0;
       },
       &err);
-  *pays = 2 * kernelNs < 3 * memcpyNs;
+  pays->reductions = 2 * kernelNs < 3 * memcpyNs;
+  pays->allgathers = kernelNs < 2 * memcpyNs;
   return 0;
 }
 
 // Note [shm single copy], "beyond the caches": the kernel's copy of this
 // process's own private buffer against memcpy of it; once per process (the
 // answer belongs to the machine, not to the group).
-bool kernelCopyPaysBeyondCaches() {
-  static const bool pays = [] {
+KernelPays kernelCopyPaysBeyondCaches() {
+  static const KernelPays pays = [] {
     // Both buffers touched before the timing, so no round pays page faults.
     std::vector<uint8_t> from(kLargeProbeBytes, 1);
     std::vector<uint8_t> into(kLargeProbeBytes);
-    bool kernelPays = false;
+    KernelPays kernelPays;
     const int err = timeKernelAgainstMemcpy(getpid(), reinterpret_cast<uintptr_t>(from.data()),
                                             from.data(), into.data(), kLargeProbeBytes,
                                             &kernelPays);
-    return err == 0 && kernelPays;
+    return err == 0 ? kernelPays : KernelPays{};
   }();
   return pays;
+}
+
+// A verdict from whether the path pays in cache and beyond it.
+int32_t verdictFor(bool paysInCache, bool paysBeyondCaches) {
+  if (paysInCache) return 0;
+  return paysBeyondCaches ? kSingleCopyLargeOnly : kSingleCopySlower;
 }
 
 // Note [shm single copy], "whether it pays": the kernel's copy from the next
 // rank's mapping of the slots against memcpy from this rank's mapping of the
 // same pages, into the same private buffer.
-int32_t timePeerReads(ShmSegment& segment, const ShmPeers& peers) {
+SingleCopyVerdicts timePeerReads(ShmSegment& segment, const ShmPeers& peers) {
   const int peer = (segment.rank() + 1) % segment.size();
   const uint64_t offset = static_cast<uint64_t>(segment.slot(0, 0) - segment.base());
   const uint64_t bytes = std::min<uint64_t>(256 * 1024, segment.slotBytes() * 2 * segment.size());
   const uint64_t remote = segment.control(peer).base.load(std::memory_order_acquire) + offset;
   std::vector<uint8_t> into(bytes);
-  bool pays = false;
+  KernelPays pays;
   const int err = timeKernelAgainstMemcpy(peers.pid(peer), remote, segment.slot(0, 0),
                                           into.data(), bytes, &pays);
-  if (err != 0) return err;
-  if (pays) return 0;
-  return kernelCopyPaysBeyondCaches() ? kSingleCopyLargeOnly : kSingleCopySlower;
+  if (err != 0) return {err, err};
+  if (pays.reductions && pays.allgathers) return {0, 0};
+  const KernelPays large = kernelCopyPaysBeyondCaches();
+  return {verdictFor(pays.reductions, large.reductions), verdictFor(pays.allgathers, large.allgathers)};
 }
 
 }  // namespace
 
-int32_t probePeerMemory(ShmSegment& segment, const ShmPeers& peers, bool timeIt) {
+SingleCopyVerdicts probePeerMemory(ShmSegment& segment, const ShmPeers& peers, bool timeIt) {
   const int n = segment.size();
   const bool wide = n > kWideGroupRanks;
-  if (wide && timeIt) return kSingleCopyWideGroup;  // Note [Wide groups and the single copy]
+  if (wide && timeIt) {  // Note [Wide groups and the single copy]
+    return {kSingleCopyWideGroup, kSingleCopyWideGroup};
+  }
   const int probed = wide ? kWideProbePeers : n - 1;
   for (int i = 1; i <= probed; ++i) {
     const int r = (segment.rank() + i) % n;
     uint64_t magic = 0;
     const uint64_t base = segment.control(r).base.load(std::memory_order_acquire);
     const int err = readProcessMemory(peers.pid(r), base, &magic, sizeof(magic));
-    if (err != 0) return err;
-    if (magic != kSegmentMagic) return EIO;
+    if (err != 0) return {err, err};
+    if (magic != kSegmentMagic) return {EIO, EIO};
   }
-  return timeIt && segment.size() > 1 ? timePeerReads(segment, peers) : 0;
+  return timeIt && segment.size() > 1 ? timePeerReads(segment, peers) : SingleCopyVerdicts{};
 }
 
 SingleCopyAgreement agreeOnVerdicts(const std::vector<int32_t>& verdicts, uint64_t minBytes) {
@@ -128,11 +143,12 @@ SingleCopyAgreement agreeOnVerdicts(const std::vector<int32_t>& verdicts, uint64
   return agreed;
 }
 
-SingleCopyAgreement agreeOnVerdicts(ShmSegment& segment, uint64_t minBytes) {
+SingleCopyAgreement agreeOnVerdicts(ShmSegment& segment, uint64_t minBytes, bool allgathers) {
   std::vector<int32_t> verdicts(static_cast<size_t>(segment.size()));
   for (int r = 0; r < segment.size(); ++r) {
-    verdicts[static_cast<size_t>(r)] =
-        segment.control(r).singleCopyErr.load(std::memory_order_acquire);
+    const RankControl& c = segment.control(r);
+    verdicts[static_cast<size_t>(r)] = (allgathers ? c.singleCopyAllgathersErr : c.singleCopyErr)
+                                           .load(std::memory_order_acquire);
   }
   return agreeOnVerdicts(verdicts, minBytes);
 }

@@ -25,11 +25,15 @@
 // 2 x N/2 into output and slot, copy N/2 out) and, on the single-copy path, N
 // through the kernel plus a reduction of N/2: it pays when
 //   N / C + N / (2M) < 2N / M,  i.e. C > 2M/3
-// for the kernel's rate C and memcpy's M. So in mode auto each rank also times
-// both on the same shared pages (the next rank's mapping of the slots against
-// its own; best of a few rounds) and says no when C <= 2M/3 (the gathers,
-// one copy against two, would pay from C > M/2: the allreduce's rule is the
-// stricter one, and one rule keeps one decision).
+// for the kernel's rate C and memcpy's M. An all-gather copies each byte it
+// receives once against twice, and pays from C > M/2. So in mode auto each
+// rank also times both on the same shared pages (the next rank's mapping of
+// the slots against its own; best of a few rounds) and gives two verdicts:
+// the reductions' (all-reduce, reduce-scatter, and gather, below: no when
+// C <= 2M/3) and the all-gathers' (no when C <= M/2). Each is agreed on by
+// the group on its own. On the Intel VM of reports/collectives_all_ops.md the
+// reductions' rule said "large only" while the all-gather read in place took
+// 0.23-0.56x the slots' time at 64 KiB-1 MiB.
 //
 // Beyond the caches the rates change, and not by the same factor: the slots
 // still run in cache (a slot is reused chunk after chunk) but every byte of a
@@ -39,10 +43,13 @@
 // The segment is too small to time that, so when the in-cache rule says no,
 // a rank times the same two copies once per process on private buffers of
 // kLargeProbeBytes (a read of its own memory takes the same kernel path) and,
-// when C > 2M/3 there, says "large only": the group then takes the path from
-// kSingleCopyLargeBytes (at least shm.single_copy_min_bytes).
+// when the rule holds there, says "large only": the group then takes the path
+// from kSingleCopyLargeBytes (at least shm.single_copy_min_bytes).
 //
-// Broadcast is the exception in mode auto: through the slots the root's copy
+// A gather to one root is like broadcast, below: through the slots the
+// leaves' copies in and the root's copies out overlap, so it keeps the
+// stricter rule (the all-gathers' rule made 256-512 KiB gathers 1.1-2.3x
+// slower there). Broadcast is the exception in mode auto: through the slots the root's copy
 // in and the readers' copy out overlap, chunk by chunk, so it costs about one
 // memcpy of the tensor against one kernel copy, which pays only when C > M
 // (C stayed below M on every machine measured). It takes the path only with
@@ -102,7 +109,13 @@ inline constexpr uint64_t kSingleCopyLargeBytes = 2ull << 20;
 // In a group of more than kWideGroupRanks ranks (Note [Wide groups and the
 // single copy]) it reads only its next kWideProbePeers peers' magic, and with
 // `timeIt` says kSingleCopyWideGroup without timing anything.
-int32_t probePeerMemory(ShmSegment& segment, const ShmPeers& peers, bool timeIt);
+// The two verdicts (Note [shm single copy], "whether it pays"): equal unless
+// only the rates tell them apart.
+struct SingleCopyVerdicts {
+  int32_t reductions = 0;  // all-reduce, reduce-scatter: C > 2M/3
+  int32_t allgathers = 0;  // all-gather (list, tensor, coalesced): C > M/2
+};
+SingleCopyVerdicts probePeerMemory(ShmSegment& segment, const ShmPeers& peers, bool timeIt);
 // Note [Wide groups and the single copy]
 // With hundreds of ranks on a few cores, the probe would cost every rank a
 // read of every peer (n^2 system calls in all) and timing buffers of
@@ -121,8 +134,9 @@ struct SingleCopyAgreement {
   uint64_t minBytes = 0;
 };
 SingleCopyAgreement agreeOnVerdicts(const std::vector<int32_t>& verdicts, uint64_t minBytes);
-// The same, after the group's first sync, from the verdicts in the segment.
-SingleCopyAgreement agreeOnVerdicts(ShmSegment& segment, uint64_t minBytes);
+// The same, after the group's first sync, from the verdicts in the segment
+// (RankControl::singleCopyAllgathersErr with `allgathers`, else singleCopyErr).
+SingleCopyAgreement agreeOnVerdicts(ShmSegment& segment, uint64_t minBytes, bool allgathers);
 std::string singleCopyVerdictText(int32_t verdict);
 
 }  // namespace distlab::comm::shm
