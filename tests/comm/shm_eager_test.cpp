@@ -31,7 +31,8 @@ constexpr int kAhead = comm::shm::kEagerEntries;
 // float32 elements of a tensor over the eager limit (twice kEagerDataBytes).
 constexpr int64_t kOverTheLimit = 2 * comm::shm::kEagerDataBytes / 4;
 
-std::shared_ptr<comm::ProcessGroup> eagerGroup(RankContext& ctx, std::chrono::milliseconds timeout) {
+std::shared_ptr<comm::ProcessGroup> eagerGroup(RankContext& ctx,
+                                               std::chrono::milliseconds timeout) {
   return makeTestGroup(ctx, "shm", "eager", timeout);
 }
 

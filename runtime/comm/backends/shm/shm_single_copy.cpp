@@ -108,7 +108,8 @@ SingleCopyVerdicts timePeerReads(ShmSegment& segment, const ShmPeers& peers) {
   if (err != 0) return {err, err};
   if (pays.reductions && pays.allgathers) return {0, 0};
   const KernelPays large = kernelCopyPaysBeyondCaches();
-  return {verdictFor(pays.reductions, large.reductions), verdictFor(pays.allgathers, large.allgathers)};
+  return {verdictFor(pays.reductions, large.reductions),
+          verdictFor(pays.allgathers, large.allgathers)};
 }
 
 }  // namespace

@@ -101,11 +101,11 @@ int readProcessMemory(pid_t pid, uint64_t remote, void* local, uint64_t bytes);
 inline constexpr uint64_t kLargeProbeBytes = 4ull << 20;
 inline constexpr uint64_t kSingleCopyLargeBytes = 2ull << 20;
 
-// This rank's verdict: the errno of the first failure to read the segment's
-// magic through a peer's mapping (EIO: the bytes read were not the magic);
-// else, with `timeIt`, kSingleCopyLargeOnly when reading a peer pays only
-// beyond the caches and kSingleCopySlower when it does not pay at all (see
-// the Note); else 0.
+// This rank's verdicts: both the errno of the first failure to read the
+// segment's magic through a peer's mapping (EIO: the bytes read were not the
+// magic); else, with `timeIt`, each kSingleCopyLargeOnly when reading a peer
+// pays only beyond the caches by its rule and kSingleCopySlower when it does
+// not pay at all (see the Note); else 0.
 // In a group of more than kWideGroupRanks ranks (Note [Wide groups and the
 // single copy]) it reads only its next kWideProbePeers peers' magic, and with
 // `timeIt` says kSingleCopyWideGroup without timing anything.
