@@ -67,14 +67,10 @@ EagerOp::EagerOp(ShmGroup& group, const OpDesc& mine, EagerShape shape, Millisec
       mine_(mine),
       shape_(shape),
       timeout_(timeout),
-      deadline_(group.opStartedNs != 0 ? Deadline::afterStart(group.opStartedNs, timeout)
-                                        : Deadline::after(timeout)) {
-  // The op type before the seq, both release: a reader that sees this seq
-  // sees this op's type, and the entries this rank stamped before it
-  // (pollReader's mismatch checks rely on both).
-  RankControl& me = g_.segment->control(g_.rank);
-  me.opType.store(mine.opType, std::memory_order_release);
-  me.seq.store(mine.seq, std::memory_order_release);
+      deadline_(operationDeadline(group, timeout)) {
+  // A reader that sees this seq then also sees the entries this rank stamped
+  // before it (pollReader's checks).
+  announceOperation(g_, mine);
 }
 
 bool EagerOp::writes() const {
@@ -164,9 +160,9 @@ void EagerOp::finish() {
 }
 
 void EagerOp::checkWriter(int w, const EagerHead& e) {
-  if (e.seq != mine_.seq || e.opType != mine_.opType || e.dtype != mine_.dtype ||
-      e.reduceOp != mine_.reduceOp || e.root != mine_.root || e.bytes != mine_.bytes) {
-    throwMismatch(fmt::format("rank {} runs {}, but rank {} runs {}", w, describeOp(descOf(e)),
+  const OpDesc theirs = descOf(e);
+  if (!sameOperation(theirs, mine_, true)) {
+    throwMismatch(fmt::format("rank {} runs {}, but rank {} runs {}", w, describeOp(theirs),
                               g_.rank, describeOp(mine_)));
   }
 }

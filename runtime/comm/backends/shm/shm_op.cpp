@@ -55,19 +55,29 @@ ShmOp::ShmOp(ShmGroup& group, const OpDesc& mine, bool equalBytes, Milliseconds 
       counts_(counts),
       equalBytes_(equalBytes),
       timeout_(timeout),
-      deadline_(group.opStartedNs != 0 ? Deadline::afterStart(group.opStartedNs, timeout)
-                                        : Deadline::after(timeout)) {
+      deadline_(operationDeadline(group, timeout)) {
   DL_CHECK(counts.empty() == !mine.hasCounts &&
                (counts.empty() || counts.size() == 2 * static_cast<size_t>(g_.size)),
            "ShmOp: counts must be 2 * size() values exactly when the descriptor hasCounts");
   copyDesc(mine_, mine);
   if (g_.descs.size() < static_cast<size_t>(g_.size)) g_.descs.resize(g_.size);
-  RankControl& me = g_.segment->control(g_.rank);
-  // The op type before the seq, both release: a peer that sees this seq sees
-  // this op's type and every step this rank arrived at before it (poll()'s
-  // check for a rank that skipped an operation, and EagerOp's, rely on it).
+  announceOperation(g_, mine);
+}
+
+Deadline operationDeadline(const ShmGroup& group, Milliseconds timeout) {
+  return group.opStartedNs != 0 ? Deadline::afterStart(group.opStartedNs, timeout)
+                                : Deadline::after(timeout);
+}
+
+void announceOperation(ShmGroup& group, const OpDesc& mine) {
+  RankControl& me = group.segment->control(group.rank);
   me.opType.store(mine.opType, std::memory_order_release);
   me.seq.store(mine.seq, std::memory_order_release);
+}
+
+bool sameOperation(const OpDesc& a, const OpDesc& b, bool compareBytes) {
+  return a.seq == b.seq && a.opType == b.opType && a.dtype == b.dtype &&
+         a.reduceOp == b.reduceOp && a.root == b.root && (!compareBytes || a.bytes == b.bytes);
 }
 
 uint64_t ShmOp::partBytes() const { return (slotBytes() / size()) & ~uint64_t{63}; }
@@ -281,8 +291,7 @@ void ShmOp::validate() {
   std::string diff;
   for (int r = 1; r < g_.size && diff.empty(); ++r) {
     const OpDesc& b = g_.descs[r];
-    if (a.seq != b.seq || a.opType != b.opType || a.dtype != b.dtype ||
-        a.reduceOp != b.reduceOp || a.root != b.root || (equalBytes_ && a.bytes != b.bytes)) {
+    if (!sameOperation(a, b, equalBytes_)) {
       diff = fmt::format("rank 0 runs {}, but rank {} runs {}", describeOp(a), r,
                          describeOp(b));
     }

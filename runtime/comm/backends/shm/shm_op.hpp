@@ -241,6 +241,20 @@ class ShmOp {
 // mismatch messages.
 std::string describeOp(const OpDesc& d);
 
+// Whether two ranks' descriptors describe the same operation (seq, type,
+// dtype, reduce op, root; and bytes when `compareBytes`).
+bool sameOperation(const OpDesc& a, const OpDesc& b, bool compareBytes);
+
+// The deadline of an operation's waits: `timeout` after group.opStartedNs
+// (after now outside an operation).
+Deadline operationDeadline(const ShmGroup& group, Milliseconds timeout);
+
+// Publishes in this rank's RankControl the operation it starts: the op type,
+// then the seq, both release, so a peer that sees the seq sees the type and
+// everything this rank did before (ShmOp::throwIfSkipped's and EagerOp's
+// checks for a rank that skipped or ran another operation rely on it).
+void announceOperation(ShmGroup& group, const OpDesc& mine);
+
 // The error of an operation failed from outside the backend (Note [Work
 // failure and the caller's tensors] in work.hpp); `what` names the operation.
 [[noreturn]] void throwCancelledOp(const std::string& what);
