@@ -11,6 +11,7 @@
 #include <future>
 #include <stdexcept>
 
+#include "runtime/comm/backends/shm/shm_backend.hpp"
 #include "runtime/comm/backends/shm/shm_single_copy.hpp"
 #include "runtime/core/errors.hpp"
 
@@ -173,6 +174,12 @@ void checkFailedReceiveLeavesTensorAlone(RankContext& ctx, comm::ProcessGroup& g
   if (g.recv(next, 1, {.tag = 5}) != 1) throw std::runtime_error("the next receive's source");
   expectEqualTensor(next, full({kNumel}, 7.0), "the message, taken by the next receive");
   expectEqualTensor(t, full({kNumel}, -1.0), "the failed receive's tensor");
+}
+
+std::shared_ptr<comm::shm::ShmBackend> shmBackendOf(comm::ProcessGroup& g) {
+  auto backend = std::dynamic_pointer_cast<comm::shm::ShmBackend>(g.getBackend(DeviceType::kCPU));
+  if (!backend) throw std::runtime_error("not an shm backend");
+  return backend;
 }
 
 }  // namespace distlab::testing

@@ -19,6 +19,10 @@
 #include "tests/support/spawn.hpp"
 #include "tests/support/test_groups.hpp"
 
+namespace distlab::comm::shm {
+class ShmBackend;
+}
+
 namespace distlab::testing {
 
 // Value range for (op, dtype, rank, world size) such that every reduction over
@@ -56,6 +60,9 @@ std::vector<comm::ReduceOp::Kind> allReduceOps();
 // process may read a child's memory with process_vm_readv. Tests of that path
 // skip with the reason where the system (seccomp, Yama) forbids it.
 std::string crossMemoryAttachUnavailable();
+
+// `g`'s CPU backend as the shm backend (throws when it is another).
+std::shared_ptr<comm::shm::ShmBackend> shmBackendOf(comm::ProcessGroup& g);
 
 // Runs fn and requires it to throw E whose message contains every needle;
 // returns the seconds it took (failure tests bound detection time with it).

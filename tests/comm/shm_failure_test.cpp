@@ -45,12 +45,6 @@ std::shared_ptr<ProcessGroup> makeGroup(RankContext& ctx, std::chrono::milliseco
 const std::map<std::string, std::string> kSingleCopyEverywhere = {
     {"shm.single_copy", "on"}, {"shm.single_copy_min_bytes", "0"}};
 
-std::shared_ptr<comm::shm::ShmBackend> shmBackendOf(ProcessGroup& g) {
-  auto backend = std::dynamic_pointer_cast<comm::shm::ShmBackend>(g.getBackend(DeviceType::kCPU));
-  if (!backend) throw std::runtime_error("not an shm backend");
-  return backend;
-}
-
 void expectKilledPeerReportedWithinOneSecond(const std::map<std::string, std::string>& options) {
   SpawnOptions spawnOptions;
   spawnOptions.mayDie = {1};

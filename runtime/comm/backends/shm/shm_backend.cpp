@@ -82,7 +82,9 @@ ShmBackend::ShmBackend(const BackendContext& context)
   progress_ = std::make_shared<ProgressThread>("shm:" + ctx_.groupName);
   p2p_ = std::make_unique<ShmP2P>(
       *segment_, *peers_, ctx_.groupName,
-      [this](std::exception_ptr e, FailureKind kind) { markFailed(e, kind); }, group_.wait);
+      [this](std::exception_ptr e, FailureKind kind) { markFailed(e, kind); }, group_.wait,
+      group_.singleCopyAllgathers ? std::max<uint64_t>(1, group_.singleCopyAllgathersMinBytes)
+                                  : 0);
 }
 
 void ShmBackend::agreeOnSingleCopy(SingleCopyMode mode) {

@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "runtime/comm/backends/shm/shm_op.hpp"
+#include "runtime/comm/backends/shm/shm_single_copy.hpp"
 #include "runtime/comm/backends/shm/shm_wait.hpp"
 #include "runtime/comm/work_completion.hpp"
 #include "runtime/core/errors.hpp"
@@ -18,12 +19,20 @@ struct ShmP2P::MsgHeader {
   int32_t tag;
   uint64_t bytes;
   uint64_t seq;
-  uint64_t pad;
+  uint64_t addr;  // kInPlaceMagic: the payload's address in the sender, else 0
 };
 
 namespace {
 
 constexpr uint32_t kMsgMagic = 0x6d736731;
+constexpr uint32_t kInPlaceMagic = 0x6d736732;  // Note [Point-to-point in place]
+
+// Note [Point-to-point in place]: the smallest message sent in place (one that
+// fits the default ring streams in one piece, and its send completes at once),
+// and how much a receiver reads per round (a round holds the engine; 1 MiB
+// is ~50-100 us of copying).
+constexpr uint64_t kP2PInPlaceMinBytes = 64 * 1024;
+constexpr uint64_t kInPlaceChunkBytes = 1024 * 1024;
 
 void ringWrite(uint8_t* ring, uint64_t cap, uint64_t pos, const uint8_t* src, uint64_t n) {
   const uint64_t at = pos & (cap - 1);
@@ -112,6 +121,8 @@ struct ShmP2P::Send {
   bool headerDone = false;
   uint64_t sent = 0;
   bool cancelled = false;  // failed from outside mid-message: the rest is zeros
+  bool inPlace = false;    // Note [Point-to-point in place]
+  uint64_t inPlaceNumber = 0;  // its number on the channel, once its header is out
 };
 
 struct ShmP2P::Recv {
@@ -131,6 +142,22 @@ struct ShmP2P::Unexpected {
   std::vector<uint8_t> data;
   bool complete = false;
   std::shared_ptr<Recv> claimedBy;
+  // Note [Point-to-point in place]: a message still in its sender (0: none).
+  uint64_t inPlaceNumber = 0;
+  uint64_t inPlaceAddr = 0;
+  uint64_t inPlaceBytes = 0;
+};
+
+// Note [Point-to-point in place]: a message read from its sender's memory.
+struct ShmP2P::InPlaceRead {
+  int src;
+  int tag;
+  uint64_t bytes;
+  uint64_t addr;
+  uint64_t number;
+  std::shared_ptr<Recv> target;  // null once cancelled: the rest is skipped
+  uint64_t got = 0;
+  bool withdrawn = false;  // the sender withdrew it: the rest is zeros
 };
 
 struct ShmP2P::Incoming {
@@ -142,7 +169,7 @@ struct ShmP2P::Incoming {
 };
 
 ShmP2P::ShmP2P(ShmSegment& segment, ShmPeers& peers, std::string groupName, FailureFn onFailure,
-               WaitPolicy wait)
+               WaitPolicy wait, uint64_t inPlaceMinBytes)
     : seg_(segment),
       peers_(peers),
       groupName_(std::move(groupName)),
@@ -150,10 +177,15 @@ ShmP2P::ShmP2P(ShmSegment& segment, ShmPeers& peers, std::string groupName, Fail
       rank_(segment.rank()),
       size_(segment.size()),
       wait_(wait),
+      inPlaceMinBytes_(inPlaceMinBytes == 0 ? 0 : std::max(inPlaceMinBytes, kP2PInPlaceMinBytes)),
       waiter_(std::make_shared<Waiter>(this)) {
   static_assert(sizeof(MsgHeader) == 32, "a message header is four 8-byte words in the ring");
   sends_.resize(size_);
   incoming_.resize(size_);
+  inPlaceOut_.resize(size_);
+  inPlaceWritten_.assign(size_, 0);
+  inPlaceArrived_.assign(size_, 0);
+  inPlaceDone_.assign(size_, 0);
   thread_ = std::thread([this] { loop(); });
 }
 
@@ -202,21 +234,31 @@ void ShmP2P::postSend(WorkPtr work, const Tensor& tensor, int dst, int tag, uint
   auto s = std::make_shared<Send>(Send{work, tensor, static_cast<const uint8_t*>(tensor.rawData()),
                                        tensor.nbytes(), dst, tag, seq, timeout,
                                        Deadline::after(timeout)});
+  s->inPlace = inPlaceFor(s->bytes, dst);
   const bool small = s->bytes <= kDrivenBytes;
-  if (small) driveWhenWaited(*work);
+  const bool inPlace = s->inPlace;
+  if (small || inPlace) driveWhenWaited(*work);
   {
     std::lock_guard<std::mutex> lock(mutex_);
     postedSends_.push_back(std::move(s));
   }
   // Note [Posting drives a round]: the engine is woken only for what is left.
-  if (!small || !driveRound() || !work->isCompleted()) ringPeer(rank_);
+  // An in-place send's header is out after the round (else the receiver's
+  // drain rings the engine), and the receiver's count rings it.
+  if (inPlace) {
+    if (!driveRound()) ringPeer(rank_);
+  } else if (!small || !driveRound() || !work->isCompleted()) {
+    ringPeer(rank_);
+  }
 }
 
 void ShmP2P::postRecv(WorkPtr work, const Tensor& tensor, int src, int tag, Milliseconds timeout) {
   auto r = std::make_shared<Recv>(Recv{work, tensor, static_cast<uint8_t*>(tensor.rawData()),
                                        tensor.nbytes(), src, tag, timeout,
                                        Deadline::after(timeout)});
-  const bool small = r->bytes <= kDrivenBytes;
+  // A message that may come in place is read by whoever runs the round: the
+  // waiter drives it too (Note [Point-to-point in place]).
+  const bool small = r->bytes <= kDrivenBytes || inPlaceFor(r->bytes, -1);
   if (small) driveWhenWaited(*work);
   {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -256,6 +298,7 @@ void ShmP2P::stop() {
   for (auto& u : unexpected_) {
     if (u.claimedBy) fail(u.claimedBy, e);
   }
+  failInPlace(e);
   finishDone();  // and a recv that acceptPosted() matched to a complete message
 }
 
@@ -345,12 +388,30 @@ void ShmP2P::applyCancels() {
       u.claimedBy = nullptr;  // the message waits for the next receive
     }
   }
+  for (auto& out : inPlaceOut_) {  // its receiver may be reading it: withdrawn first
+    if (out && cancelled(out->work)) {
+      revokeInPlace(*out);
+      finished_.emplace_back(out->work, nullptr);
+      out = nullptr;
+    }
+  }
+  for (auto& r : reading_) {
+    if (r.target && cancelled(r.target->work)) {
+      finished_.emplace_back(r.target->work, nullptr);
+      r.target = nullptr;  // the rest of the message is skipped
+    }
+  }
 }
 
 bool ShmP2P::matchUnexpected(const std::shared_ptr<Recv>& recv) {
   for (auto it = unexpected_.begin(); it != unexpected_.end(); ++it) {
     Unexpected& u = *it;
     if (u.claimedBy || u.tag != recv->tag || (recv->src >= 0 && u.src != recv->src)) continue;
+    if (u.inPlaceNumber != 0) {
+      startInPlaceRead(u.src, u.tag, u.inPlaceBytes, u.inPlaceAddr, u.inPlaceNumber, recv);
+      unexpected_.erase(it);
+      return true;
+    }
     if (!u.complete) {
       u.claimedBy = recv;
       return true;
@@ -362,11 +423,16 @@ bool ShmP2P::matchUnexpected(const std::shared_ptr<Recv>& recv) {
   return false;
 }
 
+std::exception_ptr ShmP2P::sizeMismatch(int src, int tag, uint64_t expects,
+                                         uint64_t has) const {
+  return std::make_exception_ptr(DistBackendError(
+      fmt::format("{}: recv from rank {} (tag {}) expects {} bytes, but the message has {} bytes",
+                  what(), src, tag, expects, has)));
+}
+
 void ShmP2P::deliver(Unexpected& u, const std::shared_ptr<Recv>& recv) {
   if (u.data.size() != recv->bytes) {
-    fail(recv, std::make_exception_ptr(DistBackendError(fmt::format(
-                   "{}: recv from rank {} (tag {}) expects {} bytes, but the message has {} bytes",
-                   what(), u.src, u.tag, recv->bytes, u.data.size()))));
+    fail(recv, sizeMismatch(u.src, u.tag, recv->bytes, u.data.size()));
     return;
   }
   if (!u.data.empty()) std::memcpy(recv->data, u.data.data(), u.data.size());
@@ -379,6 +445,7 @@ void ShmP2P::complete(const std::shared_ptr<Recv>& r, int src) {
 }
 
 void ShmP2P::fail(const std::shared_ptr<Send>& s, std::exception_ptr e) {
+  revokeInPlace(*s);  // before its caller may free the tensor
   finished_.emplace_back(s->work, std::move(e));
 }
 void ShmP2P::fail(const std::shared_ptr<Recv>& r, std::exception_ptr e) {
@@ -396,9 +463,15 @@ bool ShmP2P::progressSends() {
   bool moved = false;
   const uint64_t cap = seg_.channelBytes();
   for (int dst = 0; dst < size_; ++dst) {
+    ChannelHeader& ch = seg_.channel(rank_, dst);
+    auto& out = inPlaceOut_[dst];
+    if (out && ch.inPlaceDone.load(std::memory_order_acquire) >= out->inPlaceNumber) {
+      finished_.emplace_back(out->work, nullptr);  // its receiver has read it
+      out = nullptr;
+      moved = true;
+    }
     auto& queue = sends_[dst];
     if (queue.empty()) continue;
-    ChannelHeader& ch = seg_.channel(rank_, dst);
     uint8_t* data = seg_.channelData(rank_, dst);
     uint64_t tail = ch.tail.load(std::memory_order_relaxed);
     const uint64_t head = ch.head.load(std::memory_order_acquire);
@@ -406,6 +479,18 @@ bool ShmP2P::progressSends() {
     while (!queue.empty()) {
       Send& s = *queue.front();
       uint64_t space = cap - (tail - head);
+      if (s.inPlace && out) s.inPlace = false;  // one outstanding per channel: this one streams
+      if (s.inPlace) {
+        if (space < sizeof(MsgHeader)) break;
+        MsgHeader h{kInPlaceMagic, s.tag, s.bytes, s.seq, reinterpret_cast<uint64_t>(s.data)};
+        ringWrite(data, cap, tail, reinterpret_cast<const uint8_t*>(&h), sizeof h);
+        tail += sizeof h;
+        s.headerDone = wrote = true;
+        s.inPlaceNumber = ++inPlaceWritten_[dst];
+        out = std::move(queue.front());  // completes when its receiver counts it
+        queue.pop_front();
+        continue;
+      }
       if (!s.headerDone) {
         if (space < sizeof(MsgHeader)) break;
         MsgHeader h{kMsgMagic, s.tag, s.bytes, s.seq, 0};
@@ -453,15 +538,17 @@ bool ShmP2P::progressIncoming(int src) {
       in = std::make_unique<Incoming>();
       ringRead(data, cap, head, reinterpret_cast<uint8_t*>(&in->hdr), sizeof(MsgHeader));
       head += sizeof(MsgHeader);
+      if (in->hdr.magic == kInPlaceMagic) {  // its payload stays in the sender
+        acceptInPlaceHeader(src, in->hdr);
+        in.reset();
+        continue;
+      }
       auto it = std::find_if(recvs_.begin(), recvs_.end(), [&](const auto& r) {
         return r->tag == in->hdr.tag && (r->src < 0 || r->src == src);
       });
       if (it != recvs_.end()) {
         if ((*it)->bytes != in->hdr.bytes) {
-          fail(*it, std::make_exception_ptr(DistBackendError(fmt::format(
-                        "{}: recv from rank {} (tag {}) expects {} bytes, but the message has {} "
-                        "bytes",
-                        what(), src, in->hdr.tag, (*it)->bytes, in->hdr.bytes))));
+          fail(*it, sizeMismatch(src, in->hdr.tag, (*it)->bytes, in->hdr.bytes));
           in->discard = true;
         } else {
           in->target = *it;
@@ -499,11 +586,99 @@ bool ShmP2P::progressIncoming(int src) {
   return false;
 }
 
+bool ShmP2P::inPlaceFor(uint64_t bytes, int dst) const {
+  return inPlaceMinBytes_ > 0 && bytes >= inPlaceMinBytes_ && dst != rank_;
+}
+
+void ShmP2P::acceptInPlaceHeader(int src, const MsgHeader& h) {
+  const uint64_t number = ++inPlaceArrived_[src];
+  auto it = std::find_if(recvs_.begin(), recvs_.end(), [&](const auto& r) {
+    return r->tag == h.tag && (r->src < 0 || r->src == src);
+  });
+  if (it == recvs_.end()) {  // read once a receive is posted for it
+    Unexpected u{src, h.tag, {}};
+    u.inPlaceNumber = number;
+    u.inPlaceAddr = h.addr;
+    u.inPlaceBytes = h.bytes;
+    unexpected_.push_back(std::move(u));
+    return;
+  }
+  std::shared_ptr<Recv> recv = *it;
+  recvs_.erase(it);
+  startInPlaceRead(src, h.tag, h.bytes, h.addr, number, std::move(recv));
+}
+
+void ShmP2P::startInPlaceRead(int src, int tag, uint64_t bytes, uint64_t addr, uint64_t number,
+                              std::shared_ptr<Recv> recv) {
+  if (recv->bytes != bytes) {
+    fail(recv, sizeMismatch(src, tag, recv->bytes, bytes));
+    countInPlaceDone(src, number);
+    return;
+  }
+  reading_.push_back(InPlaceRead{src, tag, bytes, addr, number, std::move(recv)});
+}
+
+bool ShmP2P::progressInPlaceReads() {
+  for (auto it = reading_.begin(); it != reading_.end();) {
+    InPlaceRead& r = *it;
+    const uint64_t n = r.target ? std::min(kInPlaceChunkBytes, r.bytes - r.got) : r.bytes - r.got;
+    if (r.target && !r.withdrawn && n > 0) {
+      const int err = readProcessMemory(peers_.pid(r.src), r.addr + r.got, r.target->data + r.got, n);
+      // Loaded after the read: a withdrawal before it may have let the
+      // sender's caller free what was read.
+      r.withdrawn = seg_.channel(r.src, rank_).inPlaceRevoked.load(std::memory_order_seq_cst) >=
+                    r.number;
+      if (err != 0 && !r.withdrawn) {
+        const std::string ctx = fmt::format("{}: recv from rank {} (tag {}) of {} bytes, read in "
+                                            "place", what(), r.src, r.tag, r.bytes);
+        fail(r.target, err == ESRCH || !peers_.alive(r.src)
+                           ? std::make_exception_ptr(DistPeerFailureError(fmt::format(
+                                 "{}: rank {} (pid {}) exited", ctx, r.src, peers_.pid(r.src))))
+                           : std::make_exception_ptr(DistBackendError(fmt::format(
+                                 "{}: reading the sender's memory failed: {}", ctx,
+                                 std::strerror(err)))));
+        r.target = nullptr;
+      }
+    }
+    if (r.target && r.withdrawn) std::memset(r.target->data + r.got, 0, n);
+    r.got = r.target ? r.got + n : r.bytes;
+    if (r.got < r.bytes) {
+      ++it;
+      continue;
+    }
+    countInPlaceDone(r.src, r.number);
+    if (r.target) complete(r.target, r.src);
+    it = reading_.erase(it);
+  }
+  return true;
+}
+
+void ShmP2P::countInPlaceDone(int src, uint64_t number) {
+  inPlaceDone_[src] = std::max(inPlaceDone_[src], number);
+  seg_.channel(src, rank_).inPlaceDone.store(inPlaceDone_[src], std::memory_order_release);
+  ringPeerAfterData(src);
+}
+
+void ShmP2P::revokeInPlace(const Send& s) {
+  if (!s.inPlace || s.inPlaceNumber == 0) return;
+  seg_.channel(rank_, s.dst).inPlaceRevoked.store(s.inPlaceNumber, std::memory_order_seq_cst);
+}
+
+void ShmP2P::failInPlace(const std::exception_ptr& e) {
+  for (auto& out : inPlaceOut_) {
+    if (out) fail(out, e), out = nullptr;
+  }
+  for (auto& r : reading_) {
+    if (r.target) fail(r.target, e), r.target = nullptr;  // the rest is skipped
+  }
+}
+
 bool ShmP2P::progress() {
   acceptPosted();
   if (cancelPending_.load(std::memory_order_acquire)) applyCancels();
   bool moved = progressSends();
   for (int src = 0; src < size_; ++src) moved = progressIncoming(src) || moved;
+  if (!reading_.empty()) moved = progressInPlaceReads() || moved;
   finishDone();
   return moved;
 }
@@ -530,6 +705,7 @@ void ShmP2P::checkFailures() {
     for (auto& in : incoming_) {
       if (in && in->target) fail(in->target, e), in->target = nullptr, in->discard = true;
     }
+    failInPlace(e);
     finishDone();
     return;
   }
@@ -564,6 +740,22 @@ void ShmP2P::checkFailures() {
       if (!s->deadline.expired()) onFailure_(e, FailureKind::kPeerDied);
     }
   }
+  for (auto& out : inPlaceOut_) {
+    if (!out) continue;
+    std::exception_ptr e = peerError(out->dst, "send to", out->tag);
+    if (!e && out->deadline.expired()) {
+      e = std::make_exception_ptr(DistTimeoutError(fmt::format(
+          "{}: send to rank {} (tag {}, p2p seq {}) timed out after {} ms: the receiver has not "
+          "read its {} bytes (sent in place: no matching receive, or the receiver is not "
+          "progressing)",
+          what(), out->dst, out->tag, out->seq, out->timeout.count(), out->bytes)));
+    }
+    if (!e) continue;
+    const bool timedOut = out->deadline.expired();
+    fail(out, e);
+    out = nullptr;
+    if (!timedOut) onFailure_(e, FailureKind::kPeerDied);
+  }
   for (auto it = recvs_.begin(); it != recvs_.end();) {
     auto r = *it;
     std::exception_ptr e;
@@ -595,8 +787,9 @@ void ShmP2P::checkFailures() {
 constexpr WaitPolicy kIdleWait{2'000, 0};
 
 bool ShmP2P::nothingInFlight() const {
-  return recvs_.empty() &&
+  return recvs_.empty() && reading_.empty() &&
          std::all_of(sends_.begin(), sends_.end(), [](const auto& q) { return q.empty(); }) &&
+         std::all_of(inPlaceOut_.begin(), inPlaceOut_.end(), [](const auto& s) { return !s; }) &&
          std::all_of(incoming_.begin(), incoming_.end(),
                      [](const auto& in) { return in == nullptr; });
 }

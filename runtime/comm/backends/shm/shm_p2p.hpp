@@ -99,6 +99,39 @@
 // still ends, so no wait is unbounded: after 1 s, or in a wide group one
 // second per 16 ranks up to 10 s (each wake-up scans the group's n channels,
 // and n ranks doing so every second cost the group n^2 reads a second).
+//
+// Note [Point-to-point in place]
+// Streamed through the 64 KiB ring, a large message costs two copies (the
+// sender's in, the receiver's out) and a hand-off per ring's worth, each a
+// wake-up when an engine thread sleeps: 1-16 MiB exchanges between two ranks
+// took 2-2.7x Open MPI's time, whose ranks read each other's buffers with
+// cross-memory attach (Note [shm single copy] in shm_single_copy.hpp). So a
+// message of at least kP2PInPlaceMinBytes to another rank, in a group whose
+// all-gathers read in place (the same rule: each received byte is copied once
+// against twice; ShmBackend passes the verdict's threshold), goes in place,
+// as MPI's rendezvous does: the sender writes only a header carrying its
+// buffer's address. The receiver matches it like any message; once a receive
+// is posted for it (until then it waits among the unexpected messages,
+// unread: reading it into a buffer would cost the copy saved, and a fresh
+// buffer's page faults), it reads the payload from the sender's memory
+// (process_vm_readv) straight into the receive, kInPlaceChunkBytes per round,
+// then counts the message done in the channel (`inPlaceDone`) and rings the
+// sender. The send completes on that count: until then its tensor is read.
+// Messages behind it in the ring flow on (a receive posted for a later
+// message must not wait for one posted later still), but a channel has at
+// most one in-place message outstanding: a large send behind it streams.
+// A send that fails or is cancelled while its header is out withdraws the
+// message before its Work finishes (after which the caller may free the
+// tensor): it stores the message's number in `inPlaceRevoked`. The receiver
+// loads that word after every chunk it read; from the first chunk read after
+// the withdrawal (whose bytes may be stale) on, the message is zeros -- what a
+// streamed send cut short delivers -- and it is counted done as any other.
+// Messages are numbered per channel from 1 on both sides, and a message is
+// withdrawn only while it is the outstanding one, so for an uncounted message
+// k, `inPlaceRevoked >= k` means k was withdrawn: a later number went out only
+// after k was counted or withdrawn. The receiver publishes the largest number
+// it counted (reads may end out of order). A read that fails (ESRCH: the
+// sender exited; EFAULT) fails the receive, naming the sender.
 #include <atomic>
 #include <deque>
 #include <functional>
@@ -126,8 +159,10 @@ class ShmP2P {
   // `wait`: how long a waiting caller drives the engine without progress
   // (Note [Waiting drives the engine]).
   using FailureFn = std::function<void(std::exception_ptr, FailureKind)>;
+  // `inPlaceMinBytes`: the all-gathers' single-copy threshold when the group
+  // reads its peers' memory, else 0 (Note [Point-to-point in place]).
   ShmP2P(ShmSegment& segment, ShmPeers& peers, std::string groupName, FailureFn onFailure,
-         WaitPolicy wait);
+         WaitPolicy wait, uint64_t inPlaceMinBytes);
   ~ShmP2P();  // stop()
   ShmP2P(const ShmP2P&) = delete;
   ShmP2P& operator=(const ShmP2P&) = delete;
@@ -146,6 +181,7 @@ class ShmP2P {
   struct Recv;
   struct Incoming;
   struct Unexpected;
+  struct InPlaceRead;
   class Waiter;
 
   // Note [Waiting drives the engine]: rounds on the caller's thread until
@@ -163,6 +199,22 @@ class ShmP2P {
   void sleepUntilRung(uint32_t seen);
   bool progressSends();
   bool progressIncoming(int src);
+  // Note [Point-to-point in place]: whether a send of `bytes` to `dst` goes
+  // in place; the receiver's next chunk of the message being read from
+  // `src`; what ends every message read from `src`.
+  bool inPlaceFor(uint64_t bytes, int dst) const;
+  // Note [Point-to-point in place]: a header that came through the ring, a
+  // read starting (a size mismatch fails `recv` and counts it done), a chunk
+  // of each read, the receiver's count, the sender's withdrawal.
+  void acceptInPlaceHeader(int src, const MsgHeader& h);
+  void startInPlaceRead(int src, int tag, uint64_t bytes, uint64_t addr, uint64_t number,
+                        std::shared_ptr<Recv> recv);
+  bool progressInPlaceReads();
+  void countInPlaceDone(int src, uint64_t number);
+  void revokeInPlace(const Send& s);
+  std::exception_ptr sizeMismatch(int src, int tag, uint64_t expects, uint64_t has) const;
+  // Fails the in-place sends still read and the receives being read.
+  void failInPlace(const std::exception_ptr& e);
   void checkFailures();
   void acceptPosted();
   // Called inside a Work's lock (its cancel callback): queues the request and
@@ -201,6 +253,7 @@ class ShmP2P {
   std::atomic<bool> failing_{false};
   std::atomic<bool> stopping_{false};
   WaitPolicy wait_;
+  uint64_t inPlaceMinBytes_;  // 0: never (Note [Point-to-point in place])
   std::shared_ptr<Waiter> waiter_;  // the posted Works' inline runner
 
   // Engine state: the engine thread's, or a driving waiter's, under engineMutex_.
@@ -208,6 +261,14 @@ class ShmP2P {
   std::vector<std::deque<std::shared_ptr<Send>>> sends_;  // per dst, FIFO
   std::list<std::shared_ptr<Recv>> recvs_;                // unmatched, in post order
   std::vector<std::unique_ptr<Incoming>> incoming_;       // per src: message being read
+  // Note [Point-to-point in place]: per dst, the in-place send its receiver
+  // still reads, and how many headers went out; per src, how many came in and
+  // the largest number counted done; the reads in progress.
+  std::vector<std::shared_ptr<Send>> inPlaceOut_;
+  std::vector<uint64_t> inPlaceWritten_;
+  std::vector<uint64_t> inPlaceArrived_;
+  std::vector<uint64_t> inPlaceDone_;
+  std::list<InPlaceRead> reading_;
   std::list<Unexpected> unexpected_;                      // in arrival order
   std::vector<std::pair<WorkPtr, std::exception_ptr>> finished_;  // to finish after the ring
   uint64_t arrivals_ = 0;

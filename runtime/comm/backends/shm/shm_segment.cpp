@@ -72,6 +72,10 @@ ChannelHeader& ShmSegment::channel(int src, int dst) {
   return channelHeaders_[uint64_t(dst) * size_ + src];
 }
 
+const ChannelHeader& ShmSegment::channel(int src, int dst) const {
+  return channelHeaders_[uint64_t(dst) * size_ + src];
+}
+
 uint8_t* ShmSegment::channelData(int src, int dst) {
   return rings_ + (uint64_t(src) * size_ + dst) * header_->channelBytes;
 }

@@ -170,10 +170,15 @@ struct EagerEntry {
 };
 static_assert(sizeof(EagerHead) == 64 && sizeof(EagerEntry) == 64 + kEagerDataBytes);
 
+// Each side writes one cache line. inPlaceDone / inPlaceRevoked: Note
+// [Point-to-point in place] in shm_p2p.hpp.
 struct alignas(64) ChannelHeader {
-  std::atomic<uint64_t> head;  // bytes consumed (receiver writes)
+  std::atomic<uint64_t> head;         // bytes consumed (receiver writes)
+  std::atomic<uint64_t> inPlaceDone;  // in-place messages read (receiver writes)
   alignas(64) std::atomic<uint64_t> tail;  // bytes produced (sender writes)
+  std::atomic<uint64_t> inPlaceRevoked;    // the last in-place message withdrawn (sender writes)
 };
+static_assert(sizeof(ChannelHeader) == 128);
 
 struct SegmentOptions {
   uint64_t slotBytes = 256 * 1024;    // per rank per parity
@@ -219,6 +224,7 @@ class ShmSegment {
   // Where this rank mapped the segment (peers publish theirs in RankControl::base).
   uint8_t* base() { return base_; }
   ChannelHeader& channel(int src, int dst);
+  const ChannelHeader& channel(int src, int dst) const;
   uint8_t* channelData(int src, int dst);
 
  private:
