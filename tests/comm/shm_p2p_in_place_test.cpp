@@ -174,6 +174,28 @@ TEST(ShmP2PInPlace, AFailedSendIsWithdrawnBeforeItsTensorIsRead) {
   });
 }
 
+// The rule is whether ranks may read each other, not the collectives' copy
+// rates: with the default options (shm.single_copy=auto) a large message
+// goes in place wherever the system allows cross-memory attach; with the
+// option off it streams.
+TEST(ShmP2PInPlace, TheDefaultOptionsSendInPlaceWhereRanksMayRead) {
+  SKIP_WITHOUT_CROSS_MEMORY_ATTACH();
+  spawn(SpawnMode::kProcesses, 2, [](RankContext& ctx) {
+    for (const char* mode : {"auto", "off"}) {
+      auto g = makeTestGroup(ctx, "shm", std::string("mode_") + mode, 20s,
+                             {{"shm.single_copy", mode}});
+      const int64_t n = kCounts[1];
+      Tensor out = empty({n});
+      auto sent = g->isend(message(n, 1.0f + ctx.rank), 1 - ctx.rank);
+      g->recv(out, 1 - ctx.rank);
+      sent->wait();
+      expectEqualTensor(out, message(n, 2.0f - ctx.rank), mode);
+      EXPECT_EQ(readInPlace(*g, 1 - ctx.rank, ctx.rank), std::string(mode) == "auto" ? 1u : 0u)
+          << "shm.single_copy=" << mode;
+    }
+  });
+}
+
 TEST(ShmP2PInPlace, AReceiveNamesASenderThatDiedBeforeItsMessageWasRead) {
   SKIP_WITHOUT_CROSS_MEMORY_ATTACH();
   SpawnOptions options;

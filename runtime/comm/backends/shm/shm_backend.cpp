@@ -83,8 +83,7 @@ ShmBackend::ShmBackend(const BackendContext& context)
   p2p_ = std::make_unique<ShmP2P>(
       *segment_, *peers_, ctx_.groupName,
       [this](std::exception_ptr e, FailureKind kind) { markFailed(e, kind); }, group_.wait,
-      group_.singleCopyAllgathers ? std::max<uint64_t>(1, group_.singleCopyAllgathersMinBytes)
-                                  : 0);
+      everyRankMayRead(*segment_));
 }
 
 void ShmBackend::agreeOnSingleCopy(SingleCopyMode mode) {

@@ -169,7 +169,7 @@ struct ShmP2P::Incoming {
 };
 
 ShmP2P::ShmP2P(ShmSegment& segment, ShmPeers& peers, std::string groupName, FailureFn onFailure,
-               WaitPolicy wait, uint64_t inPlaceMinBytes)
+               WaitPolicy wait, bool inPlace)
     : seg_(segment),
       peers_(peers),
       groupName_(std::move(groupName)),
@@ -177,7 +177,7 @@ ShmP2P::ShmP2P(ShmSegment& segment, ShmPeers& peers, std::string groupName, Fail
       rank_(segment.rank()),
       size_(segment.size()),
       wait_(wait),
-      inPlaceMinBytes_(inPlaceMinBytes == 0 ? 0 : std::max(inPlaceMinBytes, kP2PInPlaceMinBytes)),
+      inPlaceMinBytes_(inPlace ? kP2PInPlaceMinBytes : 0),
       waiter_(std::make_shared<Waiter>(this)) {
   static_assert(sizeof(MsgHeader) == 32, "a message header is four 8-byte words in the ring");
   sends_.resize(size_);

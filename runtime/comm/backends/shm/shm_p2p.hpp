@@ -104,13 +104,18 @@
 // Streamed through the 64 KiB ring, a large message costs two copies (the
 // sender's in, the receiver's out) and a hand-off per ring's worth, each a
 // wake-up when an engine thread sleeps: 1-16 MiB exchanges between two ranks
-// took 2-2.7x Open MPI's time, whose ranks read each other's buffers with
-// cross-memory attach (Note [shm single copy] in shm_single_copy.hpp). So a
-// message of at least kP2PInPlaceMinBytes to another rank, in a group whose
-// all-gathers read in place (the same rule: each received byte is copied once
-// against twice; ShmBackend passes the verdict's threshold), goes in place,
-// as MPI's rendezvous does: the sender writes only a header carrying its
-// buffer's address. The receiver matches it like any message; once a receive
+// took 2-2.7x Open MPI's time (2.2-8.7x at 64-512 KiB), whose ranks read
+// each other's buffers with cross-memory attach (Note [shm single copy] in
+// shm_single_copy.hpp). So a message of at least kP2PInPlaceMinBytes to
+// another rank goes in place, as MPI's rendezvous does, in a group where
+// every rank may read its peers' memory (option shm.single_copy not off, no
+// read refused, not a wide group's verdict), whether or not the collectives'
+// rates said the path pays: those weigh one copy against two, where the
+// stream's cost is its hand-offs. (On the Intel VM of
+// reports/collectives_all_ops.md, whose verdict keeps the collectives on the
+// slots, in place took 0.2-0.6x the stream's time from 64 KiB to 16 MiB at
+// world 2 and 4.) The sender writes only a header carrying its buffer's
+// address. The receiver matches it like any message; once a receive
 // is posted for it (until then it waits among the unexpected messages,
 // unread: reading it into a buffer would cost the copy saved, and a fresh
 // buffer's page faults), it reads the payload from the sender's memory
@@ -159,10 +164,10 @@ class ShmP2P {
   // `wait`: how long a waiting caller drives the engine without progress
   // (Note [Waiting drives the engine]).
   using FailureFn = std::function<void(std::exception_ptr, FailureKind)>;
-  // `inPlaceMinBytes`: the all-gathers' single-copy threshold when the group
-  // reads its peers' memory, else 0 (Note [Point-to-point in place]).
+  // `inPlace`: whether every rank may read its peers' memory (Note
+  // [Point-to-point in place]).
   ShmP2P(ShmSegment& segment, ShmPeers& peers, std::string groupName, FailureFn onFailure,
-         WaitPolicy wait, uint64_t inPlaceMinBytes);
+         WaitPolicy wait, bool inPlace);
   ~ShmP2P();  // stop()
   ShmP2P(const ShmP2P&) = delete;
   ShmP2P& operator=(const ShmP2P&) = delete;

@@ -154,6 +154,14 @@ SingleCopyAgreement agreeOnVerdicts(ShmSegment& segment, uint64_t minBytes, bool
   return agreeOnVerdicts(verdicts, minBytes);
 }
 
+bool everyRankMayRead(ShmSegment& segment) {
+  for (int r = 0; r < segment.size(); ++r) {
+    const int32_t v = segment.control(r).singleCopyErr.load(std::memory_order_acquire);
+    if (v != 0 && v != kSingleCopySlower && v != kSingleCopyLargeOnly) return false;
+  }
+  return true;
+}
+
 std::string singleCopyVerdictText(int32_t verdict) {
   if (verdict == 0) return "it can read every peer's memory";
   if (verdict == kSingleCopyDisabled) return "its option shm.single_copy is off";

@@ -138,5 +138,9 @@ SingleCopyAgreement agreeOnVerdicts(const std::vector<int32_t>& verdicts, uint64
 // (RankControl::singleCopyAllgathersErr with `allgathers`, else singleCopyErr).
 SingleCopyAgreement agreeOnVerdicts(ShmSegment& segment, uint64_t minBytes, bool allgathers);
 std::string singleCopyVerdictText(int32_t verdict);
+// Whether every rank found it may read every peer's memory, whatever the
+// rates said (Note [Point-to-point in place] in shm_p2p.hpp): no verdict is
+// an errno, the option off, or a wide group's (which read only a few peers).
+bool everyRankMayRead(ShmSegment& segment);
 
 }  // namespace distlab::comm::shm
