@@ -2,6 +2,7 @@
 // in place] in runtime/comm/backends/shm/shm_p2p.hpp), on real processes with
 // shm.single_copy=on (the path is taken whenever every rank may read its
 // peers, whatever the copy rates):
+//   - messages over 16 KiB go in place;
 //   - messages of one to several read chunks arrive intact, whether the
 //     receive or the send is posted first, and in an exchange both ways;
 //   - a receive posted for a later message does not wait for an earlier one
@@ -40,7 +41,7 @@ uint64_t readInPlace(comm::ProcessGroup& g, int src, int dst) {
 #define SKIP_WITHOUT_CROSS_MEMORY_ATTACH()                                       \
   if (auto why = crossMemoryAttachUnavailable(); !why.empty()) GTEST_SKIP() << why
 
-// float32 elements: 64 KiB (the smallest sent in place), over one 1 MiB read
+// float32 elements: 64 KiB, over one 1 MiB read
 // chunk by an odd tail, three chunks.
 const std::vector<int64_t> kCounts = {16 * 1024, 256 * 1024 + 3, 3 * 256 * 1024};
 
@@ -171,6 +172,25 @@ TEST(ShmP2PInPlace, AFailedSendIsWithdrawnBeforeItsTensorIsRead) {
       g->recv(next, 0, {.tag = 3});
       expectEqualTensor(next, message(n, 3.0f), "the next message");
     }
+  });
+}
+
+// A message of up to 16 KiB streams (its waiting caller moves it, Note
+// [Waiting drives the engine]); one byte-multiple more goes in place.
+TEST(ShmP2PInPlace, MessagesOver16KiBGoInPlace) {
+  SKIP_WITHOUT_CROSS_MEMORY_ATTACH();
+  spawn(SpawnMode::kProcesses, 2, [](RankContext& ctx) {
+    auto g = inPlaceGroup(ctx);
+    for (int64_t n : {int64_t{4096}, int64_t{4097}}) {  // float32: 16 KiB, 16 KiB + 4
+      if (ctx.rank == 0) {
+        g->send(message(n, 5.0f), 1);
+      } else {
+        Tensor t = empty({n});
+        g->recv(t, 0);
+        expectEqualTensor(t, message(n, 5.0f), std::to_string(n) + " elements");
+      }
+    }
+    if (ctx.rank == 1) EXPECT_EQ(readInPlace(*g, 0, 1), 1u);
   });
 }
 

@@ -27,11 +27,8 @@ namespace {
 constexpr uint32_t kMsgMagic = 0x6d736731;
 constexpr uint32_t kInPlaceMagic = 0x6d736732;  // Note [Point-to-point in place]
 
-// Note [Point-to-point in place]: the smallest message sent in place (one that
-// fits the default ring streams in one piece, and its send completes at once),
-// and how much a receiver reads per round (a round holds the engine; 1 MiB
-// is ~50-100 us of copying).
-constexpr uint64_t kP2PInPlaceMinBytes = 64 * 1024;
+// Note [Point-to-point in place]: how much a receiver reads per round (a
+// round holds the engine; 1 MiB is ~50-100 us of copying).
 constexpr uint64_t kInPlaceChunkBytes = 1024 * 1024;
 
 void ringWrite(uint8_t* ring, uint64_t cap, uint64_t pos, const uint8_t* src, uint64_t n) {
@@ -65,7 +62,7 @@ void ringRead(const uint8_t* ring, uint64_t cap, uint64_t pos, uint8_t* dst, uin
 // streams through it in pieces, each waiting for the peer to drain the last:
 // driven by both callers while both engines also ran, 1-16 MiB exchanges
 // took 1.7-2.4 times as long as with the engines alone, so they keep the
-// engine threads.
+// engine threads, or go in place (Note [Point-to-point in place]).
 constexpr uint64_t kDrivenBytes = 16 * 1024;
 constexpr int64_t kP2PSpinNs = 20'000;
 
@@ -177,7 +174,7 @@ ShmP2P::ShmP2P(ShmSegment& segment, ShmPeers& peers, std::string groupName, Fail
       rank_(segment.rank()),
       size_(segment.size()),
       wait_(wait),
-      inPlaceMinBytes_(inPlace ? kP2PInPlaceMinBytes : 0),
+      inPlaceMinBytes_(inPlace ? kDrivenBytes + 1 : 0),
       waiter_(std::make_shared<Waiter>(this)) {
   static_assert(sizeof(MsgHeader) == 32, "a message header is four 8-byte words in the ring");
   sends_.resize(size_);

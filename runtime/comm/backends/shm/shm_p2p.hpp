@@ -101,21 +101,22 @@
 // and n ranks doing so every second cost the group n^2 reads a second).
 //
 // Note [Point-to-point in place]
-// Streamed through the 64 KiB ring, a large message costs two copies (the
-// sender's in, the receiver's out) and a hand-off per ring's worth, each a
-// wake-up when an engine thread sleeps: 1-16 MiB exchanges between two ranks
-// took 2-2.7x Open MPI's time (2.2-8.7x at 64-512 KiB), whose ranks read
-// each other's buffers with cross-memory attach (Note [shm single copy] in
-// shm_single_copy.hpp). So a message of at least kP2PInPlaceMinBytes to
-// another rank goes in place, as MPI's rendezvous does, in a group where
-// every rank may read its peers' memory (option shm.single_copy not off, no
-// read refused, not a wide group's verdict), whether or not the collectives'
-// rates said the path pays: those weigh one copy against two, where the
-// stream's cost is its hand-offs. (On the Intel VM of
-// reports/collectives_all_ops.md, whose verdict keeps the collectives on the
-// slots, in place took 0.2-0.6x the stream's time from 64 KiB to 16 MiB at
-// world 2 and 4.) The sender writes only a header carrying its buffer's
-// address. The receiver matches it like any message; once a receive
+// Streamed through the 64 KiB ring, a message costs two copies (the sender's
+// in, the receiver's out) and, beyond a quarter of the ring, a hand-off per
+// piece to an engine thread (Note [Waiting drives the engine]), each a
+// wake-up when it sleeps: in two runs on a 2-core AMD EPYC VM, exchanges
+// between two ranks took 1.5-4.6x Open MPI's time at 1-16 MiB and 2.0-8.7x
+// at 64-512 KiB, whose ranks read each other's buffers with cross-memory attach (Note [shm single copy] in
+// shm_single_copy.hpp). So a message to another rank larger than the ones a
+// waiting caller streams itself (kDrivenBytes, 16 KiB) goes in place, as
+// MPI's rendezvous does, in a group where every rank may read its peers'
+// memory (option shm.single_copy not off, no read refused, not a wide
+// group's verdict), whether or not the collectives' rates said the path
+// pays: those weigh one copy against two, where the stream's cost is its
+// hand-offs (figures: reports/collectives_all_ops.md, whose AMD EPYC VM keeps
+// the collectives on the slots). The sender writes only a header carrying its
+// buffer's address.
+// The receiver matches it like any message; once a receive
 // is posted for it (until then it waits among the unexpected messages,
 // unread: reading it into a buffer would cost the copy saved, and a fresh
 // buffer's page faults), it reads the payload from the sender's memory
