@@ -31,9 +31,9 @@
 // the slots against its own; best of a few rounds) and gives two verdicts:
 // the reductions' (all-reduce, reduce-scatter, and gather, below: no when
 // C <= 2M/3) and the all-gathers' (no when C <= M/2). Each is agreed on by
-// the group on its own. On the Intel VM of reports/collectives_all_ops.md the
-// reductions' rule said "large only" while the all-gather read in place took
-// 0.23-0.56x the slots' time at 64 KiB-1 MiB.
+// the group on its own. On the Intel VM of reports/collectives_shm_notes.md
+// (2026-12-07) the reductions' rule said "large only" while the all-gather
+// read in place took 0.23-0.56x the slots' time at 64 KiB-1 MiB.
 //
 // Beyond the caches the rates change, and not by the same factor: the slots
 // still run in cache (a slot is reused chunk after chunk) but every byte of a

@@ -15,7 +15,8 @@
 // waited for is as likely as not the one queued behind the spinner on its
 // core. A 2 us spin there cost every step two spins per core: worlds 3-16 on
 // two cores, the small all-reduce, barrier, all-gather and reduce-scatter took
-// 0.4-0.75x the time without it (reports/collectives_all_ops.md). Arrivals
+// 0.4-0.75x the time without it (reports/collectives_shm_notes.md,
+// 2026-12-07). Arrivals
 // ring the bell only
 // when somebody sleeps on it (ring() reads the sleeper count after its own
 // store; a sleeper registers before its last check: Note [shm bell]), so the
