@@ -230,7 +230,8 @@ TEST(ShmP2PInPlace, AReceiveNamesASenderThatDiedBeforeItsMessageWasRead) {
     }
     ctx.store->wait({"sent"}, 20s);
     Tensor t = full({kCounts[1]}, -1.0f);
-    expectThrows<DistPeerFailureError>([&] { g->recv(t, 0); }, {"recv from rank 0", "read in place", "exited"});
+    expectThrows<DistPeerFailureError>([&] { g->recv(t, 0); },
+                                       {"recv from rank 0", "read in place", "exited"});
   }, options);
 }
 

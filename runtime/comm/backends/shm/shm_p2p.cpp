@@ -620,7 +620,8 @@ bool ShmP2P::progressInPlaceReads() {
     InPlaceRead& r = *it;
     const uint64_t n = r.target ? std::min(kInPlaceChunkBytes, r.bytes - r.got) : r.bytes - r.got;
     if (r.target && !r.withdrawn && n > 0) {
-      const int err = readProcessMemory(peers_.pid(r.src), r.addr + r.got, r.target->data + r.got, n);
+      const int err =
+          readProcessMemory(peers_.pid(r.src), r.addr + r.got, r.target->data + r.got, n);
       // Loaded after the read: a withdrawal before it may have let the
       // sender's caller free what was read.
       r.withdrawn = seg_.channel(r.src, rank_).inPlaceRevoked.load(std::memory_order_seq_cst) >=

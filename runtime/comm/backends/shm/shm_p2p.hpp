@@ -106,20 +106,20 @@
 // piece to an engine thread (Note [Waiting drives the engine]), each a
 // wake-up when it sleeps: in two runs on a 2-core AMD EPYC VM, exchanges
 // between two ranks took 1.5-4.6x Open MPI's time at 1-16 MiB and 2.0-8.7x
-// at 64-512 KiB, whose ranks read each other's buffers with cross-memory attach (Note [shm single copy] in
-// shm_single_copy.hpp). So a message to another rank larger than the ones a
-// waiting caller streams itself (kDrivenBytes, 16 KiB) goes in place, as
-// MPI's rendezvous does, in a group where every rank may read its peers'
-// memory (option shm.single_copy not off, no read refused, not a wide
-// group's verdict), whether or not the collectives' rates said the path
-// pays: those weigh one copy against two, where the stream's cost is its
-// hand-offs (figures: reports/collectives_all_ops.md, whose AMD EPYC VM keeps
-// the collectives on the slots). The sender writes only a header carrying its
-// buffer's address.
-// The receiver matches it like any message; once a receive
-// is posted for it (until then it waits among the unexpected messages,
-// unread: reading it into a buffer would cost the copy saved, and a fresh
-// buffer's page faults), it reads the payload from the sender's memory
+// at 64-512 KiB, whose ranks read each other's buffers with cross-memory
+// attach (Note [shm single copy] in shm_single_copy.hpp). So a message to
+// another rank larger than the ones a waiting caller streams itself
+// (kDrivenBytes, 16 KiB) goes in place, as MPI's rendezvous does, in a group
+// where every rank may read its peers' memory (option shm.single_copy not
+// off, no read refused, not a wide group's verdict), whether or not the
+// collectives' rates said the path pays: those weigh one copy against two,
+// where the stream's cost is its hand-offs (figures:
+// reports/collectives_all_ops.md, whose AMD EPYC VM keeps the collectives on
+// the slots). The sender writes only a header carrying its buffer's address.
+// The receiver matches it like any message; once a receive is posted for it
+// (until then it waits among the unexpected messages, unread: reading it
+// into a buffer would cost the copy saved, and a fresh buffer's page
+// faults), it reads the payload from the sender's memory
 // (process_vm_readv) straight into the receive, kInPlaceChunkBytes per round,
 // then counts the message done in the channel (`inPlaceDone`) and rings the
 // sender. The send completes on that count: until then its tensor is read.
