@@ -190,7 +190,9 @@ TEST(ShmP2PInPlace, MessagesOver16KiBGoInPlace) {
         expectEqualTensor(t, message(n, 5.0f), std::to_string(n) + " elements");
       }
     }
-    if (ctx.rank == 1) EXPECT_EQ(readInPlace(*g, 0, 1), 1u);
+    if (ctx.rank == 1) {
+      EXPECT_EQ(readInPlace(*g, 0, 1), 1u);
+    }
   });
 }
 
