@@ -12,18 +12,37 @@ namespace {
 
 std::atomic<uint64_t> gNextId{1};
 
+// What the operation moves from this rank: its inputs, or for a receive the
+// buffer it fills (a send and its receive then carry the same bytes).
 int64_t bytesOf(const WorkInfo& info) {
+  const bool receives = info.opType == OpType::kRecv || info.opType == OpType::kRecvAnysource;
+  const TensorMetaList& tensors = receives ? info.outputs : info.inputs;
   int64_t bytes = 0;
-  for (size_t i = 0; i < info.inputs.size(); ++i) {
-    bytes += info.inputs.numel(i) * static_cast<int64_t>(elementSize(info.inputs.dtype(i)));
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    bytes += tensors.numel(i) * static_cast<int64_t>(elementSize(tensors.dtype(i)));
   }
   return bytes;
+}
+
+// "allreduce #7"; a send or receive names its pair in group ranks, sender
+// first ("send 0->2 #3" on rank 0, "recv 0->2 #3" on rank 2: the pair's third
+// message that way), so one rank's messages to two peers differ and a reader
+// pairs each send with its receive (emulator/predict).
+std::string labelOf(const WorkInfo& info) {
+  const std::string op = traceOpName(info.opType);
+  if (info.opType == OpType::kSend) {
+    return fmt::format("{} {}->{} #{}", op, info.rank, info.peer, info.seq);
+  }
+  if (info.opType == OpType::kRecv) {
+    return fmt::format("{} {}->{} #{}", op, info.peer, info.rank, info.seq);
+  }
+  return fmt::format("{} #{}", op, info.seq);
 }
 
 class TraceObserver : public WorkObserver {
  public:
   explicit TraceObserver(const Work& work)
-      : label_(fmt::format("{} #{}", traceOpName(work.info().opType), work.info().seq)),
+      : label_(labelOf(work.info())),
         track_(trace::virtualTrack("comm " + work.info().groupName)) {}
 
   void onScheduled(const Work& work) override {

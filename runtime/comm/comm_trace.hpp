@@ -7,6 +7,9 @@
 //   - "<op> #<seq>" an async span from start to completion on the group's
 //     virtual track "comm <group>" (category kComm, Note [Trace tracks]),
 //     with the group, seq, bytes and whether it succeeded as args.
+// A send or receive's <op> names its pair, sender first, in group ranks:
+// "send 0->2 #3" on rank 0 and "recv 0->2 #3" on rank 2 are one message (the
+// third from 0 to 2), so a reader can pair them.
 // Timestamps are the Work's own (Work::scheduledNs/startedNs/completedNs),
 // so an observer added after a fast operation finished still places it right.
 #include <memory>

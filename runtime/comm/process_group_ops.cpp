@@ -6,6 +6,7 @@
 #include "runtime/comm/process_group.hpp"
 #include "runtime/comm/reduce_kernels.hpp"
 #include "runtime/core/errors.hpp"
+#include "runtime/core/trace.hpp"
 
 namespace distlab::comm {
 
@@ -291,7 +292,11 @@ void ProcessGroup::send(const Tensor& tensor, int dstRank, SendOptions opts) {
     throw ValueError(fmt::format(
         "send: destination rank {} is the current rank; use isend to send to self", dstRank));
   }
-  isend(tensor, dstRank, opts)->wait();
+  auto work = isend(tensor, dstRank, opts);
+  // The time blocked, apart from the caller's own work (what a trace reader
+  // such as emulator/predict must not take for compute).
+  trace::Span wait(trace::Category::kWait, "wait for send");
+  work->wait();
 }
 
 int ProcessGroup::recv(const Tensor& tensor, int srcRank, RecvOptions opts) {
@@ -300,6 +305,7 @@ int ProcessGroup::recv(const Tensor& tensor, int srcRank, RecvOptions opts) {
         "recv: source rank {} is the current rank; use irecv to receive from self", srcRank));
   }
   auto work = irecv(tensor, srcRank, opts);
+  trace::Span wait(trace::Category::kWait, "wait for recv");  // as in send
   work->wait();
   return work->sourceRank();
 }
