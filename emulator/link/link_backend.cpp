@@ -85,10 +85,12 @@ TimerThread& timer() {
 }
 
 // Relays the inner Work's transitions to the outer one (WorkObserver must not
-// block: it only schedules).
+// block: it only schedules). `afterInner`: for a message, the modelled time
+// counted again from the inner completion (Note [Messages on emulated links]).
 class Relay : public comm::WorkObserver {
  public:
-  Relay(WorkPtr outer, SteadyClock::time_point end) : outer_(std::move(outer)), end_(end) {}
+  Relay(WorkPtr outer, SteadyClock::time_point end, SteadyClock::duration afterInner)
+      : outer_(std::move(outer)), end_(end), afterInner_(afterInner) {}
   void onStarted(const comm::Work&) override { comm::WorkCompletion::markStarted(*outer_); }
   void onCompleted(const comm::Work& inner) override {
     if (!inner.isSuccess()) {
@@ -97,7 +99,8 @@ class Relay : public comm::WorkObserver {
     }
     int source = inner.sourceRank();
     auto outer = outer_;
-    scheduleAt(end_, [outer, source] {
+    const auto end = std::max(end_, SteadyClock::now() + afterInner_);
+    scheduleAt(end, [outer, source] {
       if (source >= 0) comm::WorkCompletion::setSourceRank(*outer, source);
       comm::WorkCompletion::finish(*outer);
     });
@@ -106,6 +109,7 @@ class Relay : public comm::WorkObserver {
  private:
   WorkPtr outer_;
   SteadyClock::time_point end_;
+  SteadyClock::duration afterInner_;
 };
 
 // The modelled transfer on the group's "link <group>" track (FIFO, so these
@@ -165,7 +169,8 @@ WorkPtr LinkBackend::delay(WorkPtr inner, OpType op, int64_t bytes, std::vector<
   }
   if (trace::enabled()) traceTransfer(inner->info(), start, end);
   auto outer = std::make_shared<comm::RelayedWork>(inner->info(), std::move(outputs), inner);
-  inner->addObserver(std::make_shared<Relay>(outer, end));
+  const auto afterInner = comm::isPointToPoint(op) ? cost : SteadyClock::duration::zero();
+  inner->addObserver(std::make_shared<Relay>(outer, end, afterInner));
   return outer;
 }
 

@@ -14,6 +14,20 @@
 // calling thread therefore overlaps with emulated communication even on a
 // 2-core machine, which is what overlap experiments need.
 //
+// Note [Messages on emulated links]
+// A message's transfer cannot begin before both sides have joined: a receive
+// posted early waits for its sender, a rendezvous send for its receiver. A
+// rank does not see when its peer joined; the inner operation's completion is
+// the first sign of it (the data arrived, or the receiver read it in place),
+// so a send or receive completes no earlier than that moment plus the
+// modelled time, besides no earlier than the link's FIFO says. The replay
+// starts a message when both sides have issued it (emulator/predict); this
+// keeps the two in step when one side is late. Left as they are: the real
+// copy's time is counted before the modelled one (microseconds against the
+// milliseconds of an emulated link), the FIFO is not pushed back by a late
+// message, and a small send the shm backend buffers completes before its
+// receiver posts (eager), so a late receiver delays only its own side.
+//
 // Errors are not delayed: a failed inner Work fails the outer Work at once.
 // Thread-safety: as Backend (issue is serialised by ProcessGroup).
 #include <chrono>
