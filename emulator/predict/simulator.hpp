@@ -25,6 +25,17 @@
 // latency + twice the bandwidth part. Rates change only when a collective
 // starts or finishes a phase, so the replay steps from event to event.
 //
+// Note [Messages in the replay]
+// A send and its receive are one SimCollective of two ranks (op kSend, the
+// sender first): it starts when both have issued it, so a receive posted
+// early waits for its sender and a send for its receiver (a rendezvous, as
+// NCCL's send/recv; the link emulator does the same, Note [Messages on
+// emulated links]), and takes the model's point-to-point time on the link
+// between the pair. Its stream is the group and the direction ("default
+// 0->1"): messages one way between a pair are delivered in order (MPI's
+// non-overtaking rule), while the other direction, other pairs and the
+// group's collectives go on beside them, sharing links as above.
+//
 // A wait on a collective that can never start (a rank it names never issues
 // it) is a deadlock: simulate() throws Error naming the collective, the
 // ranks that issued it and those that did not.

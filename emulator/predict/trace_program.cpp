@@ -25,15 +25,55 @@ comm::OpType opFromTraceName(const std::string& name) {
   throw ValueError(fmt::format("trace: unknown operation '{}' in a comm span", name));
 }
 
-// "allreduce #5" -> ("allreduce", 5).
-std::pair<std::string, uint64_t> splitLabel(const std::string& label) {
+// A comm span's label, parsed: "allreduce #5", or a message's "send 0->2 #3"
+// on its sender and "recv 0->2 #3" on its receiver (comm_trace.hpp).
+struct CommLabel {
+  comm::OpType op = comm::OpType::kUnknown;
+  uint64_t seq = 0;
+  int src = -1, dst = -1;  // a message's pair, in group ranks
+  bool isMessage() const { return src >= 0; }
+};
+
+int groupRankIn(const std::string& text, const std::string& label) {
+  if (text.empty() || text.size() > 9 ||
+      text.find_first_not_of("0123456789") != std::string::npos) {
+    throw ValueError(fmt::format("trace: comm span '{}' names no pair 'SRC->DST'", label));
+  }
+  return std::stoi(text);
+}
+
+CommLabel parseLabel(const std::string& label) {
   const auto hash = label.rfind(" #");
   const std::string seq = hash == std::string::npos ? "" : label.substr(hash + 2);
   if (seq.empty() || seq.find_first_not_of("0123456789") != std::string::npos ||
       seq.size() > 18) {
     throw ValueError(fmt::format("trace: comm span '{}' has no '#<seq>'", label));
   }
-  return {label.substr(0, hash), std::stoull(seq)};
+  CommLabel out;
+  out.seq = std::stoull(seq);
+  const std::string head = label.substr(0, hash);
+  const auto space = head.find(' ');
+  out.op = opFromTraceName(head.substr(0, space));
+  if (out.op == comm::OpType::kRecvAnysource) {
+    throw ValueError(fmt::format("trace: {}: a receive from any source names no sender, so the "
+                                 "replay cannot pair it; receive from a named rank", label));
+  }
+  if (!comm::isPointToPoint(out.op)) return out;
+  const std::string pair = space == std::string::npos ? "" : head.substr(space + 1);
+  const auto arrow = pair.find("->");
+  if (arrow == std::string::npos) {
+    throw ValueError(fmt::format("trace: comm span '{}' names no pair 'SRC->DST'", label));
+  }
+  out.src = groupRankIn(pair.substr(0, arrow), label);
+  out.dst = groupRankIn(pair.substr(arrow + 2), label);
+  return out;
+}
+
+// One key per operation of a group: a collective's label, or for a message
+// the same key on its sender and its receiver ("message 0->2 #3").
+std::string commKey(const std::string& group, const CommLabel& l, const std::string& label) {
+  if (!l.isMessage()) return group + "/" + label;
+  return fmt::format("{}/message {}->{} #{}", group, l.src, l.dst, l.seq);
 }
 
 double seconds(const json& e, const char* key) {
@@ -60,6 +100,7 @@ struct Collected {
   std::map<int, RankEvents> ranks;
   std::map<std::string, SimCollective> collectives;  // by key
   std::map<std::string, std::set<int>> members;      // group -> ranks that ran its ops
+  std::map<std::string, std::pair<int, int>> messages;  // key -> (sender, receiver) pids
 };
 
 // First pass: names, comm spans (begin carries the args, end the time).
@@ -74,8 +115,9 @@ void collectComms(const json& events, Collected& c) {
       c.ranks[pid].computeTid = e.value("tid", -1);
     }
     if (ph == "i" && e.value("name", "").rfind("issue ", 0) == 0 && e.contains("args")) {
-      const std::string key = e["args"].value("group", "") + "/" + e["name"].get<std::string>().substr(6);
-      issued[{pid, key}] = seconds(e, "ts");
+      const std::string label = e["name"].get<std::string>().substr(6);
+      issued[{pid, commKey(e["args"].value("group", ""), parseLabel(label), label)}] =
+          seconds(e, "ts");
     }
     if (e.value("cat", "") != "comm" || (ph != "b" && ph != "e")) continue;
     const std::string id = e.value("id", "");
@@ -86,21 +128,28 @@ void collectComms(const json& events, Collected& c) {
       }
       const std::string group = a["group"].get<std::string>();
       const std::string label = e.value("name", "");
-      const std::string key = group + "/" + label;
-      const auto [opName, seq] = splitLabel(label);
-      const comm::OpType op = opFromTraceName(opName);
-      if (comm::isPointToPoint(op)) {
-        throw ValueError(fmt::format("trace: {} on group {}: point-to-point operations are not "
-                                     "replayed", label, group));
-      }
+      const CommLabel parsed = parseLabel(label);
+      const std::string key = commKey(group, parsed, label);
       c.members[group].insert(pid);
       auto [it, fresh] = c.collectives.try_emplace(key);
       const int64_t bytes = a["bytes"].get<int64_t>();
-      if (fresh) {
-        it->second = SimCollective{fmt::format("{} on {}", label, group), group, op, bytes, {}};
+      if (fresh && parsed.isMessage()) {
+        // Both sides are one SimCollective: a send on a stream of its own
+        // direction (Note [Messages in the replay], simulator.hpp).
+        const std::string pair = fmt::format("{}->{}", parsed.src, parsed.dst);
+        it->second = SimCollective{fmt::format("send {} #{} on {}", pair, parsed.seq, group),
+                                   group + " " + pair, comm::OpType::kSend, bytes, {}};
+        c.messages[key] = {-1, -1};
+      } else if (fresh) {
+        it->second =
+            SimCollective{fmt::format("{} on {}", label, group), group, parsed.op, bytes, {}};
       } else if (it->second.bytes != bytes) {
         throw ValueError(fmt::format("trace: ranks disagree on the size of {} ({} and {} bytes)",
                                      it->second.name, it->second.bytes, bytes));
+      }
+      if (parsed.isMessage()) {
+        auto& [sender, receiver] = c.messages[key];
+        (parsed.op == comm::OpType::kSend ? sender : receiver) = pid;
       }
       c.ranks[pid].comms.push_back({key, seconds(e, "ts"), -1});
       openById[{pid, id}] = key;
@@ -223,8 +272,21 @@ TracedRun readTracedRun(const json& trace) {
   }
   std::map<std::string, int> index;
   for (auto& [key, sc] : c.collectives) {
-    const auto& members = c.members.at(sc.stream);
-    sc.ranks.assign(members.begin(), members.end());
+    if (const auto message = c.messages.find(key); message != c.messages.end()) {
+      const auto [sender, receiver] = message->second;
+      if (sender < 0 || receiver < 0) {
+        throw ValueError(fmt::format("trace: {} has only its {} in the trace; a message replays "
+                                     "with both sides", sc.name, sender < 0 ? "receive" : "send"));
+      }
+      if (sender == receiver) {
+        throw ValueError(fmt::format("trace: {} is rank {}'s message to itself, which takes no "
+                                     "link; the replay does not take it", sc.name, sender));
+      }
+      sc.ranks = {sender, receiver};
+    } else {
+      const auto& members = c.members.at(sc.stream);
+      sc.ranks.assign(members.begin(), members.end());
+    }
     sc.bytes = ncclTestsBytes(sc.op, sc.bytes, static_cast<int>(sc.ranks.size()));
     index[key] = static_cast<int>(run.collectives.size());
     run.collectives.push_back(sc);
@@ -250,6 +312,11 @@ SimInput scaleTracedRun(const TracedRun& run, int worldSize, const Topology& top
   for (SimCollective& c : in.collectives) {
     c.algorithm = algorithm;
     if (worldSize == run.worldSize) continue;
+    if (comm::isPointToPoint(c.op)) {
+      throw ValueError(fmt::format("predict: {} is point-to-point: a trace with messages replays "
+                                   "only at its own world size {} (another topology or algorithm), "
+                                   "not at {}", c.name, run.worldSize, worldSize));
+    }
     if (static_cast<int>(c.ranks.size()) != run.worldSize) {
       throw ValueError(fmt::format("predict: {} runs on {} of the traced {} ranks; only groups "
                                    "of the whole world scale (predict at world {} instead)",

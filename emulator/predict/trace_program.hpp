@@ -30,9 +30,17 @@
 // each shard shrinks as 1/N); a reduce-scatter scatters the same total
 // input; an all-to-all sends the same per-rank buffer. Held fixed: compute
 // (an FSDP shard's optimizer step shrinks with N in reality; it is taken as
-// traced), the order of operations. A group that does not span the traced
-// world (a subgroup, point-to-point) is kept only when N == W; otherwise
-// the trace is refused, naming the group.
+// traced), the order of operations, and FSDP's padding: FSDP shards every
+// parameter by rows and pads each shard to the same size, so once N exceeds
+// a parameter's rows its all-gather and reduce-scatter move more than 1/N
+// of the traced total says (a 128-row layer at N = 256 moves 2x: 256 padded
+// rows; measured in reports/predict.md). A trace holds bytes, not shapes, so
+// the replay cannot see it. A group that does not span the traced
+// world (a subgroup) and every message (a send and its receive, paired by
+// their labels: Note [Messages in the replay]) are kept only when N == W,
+// where a trace answers what another topology or algorithm would do;
+// otherwise the trace is refused, naming the operation. (A pipeline has no
+// one way to grow: more stages, or replicas of it; neither is guessed.)
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -54,7 +62,8 @@ struct TracedRun {
 
 // Reads a merged trace. Throws ValueError naming what is malformed or missing
 // (no rank, no step span, a comm span without group/seq/bytes, an unknown
-// operation name, ranks that disagree on a collective's size or operation).
+// operation name, ranks that disagree on a collective's size or operation, a
+// message with one side missing, a receive from any source).
 TracedRun readTracedRun(const nlohmann::json& trace);
 
 // The replay's input at `worldSize` ranks on `topology` (Note [Scaling a

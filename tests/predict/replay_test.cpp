@@ -93,6 +93,27 @@ TEST(Replay, ACollectiveOfASubgroupDoesNotWaitForOthers) {
   EXPECT_NEAR(r.ranks[2].endS, 10.0, kTol);
 }
 
+// Note [Messages in the replay]: two ranks send each other 1 GB at once, each
+// issuing its send before its receive. A stream per direction: neither waits
+// for the other's order; they share the node's link (1 GB/s) and both end
+// at 2 s. Then a third message 0->1 queues behind the first on its stream.
+TEST(Replay, MessagesEachWayRunBesideEachOtherAndInOrderOneWay) {
+  SimInput in = oneNode(2);
+  const auto message = [](const std::string& name, const std::string& stream,
+                           std::vector<int> pair) {
+    return SimCollective{name, stream, comm::OpType::kSend, 1'000'000'000, std::move(pair)};
+  };
+  in.collectives = {message("A", "g 0->1", {0, 1}), message("B", "g 1->0", {1, 0}),
+                    message("C", "g 0->1", {0, 1})};
+  in.ranks[0] = {issue(0), issue(2), issue(1), wait(0), wait(1), wait(2)};
+  in.ranks[1] = {issue(1), issue(0), issue(2), wait(0), wait(1), wait(2)};
+  const SimResult r = simulate(in);
+  EXPECT_NEAR(r.collectives[0].endS, 2.0, kTol);
+  EXPECT_NEAR(r.collectives[1].endS, 2.0, kTol);
+  EXPECT_NEAR(r.collectives[2].startS, 2.0, kTol);  // behind A, alone on the link
+  EXPECT_NEAR(r.collectives[2].endS, 3.0, kTol);
+}
+
 TEST(Replay, AWaitForACollectiveARankNeverIssuesIsADeadlockNamingIt) {
   SimInput in = oneNode(3);
   in.collectives = {allreduce("allreduce #4 on w1_default", "g", 8, {0, 1, 2})};

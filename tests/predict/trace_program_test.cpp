@@ -79,11 +79,11 @@ TEST(TraceProgram, MalformedOrUnscalableTracesAreRefused) {
                               [](const nlohmann::json& e) { return e.value("cat", "") == "step"; }),
                events.end());
   expectBad(noStep, "rank 0 has no step span");
-  nlohmann::json p2p = sampleTrace();
-  for (auto& e : p2p["traceEvents"]) {
+  nlohmann::json noPair = sampleTrace();
+  for (auto& e : noPair["traceEvents"]) {
     if (e.value("name", "") == "allreduce #1") e["name"] = "send #1";
   }
-  expectBad(p2p, "point-to-point operations are not replayed");
+  expectBad(noPair, "names no pair 'SRC->DST'");
   nlohmann::json unknown = sampleTrace();
   for (auto& e : unknown["traceEvents"]) {
     if (e.value("name", "") == "allreduce #1") e["name"] = "teleport #1";
@@ -104,6 +104,104 @@ TEST(TraceProgram, MalformedOrUnscalableTracesAreRefused) {
   pair.programs.push_back({});
   EXPECT_THROW(scaleTracedRun(pair, 6, t), ValueError);
   EXPECT_NO_THROW(scaleTracedRun(pair, 3, t));
+}
+
+// A two-stage pipeline's step as `distlab run --trace` writes it (us): rank 0
+// computes 4 ms, sends 2 MB to rank 1 (a blocking send: a "wait for send"
+// span, done at 5 ms), computes to 10 ms; rank 1 posts the receive at 0,
+// waits for it until 5 ms, computes to 10 ms. `senderSide`/`receiverSide`
+// false leave that side's events out.
+nlohmann::json pipelineTrace(bool senderSide = true, bool receiverSide = true) {
+  using nlohmann::json;
+  json events = json::array();
+  const auto rank = [&](int pid, const std::string& op, double issueUs, bool present) {
+    const auto ev = [&](json e) {
+      e["pid"] = pid;
+      events.push_back(e);
+    };
+    ev({{"ph", "M"}, {"name", "thread_name"}, {"tid", 1}, {"args", {{"name", "compute"}}}});
+    ev({{"ph", "X"}, {"cat", "step"}, {"name", "step 0"}, {"tid", 1}, {"ts", 0}, {"dur", 10000}});
+    if (!present) return;
+    const std::string label = op + " 0->1 #1";
+    ev({{"ph", "i"}, {"cat", "mark"}, {"name", "issue " + label}, {"tid", 1}, {"ts", issueUs},
+        {"args", {{"group", "w1_default"}}}});
+    ev({{"ph", "b"}, {"cat", "comm"}, {"name", label}, {"tid", 7}, {"ts", issueUs}, {"id", "0x1"},
+        {"args", {{"group", "w1_default"}, {"seq", 1}, {"bytes", 2000000}, {"ok", true}}}});
+    ev({{"ph", "e"}, {"cat", "comm"}, {"name", label}, {"tid", 7}, {"ts", 5000}, {"id", "0x1"}});
+    ev({{"ph", "X"}, {"cat", "wait"}, {"name", "wait for " + op}, {"tid", 1}, {"ts", issueUs},
+        {"dur", 5000 - issueUs}});
+  };
+  rank(0, "send", 4000, senderSide);
+  rank(1, "recv", 0, receiverSide);
+  return json{{"traceEvents", events}};
+}
+
+double stepOf(const SimResult& r, int rank) {
+  return r.ranks[rank].marks.at("step end")[0] - r.ranks[rank].marks.at("step begin")[0];
+}
+
+TEST(TraceProgram, ASendAndItsReceiveAreOneMessageThatStartsWhenBothJoined) {
+  const TracedRun run = readTracedRun(pipelineTrace());
+  ASSERT_EQ(run.collectives.size(), 1u);
+  EXPECT_EQ(run.collectives[0].op, comm::OpType::kSend);
+  EXPECT_EQ(run.collectives[0].ranks, (std::vector<int>{0, 1}));
+  EXPECT_EQ(run.collectives[0].bytes, 2'000'000);
+  EXPECT_EQ(run.collectives[0].name, "send 0->1 #1 on w1_default");
+  // Both ranks on one node at 1 GB/s, no latency: the message costs 2 ms from
+  // 4 ms, when the sender joins; each rank then computes 5 ms: steps of 11 ms.
+  // On two nodes at 0.5 GB/s it costs 4 ms: 13 ms. Exact decimals: 1e-9 s is
+  // far above the rounding of microseconds read as doubles.
+  const SimResult oneNode = simulate(
+      scaleTracedRun(run, 2, parseTopology("ranks_per_node=2,intra=0:1,inter=0:1")));
+  const SimResult twoNodes = simulate(
+      scaleTracedRun(run, 2, parseTopology("ranks_per_node=1,intra=0:1,inter=0:0.5")));
+  for (int r = 0; r < 2; ++r) {
+    EXPECT_NEAR(stepOf(oneNode, r), 11e-3, 1e-9) << r;
+    EXPECT_NEAR(stepOf(twoNodes, r), 13e-3, 1e-9) << r;
+  }
+  EXPECT_NEAR(oneNode.ranks[1].blockedS, 6e-3, 1e-9);  // the receive posted at 0
+}
+
+TEST(TraceProgram, MessagesAreRefusedAtAnotherWorldOrWithOneSideMissing) {
+  const Topology t = parseTopology("ranks_per_node=2,intra=0:1,inter=0:1");
+  try {
+    scaleTracedRun(readTracedRun(pipelineTrace()), 4, t);
+    ADD_FAILURE() << "a pipeline trace scaled to world 4";
+  } catch (const ValueError& e) {
+    EXPECT_NE(std::string(e.what()).find("send 0->1 #1 on w1_default is point-to-point"),
+              std::string::npos)
+        << e.what();
+  }
+  for (const bool sender : {false, true}) {
+    try {
+      readTracedRun(pipelineTrace(sender, !sender));
+      ADD_FAILURE() << "a message with one side read";
+    } catch (const ValueError& e) {
+      EXPECT_NE(std::string(e.what()).find(sender ? "only its send" : "only its receive"),
+                std::string::npos)
+          << e.what();
+    }
+  }
+  nlohmann::json toItself = pipelineTrace();
+  for (auto& e : toItself["traceEvents"]) {
+    if (e.value("name", "").find("recv 0->1") != std::string::npos) e["pid"] = 0;
+  }
+  try {
+    readTracedRun(toItself);
+    ADD_FAILURE() << "a message to itself accepted";
+  } catch (const ValueError& e) {
+    EXPECT_NE(std::string(e.what()).find("message to itself"), std::string::npos) << e.what();
+  }
+  nlohmann::json anySource = pipelineTrace();
+  for (auto& e : anySource["traceEvents"]) {
+    if (e.value("name", "") == "recv 0->1 #1") e["name"] = "recvanysource #0";
+  }
+  try {
+    readTracedRun(anySource);
+    ADD_FAILURE() << "a receive from any source accepted";
+  } catch (const ValueError& e) {
+    EXPECT_NE(std::string(e.what()).find("receive from any source"), std::string::npos) << e.what();
+  }
 }
 
 }  // namespace
