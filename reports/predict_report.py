@@ -1,9 +1,10 @@
 #!/usr/bin/python3
 """reports/predict.md's tables and plot.
 
-  predict_report.py OUT_DIR/validation.json
-      the validation table (reports/predict_validation.sh): one row per (shape,
-      topology, world), then the median and worst absolute error;
+  predict_report.py OUT_DIR/validation.json [MORE.json...]
+      the validation table (reports/predict_validation.sh, runs of it
+      concatenated): one row per (shape, topology, world), then the median and
+      worst absolute error;
   predict_report.py --sweep PLOT.png SWEEP.json...
       step time and exposed communication against world size, one line per
       `distlab predict --json` file (python3-matplotlib, which
@@ -40,15 +41,21 @@ def main():
     if len(sys.argv) >= 4 and sys.argv[1] == "--sweep":
         sweep_plot(sys.argv[2], sys.argv[3:])
         return
-    if len(sys.argv) != 2:
-        sys.exit("usage: predict_report.py OUT_DIR/validation.json | --sweep PLOT.png SWEEP.json...")
-    points = json.load(open(sys.argv[1]))
+    if len(sys.argv) < 2 or sys.argv[1].startswith("-"):
+        sys.exit("usage: predict_report.py OUT_DIR/validation.json [MORE.json...] | "
+                 "--sweep PLOT.png SWEEP.json...")
+    points = [p for f in sys.argv[1:] for p in json.load(open(f))]
     print("| shape | topology | world | algorithm(s) | predicted step ms | predicted exposed "
           "| emulated step ms | error |")
     print("|---|---|---|---|---|---|---|---|")
     for p in points:
         exposed = p["predicted_exposed_s"] / p["predicted_step_s"]
-        print(f"| {p['shape']} | `{p['topology']}` | {p['world']} | {', '.join(p['algorithms'])} | "
+        shape = p["shape"]
+        if "traced_on" in p:  # predicted at the traced world on another topology
+            shape += f" (traced on `{p['traced_on']}`)"
+        if "scale" in p:  # SCALE and WIDTH of the run, where a file records them
+            shape += f", SCALE={p['scale']}" + (f", WIDTH={p['width']}" if "width" in p else "")
+        print(f"| {shape} | `{p['topology']}` | {p['world']} | {', '.join(p['algorithms'])} | "
               f"{p['predicted_step_s'] * 1e3:.2f} | {exposed * 100:.0f} % | "
               f"{p['measured_step_s'] * 1e3:.2f} | {p['error'] * 100:+.1f} % |")
     errors = [abs(p["error"]) for p in points]
