@@ -7,6 +7,7 @@
 #include "emulator/link/link_backend.hpp"
 #include "emulator/link/link_model.hpp"
 #include "runtime/core/clock.hpp"
+#include "runtime/comm/work_completion.hpp"
 #include "runtime/core/errors.hpp"
 
 namespace distlab::emulator {
@@ -76,6 +77,39 @@ TEST(LinkBackend, CompletesAtTheModelledTimeWithoutBlockingTheCaller) {
   EXPECT_GE(watch.elapsedSeconds(), 0.080);
   EXPECT_TRUE(w2->isSuccess());
   EXPECT_EQ(w2->result().size(), 1u);
+}
+
+// A backend whose receives complete when the test says: the sender's
+// arrival, as the real backend sees it.
+class LateSenderBackend : public comm::Backend {
+ public:
+  LateSenderBackend() : Backend(1, 2) {}
+  std::string name() const override { return "late-sender"; }
+  comm::WorkPtr recv(const Tensor& t, int src, const comm::RecvOptions& o) override {
+    auto info = comm::makeWorkInfo("g", 1, OpType::kRecv, o.seq, {}, {t},
+                                   std::chrono::milliseconds(1000), src);
+    pending = std::make_shared<comm::Work>(info, std::vector<Tensor>{t});
+    return pending;
+  }
+  comm::WorkPtr pending;
+};
+
+// Note [Messages on emulated links]: a receive posted long before its sender
+// arrives completes the model's time after the arrival, not at once.
+TEST(LinkBackend, AReceivePostedEarlyTakesTheLinkTimeAfterItsSenderArrives) {
+  auto inner = std::make_shared<LateSenderBackend>();
+  LinkBackend link(inner, LinkModel{"", 40000.0, 1000.0});  // 40 ms a message
+  Tensor t = zeros({4});
+  auto received = link.recv(t, 0, comm::RecvOptions{});
+  // Let the modelled 40 ms pass: wait for a 40 ms operation on another link.
+  LinkBackend clock(std::make_shared<InstantBackend>(), LinkModel{"", 40000.0, 1000.0});
+  clock.allreduce(t, comm::AllreduceOptions{})->wait(std::chrono::milliseconds(5000));
+  EXPECT_FALSE(received->isCompleted());  // no data yet
+  Stopwatch sinceArrival;
+  comm::WorkCompletion::finish(*inner->pending);  // the sender arrives
+  ASSERT_TRUE(received->wait(std::chrono::milliseconds(5000)));
+  EXPECT_GE(sinceArrival.elapsedSeconds(), 0.040);
+  EXPECT_TRUE(received->isSuccess());
 }
 
 TEST(LinkBackend, ScheduledCallbacksRunInTimeOrder) {
