@@ -34,7 +34,10 @@
 // between the pair. Its stream is the group and the direction ("default
 // 0->1"): messages one way between a pair are delivered in order (MPI's
 // non-overtaking rule), while the other direction, other pairs and the
-// group's collectives go on beside them, sharing links as above.
+// group's collectives go on beside them, sharing links as above. A trace
+// pairs a send with the receive of the same number between the pair
+// (comm_trace.hpp): messages of one pair under different tags, received in
+// another order than sent, would be paired by order, not by tag.
 //
 // A wait on a collective that can never start (a rank it names never issues
 // it) is a deadlock: simulate() throws Error naming the collective, the
