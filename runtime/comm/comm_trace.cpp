@@ -1,6 +1,7 @@
 #include "runtime/comm/comm_trace.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <atomic>
 #include <cctype>
@@ -11,6 +12,8 @@ namespace distlab::comm {
 namespace {
 
 std::atomic<uint64_t> gNextId{1};
+// The layout of the innermost live ShardLayoutScope on this thread.
+thread_local const std::string* tShardLayout = nullptr;
 
 // What the operation moves from this rank: its inputs, or for a receive the
 // buffer it fills (a send and its receive then carry the same bytes).
@@ -43,6 +46,7 @@ class TraceObserver : public WorkObserver {
  public:
   explicit TraceObserver(const Work& work)
       : label_(labelOf(work.info())),
+        layout_(tShardLayout != nullptr ? *tShardLayout : std::string()),
         track_(trace::virtualTrack("comm " + work.info().groupName)) {}
 
   void onScheduled(const Work& work) override {
@@ -58,12 +62,13 @@ class TraceObserver : public WorkObserver {
     trace::instant(trace::Category::kMark, "end " + label_, {}, work.completedNs());
     const int64_t start = work.startedNs() != 0 ? work.startedNs() : work.completedNs();
     trace::asyncSpan(track_, trace::Category::kComm, label_, id_, start, work.completedNs(),
-                     fmt::format(R"("group":"{}","seq":{},"bytes":{},"ok":{})", info.groupName,
-                                 info.seq, bytesOf(info), work.isSuccess()));
+                     fmt::format(R"("group":"{}","seq":{},"bytes":{},"ok":{}{})", info.groupName,
+                                 info.seq, bytesOf(info), work.isSuccess(), layout_));
   }
 
  private:
   std::string label_;
+  std::string layout_;  // Note [Padded shards in the trace]
   uint32_t track_;
   uint64_t id_ = gNextId.fetch_add(1);
 };
@@ -79,6 +84,19 @@ std::string traceOpName(OpType op) {
 std::shared_ptr<WorkObserver> traceObserver(const Work& work) {
   if (!trace::enabled()) return nullptr;
   return std::make_shared<TraceObserver>(work);
+}
+
+ShardLayoutScope::ShardLayoutScope(const std::vector<int64_t>& rows,
+                                   const std::vector<int64_t>& rowBytes)
+    : args_(fmt::format(R"(,"shard_rows":[{}],"row_bytes":[{}])", fmt::join(rows, ","),
+                        fmt::join(rowBytes, ","))),
+      previous_(tShardLayout),
+      active_(true) {
+  tShardLayout = &args_;
+}
+
+ShardLayoutScope::~ShardLayoutScope() {
+  if (active_) tShardLayout = previous_;
 }
 
 }  // namespace distlab::comm

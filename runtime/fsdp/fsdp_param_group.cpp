@@ -87,9 +87,24 @@ void FSDPParamGroup::unshard() {
     params_[i]->copyIn(gatherInput_.narrow(0, offsets_[i], params_[i]->chunkNumel()));
   }
   gatherOutput_ = distlab::empty({shardWorld() * total_}, gatherInput_.options());
+  const comm::ShardLayoutScope layout = traceShardLayout(unshardedDtype());
   pendingGather_ = shardGroup()->allgatherIntoTensor(gatherOutput_, gatherInput_);
   ++counts_.allGathers;
   if (join_) join_->record({this, FsdpCollective::Kind::kAllGather, {}});
+}
+
+comm::ShardLayoutScope FSDPParamGroup::traceShardLayout(DType dtype) const {
+  if (!trace::enabled()) return {};
+  std::vector<int64_t> rows, rowBytes;
+  for (const auto& p : params_) {
+    const Shape& shape = p->shape();
+    const auto dim = static_cast<size_t>(p->placement().dim);
+    const int64_t r = dim < shape.size() ? shape[dim] : 1;  // a scalar: one row
+    rows.push_back(r);
+    rowBytes.push_back(shapeNumel(shape) / std::max<int64_t>(1, r) *
+                       static_cast<int64_t>(elementSize(dtype)));
+  }
+  return comm::ShardLayoutScope(rows, rowBytes);
 }
 
 void FSDPParamGroup::waitForUnshard() {
@@ -238,6 +253,7 @@ void FSDPParamGroup::issueReduceScatter() {
   pr.output = distlab::empty({total_}, pr.input.options());
   comm::ReduceScatterOptions opts;
   opts.reduceOp = op;
+  const comm::ShardLayoutScope layout = traceShardLayout(reduceDtype());
   pr.scatter = shardGroup()->reduceScatterTensor(pr.output, pr.input.view({-1}), opts);
   ++counts_.reduceScatters;
   pendingReduce_ = std::move(pr);

@@ -44,6 +44,7 @@
 #include <string_view>
 #include <vector>
 
+#include "runtime/comm/comm_trace.hpp"
 #include "runtime/comm/work.hpp"
 #include "runtime/fsdp/fsdp_memory.hpp"
 #include "runtime/fsdp/fsdp_options.hpp"
@@ -169,6 +170,10 @@ class FSDPParamGroup {
   void issueReduceScatter();
   void scaleForJoin(Tensor& input);
   std::string_view traceName() const;
+  // This group's rows and row bytes in `dtype` for the trace, while its
+  // all-gather or reduce-scatter is issued (Note [Padded shards in the
+  // trace]); carries nothing while tracing is off.
+  comm::ShardLayoutScope traceShardLayout(DType dtype) const;
 
   // Where each parameter's chunk sits in a [world, total] all-gather buffer.
   struct Layout {

@@ -258,6 +258,18 @@ TEST(FsdpTrace, PhasesWaitsCopiesAndCollectivesAreTraced) {
   EXPECT_GE(countEvents(snap, Category::kPhase, "fsdp pre-backward "), 2 * 2 * 3);
   EXPECT_EQ(countEvents(snap, Category::kPhase, "fsdp end of backward"), 2 * 2);
   EXPECT_GE(countEvents(snap, Category::kComm, "_allgather_base"), 24);
+  // Note [Padded shards in the trace]: FSDP's own collectives carry their
+  // layout (the test's parameter checks gather full tensors without one).
+  int gathersWithLayout = 0, scattersWithLayout = 0;
+  for (const auto& e : snap.events) {
+    const bool layout = e.args.find(R"("shard_rows":[)") != std::string::npos &&
+                        e.args.find(R"("row_bytes":[)") != std::string::npos;
+    if (e.category != Category::kComm || e.phase != 'b' || !layout) continue;
+    gathersWithLayout += e.name.rfind("_allgather_base", 0) == 0;
+    scattersWithLayout += e.name.rfind("_reduce_scatter_base", 0) == 0;
+  }
+  EXPECT_EQ(gathersWithLayout, 24);
+  EXPECT_EQ(scattersWithLayout, 12);
   EXPECT_GE(countEvents(snap, Category::kComm, "_reduce_scatter_base"), 12);
 }
 
