@@ -4,7 +4,9 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <map>
+#include <optional>
 #include <set>
 
 #include "runtime/comm/comm_trace.hpp"
@@ -101,7 +103,28 @@ struct Collected {
   std::map<std::string, SimCollective> collectives;  // by key
   std::map<std::string, std::set<int>> members;      // group -> ranks that ran its ops
   std::map<std::string, std::pair<int, int>> messages;  // key -> (sender, receiver) pids
+  std::map<std::string, ShardLayout> layouts;           // key -> FSDP's shard layout
 };
+
+// The span args "shard_rows" and "row_bytes" (Note [Padded shards in the
+// trace]), when present: equal-length arrays of whole numbers >= 0.
+std::optional<ShardLayout> shardLayoutOf(const json& args, const std::string& label) {
+  if (!args.contains("shard_rows") && !args.contains("row_bytes")) return std::nullopt;
+  const json& rows = args.value("shard_rows", json());
+  const json& bytes = args.value("row_bytes", json());
+  const auto wholeNumbers = [](const json& a) {
+    return a.is_array() && std::all_of(a.begin(), a.end(), [](const json& v) {
+             return v.is_number_integer() && v.get<int64_t>() >= 0 &&
+                    v.get<int64_t>() <= (int64_t{1} << 40);
+           });
+  };
+  if (!wholeNumbers(rows) || !wholeNumbers(bytes) || rows.size() != bytes.size()) {
+    throw ValueError(fmt::format("trace: comm span '{}' has a malformed shard layout (shard_rows "
+                                 "and row_bytes: arrays of the same length, whole numbers >= 0)",
+                                 label));
+  }
+  return ShardLayout{rows.get<std::vector<int64_t>>(), bytes.get<std::vector<int64_t>>()};
+}
 
 // First pass: names, comm spans (begin carries the args, end the time).
 void collectComms(const json& events, Collected& c) {
@@ -147,6 +170,7 @@ void collectComms(const json& events, Collected& c) {
         throw ValueError(fmt::format("trace: ranks disagree on the size of {} ({} and {} bytes)",
                                      it->second.name, it->second.bytes, bytes));
       }
+      if (auto layout = shardLayoutOf(a, label); layout && fresh) c.layouts[key] = *layout;
       if (parsed.isMessage()) {
         auto& [sender, receiver] = c.messages[key];
         (parsed.op == comm::OpType::kSend ? sender : receiver) = pid;
@@ -258,6 +282,15 @@ int64_t ncclTestsBytes(comm::OpType op, int64_t inputBytes, int groupSize) {
 
 }  // namespace
 
+double ShardLayout::paddedBytes(int world) const {
+  double total = 0;  // a double: rows and row bytes up to 2^40 each (shardLayoutOf)
+  for (size_t i = 0; i < rows.size(); ++i) {
+    total += static_cast<double>((rows[i] + world - 1) / world) *  // ceil(rows / world)
+             static_cast<double>(rowBytes[i]);
+  }
+  return total * world;
+}
+
 TracedRun readTracedRun(const json& trace) {
   const json& events = trace.is_array() ? trace : trace.value("traceEvents", json::array());
   if (!events.is_array() || events.empty()) throw ValueError("trace: no traceEvents");
@@ -288,6 +321,9 @@ TracedRun readTracedRun(const json& trace) {
       sc.ranks.assign(members.begin(), members.end());
     }
     sc.bytes = ncclTestsBytes(sc.op, sc.bytes, static_cast<int>(sc.ranks.size()));
+    if (const auto layout = c.layouts.find(key); layout != c.layouts.end()) {
+      run.shardLayouts[static_cast<int>(run.collectives.size())] = layout->second;
+    }
     index[key] = static_cast<int>(run.collectives.size());
     run.collectives.push_back(sc);
   }
@@ -324,6 +360,18 @@ SimInput scaleTracedRun(const TracedRun& run, int worldSize, const Topology& top
     }
     c.ranks.resize(worldSize);
     for (int r = 0; r < worldSize; ++r) c.ranks[r] = r;
+  }
+  for (const auto& [i, layout] : run.shardLayouts) {  // Note [Scaling a trace]: FSDP pads
+    SimCollective& c = in.collectives[i];
+    const double traced = layout.paddedBytes(run.worldSize);
+    if (worldSize == run.worldSize || traced <= 0) continue;
+    const double bytes = static_cast<double>(c.bytes) * layout.paddedBytes(worldSize) / traced;
+    if (bytes > 1e18) {
+      throw ValueError(fmt::format("predict: {}'s shard layout makes it {:.3g} bytes at world {}; "
+                                   "the trace's layout is not a real one", c.name, bytes,
+                                   worldSize));
+    }
+    c.bytes = static_cast<int64_t>(std::llround(bytes));
   }
   for (int r = 0; r < worldSize; ++r) in.ranks.push_back(run.programs[r % run.worldSize]);
   return in;

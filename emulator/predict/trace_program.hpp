@@ -30,18 +30,20 @@
 // each shard shrinks as 1/N); a reduce-scatter scatters the same total
 // input; an all-to-all sends the same per-rank buffer. Held fixed: compute
 // (an FSDP shard's optimizer step shrinks with N in reality; it is taken as
-// traced), the order of operations, and FSDP's padding: FSDP shards every
-// parameter by rows and pads each shard to the same size, so once N exceeds
-// a parameter's rows its all-gather and reduce-scatter move more than 1/N
-// of the traced total says (a 128-row layer at N = 256 moves 2x: 256 padded
-// rows; measured in reports/predict.md). A trace holds bytes, not shapes, so
-// the replay cannot see it. A group that does not span the traced
+// traced) and the order of operations. FSDP pads: each parameter is split
+// by rows and every shard padded, so once N exceeds a parameter's rows its
+// all-gather and reduce-scatter move more than the traced total (a 128-row
+// layer at N = 256 moves 2x: 256 rows, half padding; measured in
+// reports/predict.md). Where the trace carries the layout (Note [Padded
+// shards in the trace]), such a collective's bytes at N are the traced
+// bytes times paddedBytes(N) / paddedBytes(W); without it, the total stays. A group that does not span the traced
 // world (a subgroup) and every message (a send and its receive, paired by
 // their labels: Note [Messages in the replay]) are kept only when N == W,
 // where a trace answers what another topology or algorithm would do;
 // otherwise the trace is refused, naming the operation. (A pipeline has no
 // one way to grow: more stages, or replicas of it; neither is guessed.)
 #include <nlohmann/json.hpp>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -53,9 +55,19 @@ namespace distlab::emulator {
 // take ~35 s and ~0.5 GB here, a million would take many minutes and GBs.
 inline constexpr int kMaxPredictWorld = 65536;
 
+// An FSDP collective's parameters: rows and bytes of a row each (Note
+// [Padded shards in the trace] in runtime/comm/comm_trace.hpp).
+struct ShardLayout {
+  std::vector<int64_t> rows, rowBytes;
+  // What the collective moves at `world` ranks: world * sum(ceil(rows /
+  // world) * rowBytes), padding included.
+  double paddedBytes(int world) const;
+};
+
 struct TracedRun {
   int worldSize = 0;  // ranks with a program (pids 0..W-1)
   std::vector<SimCollective> collectives;        // at the traced world size
+  std::map<int, ShardLayout> shardLayouts;       // by collective index, where traced
   std::vector<std::vector<SimAction>> programs;  // per traced rank
   std::vector<double> tracedStepS;  // per step index, the slowest rank's step span
 };

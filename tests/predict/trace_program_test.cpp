@@ -106,6 +106,39 @@ TEST(TraceProgram, MalformedOrUnscalableTracesAreRefused) {
   EXPECT_NO_THROW(scaleTracedRun(pair, 3, t));
 }
 
+// Note [Padded shards in the trace]: the sample's all-gather as FSDP traces a
+// 128 x 128 weight and its 128 biases in float32 at world 2: 2 x 64 rows of
+// 512 + 4 bytes = 66,048 bytes gathered. At world 4 nothing is padded
+// (66,048); at 256 every rank holds one padded row of each (132,096 bytes).
+TEST(TraceProgram, AnFsdpLayoutSizesItsCollectivesWithTheirPadding) {
+  nlohmann::json trace = sampleTrace();
+  for (auto& e : trace["traceEvents"]) {
+    if (e.value("name", "") != "_allgather_base #2" || e.value("ph", "") != "b") continue;
+    e["args"]["bytes"] = 33024;  // one rank's shard
+    e["args"]["shard_rows"] = {128, 128};
+    e["args"]["row_bytes"] = {512, 4};
+  }
+  const TracedRun run = readTracedRun(trace);
+  ASSERT_EQ(run.shardLayouts.count(0), 1u);  // the all-gather sorts first
+  EXPECT_EQ(run.collectives[0].bytes, 66048);
+  const Topology t = parseTopology(distlab::testing::kSampleTopology);
+  EXPECT_EQ(scaleTracedRun(run, 4, t).collectives[0].bytes, 66048);
+  EXPECT_EQ(scaleTracedRun(run, 256, t).collectives[0].bytes, 132096);
+  EXPECT_EQ(scaleTracedRun(run, 256, t).collectives[1].bytes, 4'000'000);  // all_reduce: as traced
+
+  for (auto& e : trace["traceEvents"]) {
+    if (e.value("name", "") == "_allgather_base #2" && e.value("ph", "") == "b") {
+      e["args"]["row_bytes"] = {512};  // one entry short
+    }
+  }
+  try {
+    readTracedRun(trace);
+    ADD_FAILURE() << "a malformed shard layout accepted";
+  } catch (const ValueError& e) {
+    EXPECT_NE(std::string(e.what()).find("malformed shard layout"), std::string::npos) << e.what();
+  }
+}
+
 // A two-stage pipeline's step as `distlab run --trace` writes it (us): rank 0
 // computes 4 ms, sends 2 MB to rank 1 (a blocking send: a "wait for send"
 // span, done at 5 ms), computes to 10 ms; rank 1 posts the receive at 0,
