@@ -197,10 +197,14 @@ void ShmP2P::ringPeer(int peer) {
   ringAlways(c.p2pBell, c.p2pSleepers);
 }
 
-void ShmP2P::ringPeerAfterData(int peer) {
+void ShmP2P::ringPeerAfterData(int peer, bool drainNeeded) {
   RankControl& c = seg_.control(peer);
   c.p2pBell.fetch_add(1, std::memory_order_seq_cst);
   if (c.p2pSleepers.load(std::memory_order_seq_cst) == 0) return;
+  // Note [An idle engine is not woken for data]: the fence pairs with the
+  // one after a post clears the flag.
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  if (!drainNeeded && c.p2pIdle.load(std::memory_order_seq_cst) != 0) return;
   if (c.p2pDrivers.load(std::memory_order_seq_cst) > 0) {
     c.p2pWakeSkipped.store(1, std::memory_order_seq_cst);
     if (c.p2pDrivers.load(std::memory_order_seq_cst) > 0) return;  // its last driver settles it
@@ -208,12 +212,19 @@ void ShmP2P::ringPeerAfterData(int peer) {
   futexWakeAll(&c.p2pBell);
 }
 
+ShmP2P::DriverScope::DriverScope(ShmP2P& p2p) : p2p_(p2p) {
+  p2p_.seg_.control(p2p_.rank_).p2pDrivers.fetch_add(1, std::memory_order_seq_cst);
+}
+
+ShmP2P::DriverScope::~DriverScope() { p2p_.stopDriving(); }
+
 void ShmP2P::stopDriving() {
   RankControl& me = seg_.control(rank_);
   if (me.p2pDrivers.fetch_sub(1, std::memory_order_seq_cst) != 1) return;  // not the last
   if (me.p2pWakeSkipped.exchange(0, std::memory_order_seq_cst) == 0) return;
   bool inFlight = true;
-  if (engineMutex_.try_lock()) {
+  // A post from inside a round's callbacks already holds the engine's lock.
+  if (tDriving != this && engineMutex_.try_lock()) {
     std::lock_guard<std::mutex> lock(engineMutex_, std::adopt_lock);
     DrivingScope driving(this);
     try {  // runs in a destructor: what a round raises is left to the engine thread
@@ -235,9 +246,11 @@ void ShmP2P::postSend(WorkPtr work, const Tensor& tensor, int dst, int tag, uint
   const bool small = s->bytes <= kDrivenBytes;
   const bool inPlace = s->inPlace;
   if (small || inPlace) driveWhenWaited(*work);
+  DriverScope posting(*this);  // Note [An idle engine is not woken for data]
   {
     std::lock_guard<std::mutex> lock(mutex_);
     postedSends_.push_back(std::move(s));
+    leaveIdle();
   }
   // Note [Posting drives a round]: the engine is woken only for what is left.
   // An in-place send's header is out after the round (else the receiver's
@@ -257,9 +270,11 @@ void ShmP2P::postRecv(WorkPtr work, const Tensor& tensor, int src, int tag, Mill
   // waiter drives it too (Note [Point-to-point in place]).
   const bool small = r->bytes <= kDrivenBytes || inPlaceFor(r->bytes, -1);
   if (small) driveWhenWaited(*work);
+  DriverScope posting(*this);  // Note [An idle engine is not woken for data]
   {
     std::lock_guard<std::mutex> lock(mutex_);
     postedRecvs_.push_back(std::move(r));
+    leaveIdle();
   }
   // Note [Posting drives a round]: its message's arrival rings the engine.
   if (!small || !driveRound()) ringPeer(rank_);
@@ -514,7 +529,7 @@ bool ShmP2P::progressSends() {
     }
     if (wrote) {
       ch.tail.store(tail, std::memory_order_release);
-      ringPeerAfterData(dst);
+      ringPeerAfterData(dst, /*drainNeeded=*/!queue.empty());
       moved = true;
     }
   }
@@ -677,8 +692,30 @@ bool ShmP2P::progress() {
   bool moved = progressSends();
   for (int src = 0; src < size_; ++src) moved = progressIncoming(src) || moved;
   if (!reading_.empty()) moved = progressInPlaceReads() || moved;
+  publishIdle();
   finishDone();
   return moved;
+}
+
+void ShmP2P::leaveIdle() {
+  RankControl& me = seg_.control(rank_);
+  if (me.p2pIdle.load(std::memory_order_relaxed) == 0) return;
+  me.p2pIdle.store(0, std::memory_order_seq_cst);
+  std::atomic_thread_fence(std::memory_order_seq_cst);  // before the round reads the channels
+}
+
+void ShmP2P::publishIdle() {
+  RankControl& me = seg_.control(rank_);
+  const bool wasIdle = me.p2pIdle.load(std::memory_order_relaxed) != 0;
+  if (!nothingInFlight()) {
+    if (wasIdle) me.p2pIdle.store(0, std::memory_order_seq_cst);
+    return;
+  }
+  if (wasIdle) return;
+  std::lock_guard<std::mutex> lock(mutex_);  // a post clears it under the same lock
+  if (postedSends_.empty() && postedRecvs_.empty() && !failing_.load(std::memory_order_acquire)) {
+    me.p2pIdle.store(1, std::memory_order_seq_cst);
+  }
 }
 
 void ShmP2P::checkFailures() {
@@ -758,10 +795,16 @@ void ShmP2P::checkFailures() {
     auto r = *it;
     std::exception_ptr e;
     if (r->src >= 0) {
+      // The peer's state first, the channel after: a sender that publishes
+      // its message and exits between the two reads would otherwise be found
+      // dead with its message unread (a receive failed with "exited" and the
+      // message in the channel, about once in a thousand exchanges under load).
+      // What a dead sender left is read by the next round.
+      e = peerError(r->src, "recv from", r->tag);
       ChannelHeader& ch = seg_.channel(r->src, rank_);
       const bool drained = ch.tail.load(std::memory_order_acquire) ==
                            ch.head.load(std::memory_order_relaxed);
-      if (drained) e = peerError(r->src, "recv from", r->tag);
+      if (!drained) e = nullptr;
     }
     if (!e && r->deadline.expired()) {
       e = std::make_exception_ptr(DistTimeoutError(fmt::format(
@@ -829,14 +872,7 @@ bool ShmP2P::driveUntilDone(const Work& work) {
   const bool yield = wait_.yieldNs > 0;
   const int64_t patience = std::max(kP2PSpinNs, wait_.spinNs) + wait_.yieldNs;
   int64_t until = monotonicNowNs() + patience;
-  // Note [A driven engine is not woken]: until this returns or throws.
-  struct Driver {
-    ShmP2P& p2p;
-    explicit Driver(ShmP2P& p) : p2p(p) {
-      p2p.seg_.control(p2p.rank_).p2pDrivers.fetch_add(1, std::memory_order_seq_cst);
-    }
-    ~Driver() { p2p.stopDriving(); }
-  } driver(*this);
+  DriverScope driver(*this);  // Note [A driven engine is not woken]
   while (!work.isCompleted()) {
     bool moved = false;
     driveRound(&moved);

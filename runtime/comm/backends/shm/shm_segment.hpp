@@ -106,6 +106,9 @@ struct alignas(64) RankControl {
   // driving its engine now, and whether a peer left out a wake-up meanwhile.
   std::atomic<uint32_t> p2pDrivers;
   std::atomic<uint32_t> p2pWakeSkipped;
+  // Note [An idle engine is not woken for data] in shm_p2p.hpp: 1 while this
+  // rank has no point-to-point operation posted or in flight.
+  std::atomic<uint32_t> p2pIdle;
 };
 
 // What a rank is doing in one collective, published with its first step and
