@@ -422,6 +422,31 @@ TEST(ShmFailure, AMessageSentJustBeforeTheSenderDiesIsDelivered) {
   }, options);
 }
 
+// Note [An idle engine is not woken for data]: messages sent to a rank with
+// nothing posted wait in the channel, unread, and its later receives (posted
+// in another order than the sends, so the first post's round must set the
+// others aside) get them, also after the sender exited: a receive checks the
+// peer's state before the channel, so a dead sender's message is not lost.
+TEST(ShmFailure, MessagesToAnIdleRankAreReadByItsLaterReceives) {
+  SpawnOptions options;
+  options.mayDie = {1};
+  spawn(SpawnMode::kProcesses, 2, [](RankContext& ctx) {
+    auto g = makeGroup(ctx, std::chrono::seconds(30));
+    g->barrier()->wait();
+    if (ctx.rank == 1) {
+      for (int tag = 0; tag < 3; ++tag) g->send(full({4}, 10.0 + tag), 0, {.tag = tag});
+      ctx.store->setString("sent", "1");
+      ctx.killSelf();
+    }
+    ctx.store->wait({"sent"}, std::chrono::seconds(30));
+    for (int tag = 2; tag >= 0; --tag) {
+      Tensor t = zeros({4});
+      g->recv(t, 1, {.tag = tag});
+      expectEqualTensor(t, full({4}, 10.0 + tag), "message with tag " + std::to_string(tag));
+    }
+  }, options);
+}
+
 // A receive failed from outside while it waits is withdrawn: the message
 // that comes later never reaches the caller's tensor but the next receive
 // from that peer and tag (Note [shm point-to-point]).
