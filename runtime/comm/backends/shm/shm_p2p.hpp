@@ -84,8 +84,9 @@
 // and exchange, most of them such wake-ups, each waking a thread that then
 // contended for the engine's lock with the rank's own caller. So each rank
 // publishes RankControl::p2pIdle: every round ends by setting it when nothing
-// is posted or in flight (no send, receive, partly read message or in-place
-// read; checked under mutex_, which every post takes) and clearing it
+// is posted or in flight (no send, receive, partly read message, in-place
+// read or in-place send still read by its receiver; checked under mutex_,
+// which every post takes) and clearing it
 // otherwise, and every post clears it under mutex_ before its own round. A
 // peer leaves out the wake-up of an idle rank, bumping the bell only, unless
 // its message did not fit the channel (its sender needs the receiver to
@@ -102,9 +103,9 @@
 // its push to the end of its round: in that window the rank is busy and no
 // driver waits yet, and a peer's message arriving then woke the engine in
 // 18-25 % of the benchmark's exchanges, for what the post's round, or the
-// wait that follows, reads a moment later. Measured on that VM (100,000
-// exchanges of 32 B, two ranks): p50 5.5 -> 2.7 us, mean 11-13 -> 3.3 us,
-// futex calls 143,000 -> 30,000.
+// wait that follows, reads a moment later. Measured on that VM (50,000 and
+// 100,000 exchanges of 32 B, two ranks): p50 5.5 -> 2.7 us, mean 11-13 ->
+// 3.2-3.3 us, futex calls per 100,000 exchanges 143,000 -> 29,000-39,000.
 //
 // Note [Posting drives a round]
 // Waking the engine at every post cost most of what was left: a 32 B
