@@ -11,6 +11,7 @@
 #include <sstream>
 #include <unordered_map>
 
+#include "runtime/comm/backend.hpp"
 #include "runtime/comm/debug/rank_names.hpp"
 #include "runtime/core/rank_ranges.hpp"
 
@@ -130,11 +131,42 @@ bool blockedInReceive(const RankEvents& events) {
                      [](const P2PRecord& p) { return !p.isSend && (!p.done || p.failed); });
 }
 
+// The root of a rooted collective's fingerprint ("BROADCAST 10 int64 - 0 1":
+// the fifth field), or -1.
+int rootOf(const std::string& fingerprint) {
+  std::istringstream in(fingerprint);
+  std::string op, numel, dtype, redop;
+  int root = -1;
+  if (!(in >> op >> numel >> dtype >> redop >> root)) return -1;
+  return root;
+}
+
+// With a tie between fingerprints, a rooted collective still has a reference:
+// the root's. The ranks that disagree with it, or all disagreeing ranks when
+// the root is not among them.
+std::vector<int> tieCulprits(const std::map<std::string, std::vector<int>>& byPrint) {
+  std::vector<int> all, offRoot;
+  for (const auto& [print, ranks] : byPrint) {
+    all.insert(all.end(), ranks.begin(), ranks.end());
+    const bool rootHere = std::find(ranks.begin(), ranks.end(), rootOf(print)) != ranks.end();
+    if (!rootHere) continue;
+    for (const auto& [other, otherRanks] : byPrint) {
+      if (other != print) offRoot.insert(offRoot.end(), otherRanks.begin(), otherRanks.end());
+    }
+  }
+  return offRoot.empty() ? all : offRoot;
+}
+
 // Rule 2: the first sequence number where the ranks disagree.
 // A rank that already failed (errorUs, 0: never) when the others issued a
-// collective is not "missing" from it: it stopped, it did not desync.
+// collective is not "missing" from it: it stopped, it did not desync. Nor is
+// one whose call the group refused after a peer's failure (`refused`: its
+// error is the group's refusal of new work, not after a timeout): it issued
+// the call, which its log, written below the group, never saw. (A one-sided
+// broadcast lets a reader find a mismatch before a third rank issued it.)
 bool desync(const std::vector<RankEvents>& events, const std::vector<bool>& alive,
-            const std::vector<int64_t>& errorUs, std::vector<int>& culprits, std::string& text) {
+            const std::vector<int64_t>& errorUs, const std::vector<bool>& refused,
+            std::vector<int>& culprits, std::string& text) {
   const int n = static_cast<int>(events.size());
   // Each rank's operations by sequence number, in issue order: one pass over
   // the logs, not one per sequence number.
@@ -165,7 +197,7 @@ bool desync(const std::vector<RankEvents>& events, const std::vector<bool>& aliv
     for (int r = 0; r < n; ++r) {
       const std::vector<const OpRecord*>& mine = *issued[r];
       if (mine.empty()) {
-        bool stoppedBefore = errorUs[r] > 0 && errorUs[r] <= firstIssueUs;
+        bool stoppedBefore = (errorUs[r] > 0 && errorUs[r] <= firstIssueUs) || refused[r];
         // Blocked in a receive, it waits for a message (rule 2b judges that).
         if (alive[r] && !stoppedBefore && !inReceive[r]) missing.push_back(r);
         continue;
@@ -198,11 +230,11 @@ bool desync(const std::vector<RankEvents>& events, const std::vector<bool>& aliv
       culprits.clear();
       for (const auto& [p, rs] : byPrint) {
         parts.push_back(fmt::format("{}: {}", rankList(rs), p));
-        if (rs.size() < best || bestGroups > 1) {
-          culprits.insert(culprits.end(), rs.begin(), rs.end());
-        }
+        if (rs.size() < best) culprits.insert(culprits.end(), rs.begin(), rs.end());
       }
+      if (bestGroups > 1) culprits = tieCulprits(byPrint);
       std::sort(culprits.begin(), culprits.end());
+      culprits.erase(std::unique(culprits.begin(), culprits.end()), culprits.end());
       text = fmt::format("collectives differ at seq {}: {}", seq, fmt::join(parts, " vs "));
       return true;
     }
@@ -341,8 +373,15 @@ Diagnosis diagnose(const Scenario& s, const std::vector<RankExit>& exits,
     d.outcome = firstErrorType == "DistTimeoutError" ? Outcome::kTimeout : Outcome::kError;
   }
   std::vector<int64_t> errorUs(n, 0);
+  std::vector<bool> refused(n, false);
   for (int r = 0; r < n; ++r) {
-    if (results[r] && results[r]->status == "error") errorUs[r] = results[r]->errorUs;
+    if (!results[r] || results[r]->status != "error") continue;
+    errorUs[r] = results[r]->errorUs;
+    // Not a refusal after a timeout: a rank that hung past it and then
+    // issued its call is refused too, and is the culprit (it never issued the
+    // call in time).
+    refused[r] = results[r]->errorType != "DistTimeoutError" &&
+                 results[r]->message.find(comm::kRefusesNewWork) != std::string::npos;
   }
   // Ranks that failed with a local (non-distributed) error: their own logic
   // stopped them (e.g. DDP's reduction check), the others merely waited.
@@ -373,7 +412,7 @@ Diagnosis diagnose(const Scenario& s, const std::vector<RankExit>& exits,
     d.culprits = local;
     cause = fmt::format("{} failed on {} own (a local error, not a distributed one)",
                         rankList(local), local.size() == 1 ? "its" : "their");
-  } else if (!desync(events, alive, errorUs, d.culprits, cause) &&
+  } else if (!desync(events, alive, errorUs, refused, d.culprits, cause) &&
              !unmatchedMessage(events, d.culprits, cause) &&
              !nonFiniteCulprit(results, d.culprits) &&
              !checksumSplit(results, d.culprits, cause)) {

@@ -11,11 +11,13 @@
 //      -- "rank 1 killed by SIGKILL at seq 3";
 //   2. the first collective sequence number where the ranks' event logs
 //      disagree: ranks that never issued it ("rank 2 never issued seq 5
-//      (ALLREDUCE)"; not a rank blocked in a receive, which rule 2b judges),
-//      issued it twice (an extra collective) or issued a
+//      (ALLREDUCE)"; not a rank blocked in a receive, which rule 2b judges,
+//      nor one whose call the group refused after a peer's failure, which
+//      it did issue), issued it twice (an extra collective) or issued a
 //      different operation than the majority (op, size, dtype, reduce op,
 //      root, tensor count); with a tie no majority exists and every
-//      disagreeing rank is named;
+//      disagreeing rank is named, except in a rooted collective, where the
+//      ranks that disagree with the root are;
 //   2b. point-to-point messages, matched in order per sender, receiver and
 //      tag: a receive that failed or never completed because its sender never
 //      sent that message names the sender ("rank 0 never sent message 3 to

@@ -64,7 +64,7 @@ void Backend::prepareSplit(const std::string& /*childName*/, const std::vector<i
 std::exception_ptr refusedWorkError(const std::string& what, const std::string& group,
                                     const FailureReason& why) {
   const std::string text =
-      fmt::format("{}: group '{}' refuses new work: {}", what, group, why.text);
+      fmt::format("{}: group '{}' {}: {}", what, group, kRefusesNewWork, why.text);
   if (why.isTimeout()) {
     return std::make_exception_ptr(DistTimeoutError(text));
   }

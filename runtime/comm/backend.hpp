@@ -177,5 +177,9 @@ using BackendPtr = std::shared_ptr<Backend>;
 // "<what>: group '<group>' refuses new work: <why.text>".
 std::exception_ptr refusedWorkError(const std::string& what, const std::string& group,
                                     const FailureReason& why);
+// The words every refusal carries, for readers of the text (the scenario
+// runner's diagnosis: a refused call was issued by a rank the group had
+// already given up on, not skipped).
+inline constexpr const char* kRefusesNewWork = "refuses new work";
 
 }  // namespace distlab::comm
