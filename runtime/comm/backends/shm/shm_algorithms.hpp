@@ -5,7 +5,7 @@
 // raw and contiguous; sizes were validated by ProcessGroup (local) and are
 // cross-checked by ShmOp (between ranks).
 #include <cstdint>
-#include <vector>
+#include <span>
 
 #include "runtime/comm/backends/shm/shm_op.hpp"
 #include "runtime/comm/types.hpp"
@@ -28,14 +28,14 @@ void broadcastChunked(ShmOp& op, uint8_t* data, uint64_t bytes, int root);
 // size is desc(q).bytes (may differ). `outs` empty: receive nothing (gather on
 // a non-root rank); else outs[q] receives rank q's bytes.
 void allgatherChunked(ShmOp& op, const uint8_t* in, uint64_t inBytes,
-                      const std::vector<uint8_t*>& outs);
+                      std::span<uint8_t* const> outs);
 // shm_scatter.cpp: root's slot is split in size() parts; part q carries
 // ins[q]'s next piece. `ins` only read on root.
-void scatterChunked(ShmOp& op, const std::vector<const uint8_t*>& ins, uint8_t* out,
+void scatterChunked(ShmOp& op, std::span<const uint8_t* const> ins, uint8_t* out,
                     uint64_t bytes, int root);
 // shm_reduce_scatter.cpp: each rank stages ins[q]'s piece in part q; rank q
 // reduces part q of every slot into out (count elements per rank).
-void reduceScatterParts(ShmOp& op, const std::vector<const uint8_t*>& ins, uint8_t* out,
+void reduceScatterParts(ShmOp& op, std::span<const uint8_t* const> ins, uint8_t* out,
                         uint64_t count, DType dtype, ReduceOp redop);
 // The single-copy algorithms (Note [shm single copy]): the caller checked
 // ShmGroup::singleCopy and set every descriptor's `addr` to the buffer peers
@@ -46,7 +46,7 @@ void allreduceSingleCopy(ShmOp& op, uint8_t* data, uint64_t count, DType dtype, 
 // shm_single_copy_gather.cpp: outs[q] (when not null) receives desc(q).bytes of
 // rank q's buffer; covers allgather, gather (outs only on the root) and
 // broadcast (outs[root] only, on the others).
-void gatherSingleCopy(ShmOp& op, const uint8_t* in, const std::vector<uint8_t*>& outs);
+void gatherSingleCopy(ShmOp& op, const uint8_t* in, std::span<uint8_t* const> outs);
 // shm_reduce_scatter_single_copy.cpp: block me of every rank's contiguous
 // input reduced into out (count elements), and its building block: reduce
 // `count` elements at `offset` of every rank's buffer (mine at `mine`) into out.
@@ -56,8 +56,8 @@ void reduceFromPeers(ShmOp& op, const uint8_t* mine, uint64_t offset, uint8_t* o
                      uint64_t count, DType dtype, ReduceOp redop);
 // shm_alltoall.cpp: like reduce-scatter without the reduction: rank q copies
 // part q of every rank's slot; per-pair sizes may differ (uneven splits).
-void alltoallParts(ShmOp& op, const std::vector<const uint8_t*>& sends,
-                   const std::vector<uint64_t>& sendBytes, const std::vector<uint8_t*>& recvs,
-                   const std::vector<uint64_t>& recvBytes);
+void alltoallParts(ShmOp& op, std::span<const uint8_t* const> sends,
+                   std::span<const uint64_t> sendBytes, std::span<uint8_t* const> recvs,
+                   std::span<const uint64_t> recvBytes);
 
 }  // namespace distlab::comm::shm

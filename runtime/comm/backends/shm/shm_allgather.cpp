@@ -11,7 +11,7 @@
 namespace distlab::comm::shm {
 
 void allgatherChunked(ShmOp& op, const uint8_t* in, uint64_t inBytes,
-                      const std::vector<uint8_t*>& outs) {
+                      std::span<uint8_t* const> outs) {
   const uint64_t chunk = op.slotBytes();
   uint64_t steps = 1;
   for (uint64_t k = 0; k < steps; ++k) {

@@ -10,11 +10,12 @@
 
 namespace distlab::comm::shm {
 
-void alltoallParts(ShmOp& op, const std::vector<const uint8_t*>& sends,
-                   const std::vector<uint64_t>& sendBytes, const std::vector<uint8_t*>& recvs,
-                   const std::vector<uint64_t>& recvBytes) {
+void alltoallParts(ShmOp& op, std::span<const uint8_t* const> sends,
+                   std::span<const uint64_t> sendBytes, std::span<uint8_t* const> recvs,
+                   std::span<const uint64_t> recvBytes) {
   const uint64_t part = op.partBytes();
   const int size = op.size();
+  op.readsFrom(static_cast<uint64_t>(op.rank()) * part);
   uint64_t steps = 1;
   for (uint64_t k = 0; k < steps; ++k) {
     const uint64_t off = k * part;

@@ -181,8 +181,8 @@ void ShmBackend::markFailed(std::exception_ptr error, FailureKind kind) {
   if (p2p_) p2p_->failAll("the group failed earlier: " + why);
 }
 
-WorkInfo ShmBackend::info(OpType type, uint64_t seq, const std::vector<Tensor>& in,
-                          const std::vector<Tensor>& out, Milliseconds timeout, int peer, int tag,
+WorkInfo ShmBackend::info(OpType type, uint64_t seq, std::span<const Tensor> in,
+                          std::span<const Tensor> out, Milliseconds timeout, int peer, int tag,
                           std::string_view redop) const {
   return makeWorkInfo(ctx_.groupName, ctx_.rank, type, seq, in, out, timeout, peer, tag,
                       redop);

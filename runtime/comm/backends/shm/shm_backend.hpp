@@ -26,6 +26,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <span>
 #include <string>
 #include <type_traits>
 
@@ -111,29 +112,37 @@ class ShmBackend : public Backend {
   bool singleCopy() const { return group_.singleCopy; }
 
  private:
-  // Runs `body` (the operation's data path) for a new Work in issue order:
-  // inline for a blocking call with an idle queue (Note [Unshared execution]
-  // in work.hpp), else on the progress thread. The body is called through a
-  // function pointer and becomes a Task only when it is queued (Note
+  // Runs `body(args...)` (the operation's data path) for a new Work in issue
+  // order: inline for a blocking call with an idle queue (Note [Unshared
+  // execution] in work.hpp), else on the progress thread. The body is called
+  // through a function pointer and becomes a Task only when it is queued (Note
   // [Per-operation cost] in work.hpp).
   // `info`: the WorkInfo, a callable that makes it, or an InPlace: a blocking
   // operation run inline then builds its Work while its peers' arrivals
   // travel (Note [Bookkeeping while the stamps travel] in shm_op.hpp).
   // `Outputs`: a std::vector<Tensor>, or one Tensor (Note [Per-operation cost]).
-  template <typename InfoSource, typename Outputs, typename Body>
-  WorkPtr submit(InfoSource info, Outputs outputs, bool asyncOp, Body body) {
+  // `args`: what the body reads (tensors, lists of them, splits), by
+  // reference: run inline, the body gets the caller's own; queued, the task
+  // keeps copies until it runs. So a blocking operation copies no list and
+  // touches no tensor's reference count for its body.
+  template <typename InfoSource, typename Outputs, typename Body, typename... Args>
+  WorkPtr submit(InfoSource info, Outputs outputs, bool asyncOp, Body body, const Args&... args) {
     if (!asyncOp) {
       if (ProgressThread::InlineRun run = progress_->tryRunInline()) {
         WorkPtr work;
         auto makeWork = [&] { work = newWork(info, std::move(outputs), kScheduledAtStart); };
-        executeUnshared(work, deferred(makeWork), deferred(body));
+        auto bodyOnArgs = [&] { body(args...); };
+        executeUnshared(work, deferred(makeWork), deferred(bodyOnArgs));
         return work;
       }
     }
     // Scheduled when queued: one clock read for the Work and the queue.
     const int64_t queuedNs = monotonicNowNs();
     WorkPtr work = newWork(info, std::move(outputs), queuedNs);
-    auto task = [this, work, body = std::move(body)]() mutable { execute(*work, deferred(body)); };
+    auto task = [this, work, body = std::move(body), ... owned = args]() mutable {
+      auto bodyOnArgs = [&] { body(owned...); };
+      execute(*work, deferred(bodyOnArgs));
+    };
     // Queued without an allocation (Note [Per-operation cost] in work.hpp), except
     // a closure that copies when moved (a body holding a list of tensors), which
     // InlineTask keeps on the heap.
@@ -198,15 +207,23 @@ class ShmBackend : public Backend {
   // (inBytes each), through the slots or, with `inPlace` (decided alike on
   // every rank), by reading the peers' inputs in place.
   void gatherInto(ShmOp& op, const uint8_t* in, uint64_t inBytes,
-                  const std::vector<uint8_t*>& outs, bool inPlace);
+                  std::span<uint8_t* const> outs, bool inPlace);
+  // The body of all_to_all and all_to_all_single: `counts` holds what this
+  // rank sends to each rank, then what it expects from each.
+  void alltoallCounted(const OpDesc& desc, Milliseconds timeout,
+                       std::span<const uint8_t* const> sends, std::span<uint8_t* const> recvs,
+                       std::span<const uint64_t> counts);
   // The body of allgather and of each of allgather_coalesced's tensors.
   void allgatherInto(OpType type, const AllgatherOptions& opts, const Tensor& input,
                      const std::vector<Tensor>& outputs);
   void markFailed(std::exception_ptr error, FailureKind kind);
   // Fails the group with `error` (peers read `kind`), refuses queued work.
   void abortWith(std::exception_ptr error, FailureKind kind);
-  WorkInfo info(OpType type, uint64_t seq, const std::vector<Tensor>& in,
-                const std::vector<Tensor>& out, Milliseconds timeout, int peer = -1, int tag = 0,
+  // The WorkInfo of an operation on `in` and `out`; the operations pass it to
+  // submit() as a callable, so that a blocking one builds it after arriving
+  // (Note [Bookkeeping while the stamps travel] in shm_op.hpp).
+  WorkInfo info(OpType type, uint64_t seq, std::span<const Tensor> in,
+                std::span<const Tensor> out, Milliseconds timeout, int peer = -1, int tag = 0,
                 std::string_view redop = {}) const;
 
   BackendContext ctx_;

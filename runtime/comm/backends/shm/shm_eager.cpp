@@ -115,7 +115,7 @@ void EagerOp::publish() {
   runAfterArrival();
 }
 
-const uint8_t* EagerOp::entryOf(int w) {
+const uint8_t* EagerOp::entryOf(int w, uint64_t readOffset) {
   ShmSegment& seg = *g_.segment;
   EagerEntry& entry = seg.eagerEntry(w, indexOf(w));
   const uint64_t want = indexOf(w) + 1;
@@ -126,7 +126,7 @@ const uint8_t* EagerOp::entryOf(int w) {
         h.collBell, h.collSleepers,
         [&] {
           // Note [Fetching the slot while waiting] in shm_op.hpp, for the entry.
-          __builtin_prefetch(entry.data);
+          __builtin_prefetch(entry.data + readOffset);
           return entry.head.stamp.load(std::memory_order_acquire) >= want || cancelled();
         },
         [&] { pollReader(w, entry.head); }, g_.wait);
@@ -314,8 +314,7 @@ void reduceEager(EagerOp& op, uint8_t* data, uint64_t count, DType dtype, Reduce
   op.finish();
 }
 
-void gatherEager(EagerOp& op, const uint8_t* in, uint64_t bytes,
-                 const std::vector<uint8_t*>& outs) {
+void gatherEager(EagerOp& op, const uint8_t* in, uint64_t bytes, std::span<uint8_t* const> outs) {
   if (op.writes()) {
     copyBytes(op.entryToWrite(), in, bytes);
     op.publish();
@@ -333,7 +332,7 @@ void gatherEager(EagerOp& op, const uint8_t* in, uint64_t bytes,
   op.finish();
 }
 
-void scatterEager(EagerOp& op, const std::vector<const uint8_t*>& ins, uint8_t* out,
+void scatterEager(EagerOp& op, std::span<const uint8_t* const> ins, uint8_t* out,
                   uint64_t bytes) {
   if (op.writes()) {
     uint8_t* entry = op.entryToWrite();
@@ -343,7 +342,8 @@ void scatterEager(EagerOp& op, const std::vector<const uint8_t*>& ins, uint8_t* 
     op.publish();
     moveBytes(out, ins[op.rank()], bytes);
   } else {
-    copyBytes(out, op.entryOf(op.root()) + op.rank() * bytes, bytes);
+    const uint64_t mine = static_cast<uint64_t>(op.rank()) * bytes;
+    copyBytes(out, op.entryOf(op.root(), mine) + mine, bytes);
     op.doneWith(op.root());
   }
   op.finish();

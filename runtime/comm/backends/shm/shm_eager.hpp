@@ -55,10 +55,13 @@
 // raise the same kinds as ShmOp's (timeout and dead peer naming the ranks
 // waited for, mismatch, abort, cancel).
 #include <cstdint>
+#include <span>
 #include <string>
 #include <vector>
 
 #include "runtime/comm/backends/shm/shm_op.hpp"
+#include "runtime/comm/types.hpp"
+#include "runtime/tensor/dtype.hpp"
 
 namespace distlab::comm::shm {
 
@@ -88,8 +91,9 @@ class EagerOp {
   // Writer: publishes the entry written through entryToWrite().
   void publish();
   // Reader: waits for writer w's entry of this operation, checks it; its data,
-  // valid until doneWith(w).
-  const uint8_t* entryOf(int w);
+  // valid until doneWith(w). `readOffset`: where in the data this rank reads
+  // first (the wait prefetches that line).
+  const uint8_t* entryOf(int w, uint64_t readOffset = 0);
   void doneWith(int w);
   // A per-group scratch buffer of at least `bytes` (allocated once).
   uint8_t* scratch(uint64_t bytes);
@@ -122,10 +126,9 @@ class EagerOp {
 void broadcastEager(EagerOp& op, uint8_t* data, uint64_t bytes);
 void reduceEager(EagerOp& op, uint8_t* data, uint64_t count, DType dtype, ReduceOp redop);
 // outs: on the root, rank q's input lands in outs[q]; ignored elsewhere.
-void gatherEager(EagerOp& op, const uint8_t* in, uint64_t bytes,
-                 const std::vector<uint8_t*>& outs);
+void gatherEager(EagerOp& op, const uint8_t* in, uint64_t bytes, std::span<uint8_t* const> outs);
 // ins: on the root, ins[q] (bytes each) goes to rank q; ignored elsewhere.
-void scatterEager(EagerOp& op, const std::vector<const uint8_t*>& ins, uint8_t* out,
+void scatterEager(EagerOp& op, std::span<const uint8_t* const> ins, uint8_t* out,
                   uint64_t bytes);
 
 // Note [Eager rooted operations]: at a step-based operation's first wait, the

@@ -92,12 +92,13 @@ const uint8_t* ShmOp::readSlot(int r) {
   return g_.segment->slot(r, g_.step & 1);
 }
 
-void ShmOp::carrySmallData(uint64_t bytes) {
+bool ShmOp::carrySmallData(uint64_t bytes) {
   // Each rank decides from its own size, so only operations whose sizes
   // are compared (equalBytes) may: the ranks then decide alike or fail.
   DL_CHECK(first_ && equalBytes_, "ShmOp::carrySmallData: only before the first step of an "
                                   "operation whose ranks contribute equal bytes");
   smallDataNext_ = bytes <= kDescSmallDataBytes;
+  return smallDataNext_;
 }
 
 std::string ShmOp::what() const {
@@ -157,7 +158,7 @@ void ShmOp::sync() {
         }
         // Note [Fetching the slot while waiting]: not when the data is in
         // the head (Note [Small data in the descriptor line]).
-        if (next < n && !smallData) __builtin_prefetch(seg.slot(next, parity));
+        if (next < n && !smallData) __builtin_prefetch(seg.slot(next, parity) + readOffset_);
         return next == n || cancelled();
       },
       [&] { poll(); }, g_.wait);

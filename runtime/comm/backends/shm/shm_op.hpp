@@ -26,8 +26,9 @@
 // Note [Fetching the slot while waiting]
 // The slot line is still a second miss after the stamp: the data is read only
 // once the stamp says it is there. So while a peer's stamp is missing, every
-// poll also prefetches the first line of that peer's slot for this step (what
-// a small operation reads first): the fetch that brings the stamp then finds
+// poll also prefetches the first line of that peer's slot for this step that
+// this rank reads (what a small operation reads first: the slot's start, or
+// this rank's part of it in a reduce-scatter, all-to-all or scatter): the fetch that brings the stamp then finds
 // the data on its way or already here, and a prefetch can neither fault nor
 // make anything visible early (the reads after the acquire of the stamp are
 // what see the data). It pays up to 512 B (reports/collectives_shm_notes.md).
@@ -180,8 +181,12 @@ class ShmOp {
   // operation of one step, constructed with equalBytes, whose ranks each
   // write `bytes` at the start of writeSlot(): when `bytes` is at most
   // kDescSmallDataBytes, that step's writeSlot() and readSlot() address the
-  // descriptor heads instead of the slots.
-  void carrySmallData(uint64_t bytes);
+  // descriptor heads instead of the slots. Returns whether they do.
+  bool carrySmallData(uint64_t bytes);
+  // Where in every peer's slot this rank's reads of each step start (0 unless
+  // set): the line the wait prefetches (Note [Fetching the slot while
+  // waiting]). The parted algorithms read part rank() of every slot.
+  void readsFrom(uint64_t offset) { readOffset_ = offset; }
   // Arrive and wait for every rank (see the Note).
   void sync();
   // Descriptors of the first step (valid after the first sync).
@@ -229,6 +234,7 @@ class ShmOp {
   OpDesc mine_;
   std::span<const uint64_t> counts_;
   uint64_t largestCount_ = 0;
+  uint64_t readOffset_ = 0;
   bool equalBytes_;
   bool first_ = true;
   bool smallDataNext_ = false;  // the step about to be taken carries its data in the head

@@ -1,6 +1,8 @@
 // Reduce-scatter: every slot is split in size() parts of P bytes; step k: each
 // rank stages piece k of ins[q] in part q; sync; rank q reduces part q of all
-// slots (rank order) into its output piece.
+// slots (rank order) into its output piece. When all of a rank's parts fit
+// kDescSmallDataBytes, they travel side by side in the descriptor heads (Note
+// [Small data in the descriptor line]): one step, each part `count` elements.
 #include <algorithm>
 #include <array>
 
@@ -9,14 +11,16 @@
 
 namespace distlab::comm::shm {
 
-void reduceScatterParts(ShmOp& op, const std::vector<const uint8_t*>& ins, uint8_t* out,
+void reduceScatterParts(ShmOp& op, std::span<const uint8_t* const> ins, uint8_t* out,
                         uint64_t count, DType dtype, ReduceOp redop) {
   const uint64_t es = elementSize(dtype);
-  const uint64_t part = op.partBytes();
+  const bool inHead = op.carrySmallData(count * es * static_cast<uint64_t>(op.size()));
+  const uint64_t part = inHead ? count * es : op.partBytes();
   const uint64_t chunk = part / es;
   // No allocation per op, and not zeroed (512 bytes, ~100 instructions a step):
   // the entries below size() are set before each use.
   std::array<const void*, kMaxWorldSize> srcs;
+  op.readsFrom(static_cast<uint64_t>(op.rank()) * part);
   uint64_t off = 0;
   do {
     const uint64_t n = std::min(chunk, count - off);

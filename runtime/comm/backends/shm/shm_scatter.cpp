@@ -7,9 +7,10 @@
 
 namespace distlab::comm::shm {
 
-void scatterChunked(ShmOp& op, const std::vector<const uint8_t*>& ins, uint8_t* out,
+void scatterChunked(ShmOp& op, std::span<const uint8_t* const> ins, uint8_t* out,
                     uint64_t bytes, int root) {
   const uint64_t part = op.partBytes();
+  op.readsFrom(static_cast<uint64_t>(op.rank()) * part);
   uint64_t off = 0;
   do {
     const uint64_t n = std::min(part, bytes - off);

@@ -11,7 +11,7 @@
 
 namespace distlab::comm::shm {
 
-void gatherSingleCopy(ShmOp& op, const uint8_t* in, const std::vector<uint8_t*>& outs) {
+void gatherSingleCopy(ShmOp& op, const uint8_t* in, std::span<uint8_t* const> outs) {
   op.sync();
   for (int q = 0; q < static_cast<int>(outs.size()); ++q) {
     const uint64_t bytes = op.desc(q).bytes;
