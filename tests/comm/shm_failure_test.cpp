@@ -19,6 +19,7 @@
 #include <cstring>
 #include <map>
 #include <string>
+#include <vector>
 
 #include "runtime/comm/backends/shm/shm_backend.hpp"
 #include "runtime/comm/backends/shm/shm_single_copy.hpp"
@@ -125,6 +126,41 @@ TEST(ShmFailure, MismatchedSizesAroundTheDescriptorDataFailWithoutTouchingMemory
                 20 * sizeof(float) > comm::shm::kDescSmallDataBytes);
   expectMismatchedSizesFailWithoutTouchingMemory({}, 20, 4);
   expectMismatchedSizesFailWithoutTouchingMemory({}, 2, 4);
+}
+
+// Note [Counts read in place] in shm_op.cpp: ranks 0 and 2 split their
+// all_to_all_single evenly, rank 1 expects three rows from rank 0 where rank 0
+// sends two: every rank raises, naming the pair, before any data moves.
+TEST(ShmFailure, AllToAllCountsThatDisagreeFailOnEveryRankWithoutTouchingMemory) {
+  spawn(SpawnMode::kProcesses, 3, [&](RankContext& ctx) {
+    auto g = makeGroup(ctx, std::chrono::seconds(10));
+    Tensor input = full({6}, static_cast<double>(ctx.rank));
+    Tensor output = full({6}, -7.0);
+    std::vector<int64_t> outSplits = ctx.rank == 1 ? std::vector<int64_t>{3, 2, 1}
+                                                   : std::vector<int64_t>{2, 2, 2};
+    expectThrows<DistBackendError>(
+        [&] { g->alltoallSingle(output, input, outSplits, {2, 2, 2})->wait(); },
+        {"mismatch", "rank 0 sends 8 bytes to rank 1, which expects 12 bytes"});
+    expectEqualTensor(output, full({6}, -7.0), "output untouched");
+  });
+}
+
+// An even split on one rank and an uneven one on the other that agree: the
+// counts check passes and the data arrives as split.
+TEST(ShmFailure, AllToAllWithEvenAndUnevenSplitsThatAgreeDeliversEveryPart) {
+  spawn(SpawnMode::kProcesses, 2, [&](RankContext& ctx) {
+    auto g = makeGroup(ctx, std::chrono::seconds(10));
+    // Rank 0 sends and expects 2 rows of each rank; rank 1 keeps 3 rows of its own.
+    const std::vector<int64_t> splits = ctx.rank == 0 ? std::vector<int64_t>{2, 2}
+                                                      : std::vector<int64_t>{2, 3};
+    const int64_t rows = splits[0] + splits[1];
+    Tensor input = full({rows}, 10.0 * ctx.rank);
+    Tensor output = full({rows}, -7.0);
+    g->alltoallSingle(output, input, splits, splits)->wait();
+    expectEqualTensor(output.narrow(0, 0, 2), full({2}, 0.0), "the part from rank 0");
+    expectEqualTensor(output.narrow(0, 2, splits[1]), full({splits[1]}, 10.0),
+                      "the part from rank 1");
+  });
 }
 
 // The descriptors are checked before any rank reads a peer's buffer.
