@@ -28,7 +28,8 @@
 // once the stamp says it is there. So while a peer's stamp is missing, every
 // poll also prefetches the first line of that peer's slot for this step that
 // this rank reads (what a small operation reads first: the slot's start, or
-// this rank's part of it in a reduce-scatter, all-to-all or scatter): the fetch that brings the stamp then finds
+// this rank's part of it in a reduce-scatter, all-to-all or scatter): the
+// fetch that brings the stamp then finds
 // the data on its way or already here, and a prefetch can neither fault nor
 // make anything visible early (the reads after the acquire of the stamp are
 // what see the data). It pays up to 512 B (reports/collectives_shm_notes.md).
