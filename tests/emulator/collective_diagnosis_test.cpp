@@ -8,9 +8,13 @@
 #include <vector>
 
 #include "emulator/scenario/diagnosis.hpp"
+#include "tests/emulator/diagnosis_inputs.hpp"
 
 namespace distlab::emulator {
 namespace {
+
+using test_inputs::failedExits;
+using test_inputs::failedRank;
 
 OpRecord op(uint64_t seq, const std::string& fingerprint, int64_t us) {
   OpRecord r;
@@ -22,16 +26,6 @@ OpRecord op(uint64_t seq, const std::string& fingerprint, int64_t us) {
   return r;
 }
 
-RankResult failed(int rank, const std::string& type, const std::string& message, int64_t us) {
-  RankResult r;
-  r.rank = rank;
-  r.status = "error";
-  r.errorType = type;
-  r.message = message;
-  r.errorUs = us;
-  return r;
-}
-
 // Three ranks: rank 0 (the root) and rank 2 issued broadcast seq 2 with
 // different sizes at 100 us; rank 1 issued seq 1 only and failed at `rank1Us`
 // with `rank1Type` / `rank1Message`.
@@ -39,20 +33,15 @@ Diagnosis diagnoseBroadcastMismatch(const std::string& rank1Type, const std::str
                                     int64_t rank1Us) {
   Scenario s;
   s.worldSize = 3;
-  std::vector<RankExit> exits(3);
-  for (int r = 0; r < 3; ++r) {
-    exits[r].rank = r;
-    exits[r].exitCode = 1;
-  }
   std::vector<RankEvents> events(3);
   for (int r = 0; r < 3; ++r) events[r].ops.push_back(op(1, "ALLREDUCE 4 float32 SUM -1 1", 10));
   events[0].ops.push_back(op(2, "BROADCAST 9 int64 - 0 1", 100));
   events[2].ops.push_back(op(2, "BROADCAST 10 int64 - 0 1", 100));
   std::vector<std::optional<RankResult>> results(3);
-  results[0] = failed(0, "DistBackendError", "rank 2 failed: mismatch", 150);
-  results[1] = failed(1, rank1Type, rank1Message, rank1Us);
-  results[2] = failed(2, "DistBackendError", "Detected mismatch between collectives", 120);
-  return diagnose(s, exits, results, events, 1000);
+  results[0] = failedRank(0, "DistBackendError", "rank 2 failed: mismatch", 150);
+  results[1] = failedRank(1, rank1Type, rank1Message, rank1Us);
+  results[2] = failedRank(2, "DistBackendError", "Detected mismatch between collectives", 120);
+  return diagnose(s, failedExits(3), results, events, 1000);
 }
 
 TEST(CollectiveDiagnosis, ARankRefusedAfterAPeersFailureIsNotMissingAndTheRootDecidesATie) {

@@ -12,6 +12,7 @@
 #include "emulator/scenario/diagnosis.hpp"
 #include "emulator/scenario/scenario_parser.hpp"
 #include "runtime/core/errors.hpp"
+#include "tests/emulator/diagnosis_inputs.hpp"
 
 namespace distlab::emulator {
 namespace {
@@ -186,22 +187,12 @@ P2PRecord record(bool isSend, int peer, const std::string& shape, bool done, boo
 Diagnosis diagnoseTwoRanks(std::vector<RankEvents> events) {
   Scenario s;
   s.worldSize = 2;
-  std::vector<RankExit> exits(2);
-  for (int r = 0; r < 2; ++r) {
-    exits[r].rank = r;
-    exits[r].exitCode = 1;
-  }
   // Both ranks failed with a timeout, rank 1 (the receiver) first.
   std::vector<std::optional<RankResult>> results(2);
   for (int r = 0; r < 2; ++r) {
-    RankResult result;
-    result.rank = r;
-    result.status = "error";
-    result.errorType = "DistTimeoutError";
-    result.errorUs = r == 1 ? 10 : 20;
-    results[r] = result;
+    results[r] = test_inputs::failedRank(r, "DistTimeoutError", "", r == 1 ? 10 : 20);
   }
-  return diagnose(s, exits, results, events, 30);
+  return diagnose(s, test_inputs::failedExits(2), results, events, 30);
 }
 
 TEST(PointToPointDiagnosis, AReceiveWhoseMessageWasNeverSentNamesTheSender) {
