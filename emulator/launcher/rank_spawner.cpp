@@ -3,7 +3,6 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
-#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -130,10 +129,7 @@ Collected runThreads(int worldSize, const RankFn& fn, const SpawnOptions& option
 }
 
 [[noreturn]] void childMain(int rank, int worldSize, const RankFn& fn,
-                            const SpawnOptions& options, const std::string& dir, int fd,
-                            pid_t parent) {
-  ::prctl(PR_SET_PDEATHSIG, SIGKILL);
-  if (::getppid() != parent) ::_exit(1);
+                            const SpawnOptions& options, const std::string& dir, int fd) {
   std::string code;
   {
     try {
@@ -201,12 +197,30 @@ std::vector<int> runningRanks(const std::vector<Child>& children) {
   return running;
 }
 
-void killAndReap(std::vector<Child>& children) {
+// The ranks' process group (Note [Exit guard] in exit_guard.hpp): rank 0's
+// pid once forked (0 before), and how many ranks are not reaped yet.
+struct RankGroup {
+  pid_t pgid = 0;
+  int unreaped = 0;
+};
+
+// After waitpid reaped `pid`: the guard forgets it, and once no rank is left
+// kills whatever the ranks left behind in their group.
+void released(RankGroup& group, pid_t pid) {
+  --group.unreaped;
+  emulator::releaseGuardedRank(pid, group.pgid, group.unreaped == 0);
+}
+
+void killAndReap(std::vector<Child>& children, RankGroup& group) {
   for (auto& child : children) {
-    if (!child.reaped) ::kill(child.pid, SIGKILL);
+    if (child.pid > 0 && !child.reaped) ::kill(child.pid, SIGKILL);
   }
   for (auto& child : children) {
-    if (!child.reaped) ::waitpid(child.pid, nullptr, 0);
+    if (child.pid <= 0) continue;  // never forked (a fork failed)
+    if (!child.reaped) {
+      ::waitpid(child.pid, nullptr, 0);
+      released(group, child.pid);
+    }
     child.reaped = true;
     ::close(child.fd);
   }
@@ -218,20 +232,28 @@ Collected runProcesses(int worldSize, const RankFn& fn, const SpawnOptions& opti
   std::cout.flush();
   std::fflush(nullptr);
   std::vector<Child> children(static_cast<size_t>(worldSize));
-  pid_t parent = ::getpid();
+  RankGroup group;
   for (int rank = 0; rank < worldSize; ++rank) {
     int fds[2];
     if (::pipe2(fds, O_CLOEXEC) != 0) throw std::runtime_error("spawn: pipe failed");
-    pid_t pid = ::fork();
+    pid_t pid = -1;
+    try {
+      pid = emulator::forkGuardedRank(group.pgid);
+    } catch (const std::exception& e) {
+      ::close(fds[0]);
+      ::close(fds[1]);
+      killAndReap(children, group);
+      throw std::runtime_error(fmt::format("spawn: {}", e.what()));
+    }
     if (pid == 0) {
       ::close(fds[0]);
       for (int r = 0; r < rank; ++r) ::close(children[static_cast<size_t>(r)].fd);
-      childMain(rank, worldSize, fn, options, dir.path(), fds[1], parent);
+      childMain(rank, worldSize, fn, options, dir.path(), fds[1]);
     }
     ::close(fds[1]);
-    if (pid < 0) throw std::runtime_error("spawn: fork failed");
     ::fcntl(fds[0], F_SETFL, O_NONBLOCK);
     children[static_cast<size_t>(rank)] = Child{pid, fds[0], {}, false};
+    ++group.unreaped;
   }
   Collected c;
   c.outcomes.resize(static_cast<size_t>(worldSize));
@@ -252,6 +274,7 @@ Collected runProcesses(int worldSize, const RankFn& fn, const SpawnOptions& opti
       int status = 0;
       if (::waitpid(child.pid, &status, WNOHANG) != child.pid) continue;
       child.reaped = true;
+      released(group, child.pid);
       --left;
       bool hadFailure = c.firstFailure >= 0;
       noteOutcome(c, childOutcome(rank, child, status), options);
@@ -261,7 +284,7 @@ Collected runProcesses(int worldSize, const RankFn& fn, const SpawnOptions& opti
     }
     if (left > 0 && graceEnd.expired()) {
       std::vector<int> running = runningRanks(children);
-      killAndReap(children);
+      killAndReap(children, group);
       if (c.firstFailure >= 0 && !deadline.expired()) {
         for (int r : running) {
           RankOutcome& o = c.outcomes[static_cast<size_t>(r)];

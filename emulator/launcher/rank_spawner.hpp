@@ -12,8 +12,11 @@
 //
 // kThreads runs every rank as a thread of this process sharing one HashStore;
 // kProcesses forks one child per rank sharing a FileStore in a fresh temporary
-// directory (removed afterwards). Children get PR_SET_PDEATHSIG, so none
-// outlives the caller.
+// directory (removed afterwards). Children get PR_SET_PDEATHSIG and run in a
+// process group of their own registered with the exit guard (Note [Exit
+// guard] in exit_guard.hpp): however the caller ends, SIGKILL included, no
+// rank, nothing a rank started, no shared-memory segment a rank created and
+// no scratch file outlives it.
 //
 // spawnRanks() throws SpawnError for the first rank that failed (an exception, a
 // failure reported by SpawnOptions::rankCheck, an unexpected exit or signal),

@@ -1,6 +1,7 @@
-// Clean exits of the launcher: `distlab launch` killed by SIGINT, SIGTERM or
-// SIGKILL at several moments leaves no process (ranks and the children they
-// started included); the Launcher's failure grace lets survivors report; a
+// Clean exits of the launcher: `distlab launch` and a program that starts its
+// ranks with ranks::spawnRanks, killed by SIGINT, SIGTERM or SIGKILL at
+// several moments, leave no process (ranks and the children they started
+// included) and no segment; the Launcher's failure grace lets survivors report; a
 // flight-recorder dump killed midway leaves no temporary file.
 #include <gtest/gtest.h>
 #include <signal.h>
@@ -182,6 +183,23 @@ TEST(LaunchExitTest, KilledFlightRecorderDumpLeavesNoTemporaryFile) {
       nlohmann::json parsed = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
       EXPECT_FALSE(parsed.is_discarded()) << "the dump left is incomplete";
     }
+  }
+}
+
+// ranks::spawnRanks (what the multi-rank tests use) killed mid-spawn: rank 0
+// created the segment and waits for rank 1 to attach, rank 1 started a
+// grandchild. The segment is still linked then (Note [shm segment
+// lifecycle]); the exit guard unlinks it and kills both ranks and the
+// grandchild, however the program ends.
+TEST(LaunchExitTest, SpawnedRanksKilledWhileAttachingLeaveNothing) {
+  for (int sig : kSignals) {
+    KilledRun run({DISTLAB_SPAWN_EXIT_HELPER});
+    ASSERT_TRUE(run.waitForSegment(false)) << run.output();
+    ASSERT_TRUE(run.waitForOutput("grandchild started")) << run.output();
+    run.killAndReap(sig);
+    EXPECT_EQ(run.survivors(), "") << sigName(sig) << "\n" << run.output();
+    EXPECT_EQ(run.leftoverFiles(), "") << sigName(sig);
+    EXPECT_EQ(run.leakedSegments(), "") << sigName(sig);
   }
 }
 
