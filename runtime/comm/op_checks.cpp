@@ -8,7 +8,12 @@
 
 namespace distlab::comm::detail {
 
+namespace {
+bool passesChecks(const Tensor& t) { return t.defined() && t.isContiguous(); }
+}  // namespace
+
 void checkTensor(const Tensor& t, std::string_view op, std::string_view arg) {
+  if (passesChecks(t)) return;
   if (!t.defined()) throw ValueError(fmt::format("{}: {} is an undefined tensor", op, arg));
   if (!t.isContiguous()) {
     throw ValueError(fmt::format("{}: {} must be contiguous (sizes {}, strides {}); call "
@@ -18,7 +23,13 @@ void checkTensor(const Tensor& t, std::string_view op, std::string_view arg) {
 }
 
 void checkTensors(const std::vector<Tensor>& ts, std::string_view op, std::string_view arg) {
-  for (size_t i = 0; i < ts.size(); ++i) checkTensor(ts[i], op, fmt::format("{}[{}]", arg, i));
+  for (size_t i = 0; i < ts.size(); ++i) {
+    // The element's name is formatted only for the message: a list operation
+    // checks every call, and a string per element cost more than the check.
+    if (!passesChecks(ts[i])) {
+      checkTensor(ts[i], op, fmt::format("{}[{}]", arg, i));
+    }
+  }
 }
 
 void checkSameDtype(const Tensor& a, const Tensor& b, std::string_view op) {
