@@ -251,6 +251,37 @@ TEST_P(CollectiveSuite, PointToPoint) {
   });
 }
 
+// A stream of messages on two tags, some large enough to queue behind a full
+// channel, sent without waiting and received tag 1 first in each block of ten:
+// per (source, tag) order holds whichever path a message takes (written by
+// the sender at once or queued, read by the receiver at once, matched by an
+// earlier receive or kept as unexpected).
+TEST_P(CollectiveSuite, PointToPointStreamKeepsOrderPerTag) {
+  constexpr int kMessages = 200;
+  auto numel = [](int i) -> int64_t { return i % 17 == 0 ? 4096 : 1 + (i * 7) % 64; };
+  runRanks(2, [&](ProcessGroup& g, RankContext&) {
+    if (g.rank() == 0) {
+      std::vector<comm::WorkPtr> sent;
+      for (int i = 0; i < kMessages; ++i) {
+        sent.push_back(g.isend(full({numel(i)}, static_cast<double>(i)), 1, {.tag = i % 2}));
+      }
+      for (auto& w : sent) w->wait();
+    } else {
+      for (int block = 0; block < kMessages; block += 10) {
+        for (int tag : {1, 0}) {
+          for (int i = block + tag; i < block + 10; i += 2) {
+            Tensor t = empty({numel(i)});
+            g.recv(t, 0, {.tag = tag});
+            expectEqualTensor(t, full({numel(i)}, static_cast<double>(i)),
+                              fmt::format("message {} (tag {})", i, tag));
+          }
+        }
+      }
+    }
+    g.barrier()->wait();
+  });
+}
+
 // Async issue returns at once; works complete in order; futures chain then().
 TEST_P(CollectiveSuite, AsyncWorkAndFutures) {
   runRanks(2, [](ProcessGroup& g, RankContext&) {

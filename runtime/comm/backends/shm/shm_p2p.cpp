@@ -237,8 +237,38 @@ void ShmP2P::stopDriving() {
   if (inFlight) ringPeer(rank_);
 }
 
+bool ShmP2P::trySendAtOnce(Work& work, const Tensor& tensor, int dst, int tag, uint64_t seq) {
+  const uint64_t bytes = tensor.nbytes();
+  if (bytes > kDrivenBytes || tDriving == this || failing_.load(std::memory_order_acquire) ||
+      stopping_.load(std::memory_order_acquire)) {
+    return false;
+  }
+  std::unique_lock<std::mutex> engine(engineMutex_, std::try_to_lock);
+  if (!engine.owns_lock() || !sends_[dst].empty()) return false;
+  {
+    // A send this rank posted earlier that no round has taken yet goes first.
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (!postedSends_.empty()) return false;
+  }
+  ChannelHeader& ch = seg_.channel(rank_, dst);
+  const uint64_t cap = seg_.channelBytes();
+  uint64_t tail = ch.tail.load(std::memory_order_relaxed);
+  const uint64_t head = ch.head.load(std::memory_order_acquire);
+  if (cap - (tail - head) < sizeof(MsgHeader) + bytes) return false;
+  WorkCompletion::startUnshared(work, monotonicNowNs());
+  uint8_t* data = seg_.channelData(rank_, dst);
+  const MsgHeader h{kMsgMagic, tag, bytes, seq, 0};
+  ringWrite(data, cap, tail, reinterpret_cast<const uint8_t*>(&h), sizeof h);
+  ringWrite(data, cap, tail + sizeof h, static_cast<const uint8_t*>(tensor.rawData()), bytes);
+  ch.tail.store(tail + sizeof h + bytes, std::memory_order_release);
+  ringPeerAfterData(dst);
+  WorkCompletion::finishUnshared(work, nullptr);  // after the ring: Note [Finish after the ring]
+  return true;
+}
+
 void ShmP2P::postSend(WorkPtr work, const Tensor& tensor, int dst, int tag, uint64_t seq,
                       Milliseconds timeout) {
+  if (trySendAtOnce(*work, tensor, dst, tag, seq)) return;
   auto s = std::make_shared<Send>(Send{work, tensor, static_cast<const uint8_t*>(tensor.rawData()),
                                        tensor.nbytes(), dst, tag, seq, timeout,
                                        Deadline::after(timeout)});
@@ -262,7 +292,44 @@ void ShmP2P::postSend(WorkPtr work, const Tensor& tensor, int dst, int tag, uint
   }
 }
 
+bool ShmP2P::tryRecvAtOnce(Work& work, const Tensor& tensor, int src, int tag) {
+  const uint64_t bytes = tensor.nbytes();
+  if (src < 0 || bytes > kDrivenBytes || tDriving == this ||
+      failing_.load(std::memory_order_acquire) || stopping_.load(std::memory_order_acquire)) {
+    return false;
+  }
+  std::unique_lock<std::mutex> engine(engineMutex_, std::try_to_lock);
+  // Anything the engine holds may be owed this message first (an earlier
+  // receive, a message from `src` that arrived earlier, one half read).
+  if (!engine.owns_lock() || !recvs_.empty() || !unexpected_.empty() || incoming_[src]) {
+    return false;
+  }
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (!postedRecvs_.empty()) return false;
+  }
+  ChannelHeader& ch = seg_.channel(src, rank_);
+  const uint64_t tail = ch.tail.load(std::memory_order_acquire);
+  const uint64_t head = ch.head.load(std::memory_order_relaxed);
+  if (tail - head < sizeof(MsgHeader) + bytes) return false;
+  const uint64_t cap = seg_.channelBytes();
+  const uint8_t* data = seg_.channelData(src, rank_);
+  MsgHeader h{};
+  ringRead(data, cap, head, reinterpret_cast<uint8_t*>(&h), sizeof h);
+  // Another kind of message, another tag or a size mismatch: the engine's
+  // matching handles it (and names the mismatch).
+  if (h.magic != kMsgMagic || h.tag != tag || h.bytes != bytes) return false;
+  WorkCompletion::startUnshared(work, monotonicNowNs());
+  ringRead(data, cap, head + sizeof h, static_cast<uint8_t*>(tensor.rawData()), bytes);
+  ch.head.store(head + sizeof h + bytes, std::memory_order_release);
+  ringPeerAfterData(src);
+  WorkCompletion::setSourceRank(work, src);
+  WorkCompletion::finishUnshared(work, nullptr);
+  return true;
+}
+
 void ShmP2P::postRecv(WorkPtr work, const Tensor& tensor, int src, int tag, Milliseconds timeout) {
+  if (tryRecvAtOnce(*work, tensor, src, tag)) return;
   auto r = std::make_shared<Recv>(Recv{work, tensor, static_cast<uint8_t*>(tensor.rawData()),
                                        tensor.nbytes(), src, tag, timeout,
                                        Deadline::after(timeout)});

@@ -120,6 +120,31 @@
 // flight, has its failures noticed at the engine's next wake-up (at most the
 // idle sleep, Note [Idle p2p engine]), not within the poll interval.
 //
+// Note [A small message without the engine]
+// Even driven by the caller (the Notes above), a message went through the
+// engine's bookkeeping twice: a Send or Recv record, the posted queue and its
+// lock, the execution bracket with its cancel callback, a round over every
+// channel, the finished list. On a 2-core AMD EPYC VM, a 32 B exchange between
+// two ranks (isend to the next, irecv from the previous, wait) spent 0.55 us
+// in isend and 1.1-1.3 us in irecv, where the whole exchange costs Open MPI
+// 0.2-0.6 us. So a send of up to kDrivenBytes whose whole message fits the
+// channel now, with nothing of this rank's queued before it, is written by
+// the caller at once (header, payload, tail, the peer rung) and its Work
+// completed before isend returns; and a receive of up to kDrivenBytes from
+// one source whose whole message is already first in that channel, matching
+// its tag and size, is read at once and completed before irecv returns.
+// Either needs the engine's lock without waiting (no round runs elsewhere)
+// and nothing the engine holds that could be owed this message first: for a
+// send, no send posted or queued before it; for a receive, no receive posted
+// or waiting, no unexpected message and no message from that source half
+// read. Anything else (a message in place, another tag first in the channel,
+// a size mismatch to report, a failing or stopping engine) takes the path
+// above, unchanged. The Work is completed as an unshared one (Note [Unshared
+// execution] in work.hpp): ShmBackend made it for this call and nobody else
+// holds it yet, so nothing from outside can cancel it meanwhile. Measured on
+// that VM (`distlab bench collectives --ops send_recv`, world 2): 32 B
+// 1.15 -> 0.59 us, 4 KiB 1.63 -> 0.82 us, 16 KiB 2.17 -> 1.19 us.
+//
 // Note [Idle p2p engine]
 // An engine with nothing in flight (no send or receive of its own pending, no
 // message half read) has nothing to poll for: every event that gives it work
@@ -206,9 +231,13 @@ class ShmP2P {
   ShmP2P(const ShmP2P&) = delete;
   ShmP2P& operator=(const ShmP2P&) = delete;
 
+  // `work` is the send's own, not yet returned to its caller (Note [Unshared
+  // execution] in work.hpp): a small send may complete it before this returns
+  // (Note [A small message without the engine]).
   void postSend(WorkPtr work, const Tensor& tensor, int dst, int tag, uint64_t seq,
                 Milliseconds timeout);
-  // src == -1: any source.
+  // src == -1: any source. `work` as postSend's (Note [A small message
+  // without the engine]).
   void postRecv(WorkPtr work, const Tensor& tensor, int src, int tag, Milliseconds timeout);
   // Fails every pending op with `reason` (DistBackendError).
   void failAll(const std::string& reason);
@@ -238,6 +267,11 @@ class ShmP2P {
   // Note [Waiting drives the engine]: rounds on the caller's thread until
   // `work` completed (true) or the spin time passed without progress.
   bool driveUntilDone(const Work& work);
+  // Note [A small message without the engine]: writes the whole message into
+  // the channel, or reads one whole from it, and completes `work` when that
+  // needs no engine; false otherwise (nothing done).
+  bool trySendAtOnce(Work& work, const Tensor& tensor, int dst, int tag, uint64_t seq);
+  bool tryRecvAtOnce(Work& work, const Tensor& tensor, int src, int tag);
   // One engine round on this thread, unless another thread runs one or this
   // thread is inside one; returns whether it ran (and whether it moved bytes).
   bool driveRound(bool* moved = nullptr);
