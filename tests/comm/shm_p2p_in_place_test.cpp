@@ -2,7 +2,7 @@
 // in place] in runtime/comm/backends/shm/shm_p2p.hpp), on real processes with
 // shm.single_copy=on (the path is taken whenever every rank may read its
 // peers, whatever the copy rates):
-//   - messages over 16 KiB go in place;
+//   - messages over 32 KiB go in place;
 //   - messages of one to several read chunks arrive intact, whether the
 //     receive or the send is posted first, and in an exchange both ways;
 //   - a receive posted for a later message does not wait for an earlier one
@@ -175,13 +175,13 @@ TEST(ShmP2PInPlace, AFailedSendIsWithdrawnBeforeItsTensorIsRead) {
   });
 }
 
-// A message of up to 16 KiB streams (its waiting caller moves it, Note
+// A message of up to 32 KiB streams (its waiting caller moves it, Note
 // [Waiting drives the engine]); one byte-multiple more goes in place.
-TEST(ShmP2PInPlace, MessagesOver16KiBGoInPlace) {
+TEST(ShmP2PInPlace, MessagesOver32KiBGoInPlace) {
   SKIP_WITHOUT_CROSS_MEMORY_ATTACH();
   spawn(SpawnMode::kProcesses, 2, [](RankContext& ctx) {
     auto g = inPlaceGroup(ctx);
-    for (int64_t n : {int64_t{4096}, int64_t{4097}}) {  // float32: 16 KiB, 16 KiB + 4
+    for (int64_t n : {int64_t{8192}, int64_t{8193}}) {  // float32: 32 KiB, 32 KiB + 4
       if (ctx.rank == 0) {
         g->send(message(n, 5.0f), 1);
       } else {

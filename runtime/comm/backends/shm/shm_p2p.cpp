@@ -58,12 +58,16 @@ void ringRead(const uint8_t* ring, uint64_t cap, uint64_t pos, uint8_t* dst, uin
 
 // Note [Waiting drives the engine]: the messages whose callers drive the
 // engine, and how long a waiter keeps driving without progress when every
-// rank has a core. A message larger than a quarter of the 64 KiB channel
-// streams through it in pieces, each waiting for the peer to drain the last:
-// driven by both callers while both engines also ran, 1-16 MiB exchanges
-// took 1.7-2.4 times as long as with the engines alone, so they keep the
-// engine threads, or go in place (Note [Point-to-point in place]).
-constexpr uint64_t kDrivenBytes = 16 * 1024;
+// rank has a core. A message larger than half the 64 KiB channel streams
+// through it in pieces, each waiting for the peer to drain the last: driven
+// by both callers while both engines also ran, 1-16 MiB exchanges took
+// 1.7-2.4 times as long as with the engines alone, so they keep the engine
+// threads, or go in place (Note [Point-to-point in place]). Up to half the
+// channel a message usually fits whole, written and read at once (Note [A
+// small message without the engine]): at 32 KiB that took 3.8-5.1 us where
+// the read in place took 12-15 us (world 2, AMD EPYC VM, one window), so the
+// line lies at 32 KiB, not at the quarter (16 KiB) it lay at before.
+constexpr uint64_t kDrivenBytes = 32 * 1024;
 constexpr int64_t kP2PSpinNs = 20'000;
 
 // The engine whose round runs on this thread (Note [Waiting drives the

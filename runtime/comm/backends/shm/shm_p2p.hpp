@@ -44,7 +44,7 @@
 // caller. Three futex wake-ups per message, each tens of us on a busy
 // machine: a 32 B exchange between two ranks took 13-75 us where Open MPI,
 // whose callers poll, takes 0.6 us. So a caller that waits for its send or
-// receive of up to 16 KiB drives the engine itself (Work::wait's inline
+// receive of up to 32 KiB drives the engine itself (Work::wait's inline
 // runner, Note [Waiting helps] in progress_thread.hpp): it runs the engine's
 // rounds on its own thread while they move bytes, and while they do not for
 // up to 20 us (plus the group's yield time, yielding, when ranks outnumber
@@ -167,7 +167,7 @@
 // at 64-512 KiB, whose ranks read each other's buffers with cross-memory
 // attach (Note [shm single copy] in shm_single_copy.hpp). So a message to
 // another rank larger than the ones a waiting caller streams itself
-// (kDrivenBytes, 16 KiB) goes in place, as MPI's rendezvous does, in a group
+// (kDrivenBytes, 32 KiB) goes in place, as MPI's rendezvous does, in a group
 // where every rank may read its peers' memory (option shm.single_copy not
 // off, no read refused, not a wide group's verdict), whether or not the
 // collectives' rates said the path pays: those weigh one copy against two,
