@@ -2,7 +2,7 @@
 // in place] in runtime/comm/backends/shm/shm_p2p.hpp), on real processes with
 // shm.single_copy=on (the path is taken whenever every rank may read its
 // peers, whatever the copy rates):
-//   - messages over 32 KiB go in place;
+//   - messages over 32 KiB go in place (over 4 KiB with more ranks than cores);
 //   - messages of one to several read chunks arrive intact, whether the
 //     receive or the send is posted first, and in an exchange both ways;
 //   - a receive posted for a later message does not wait for an earlier one
@@ -12,12 +12,14 @@
 //   - a send failed from outside is withdrawn before its tensor is read;
 //   - a sender that died before its message was read is named by the receive.
 #include <gtest/gtest.h>
+#include <sched.h>
 
 #include <chrono>
 #include <string>
 #include <vector>
 
 #include "runtime/comm/backends/shm/shm_backend.hpp"
+#include "runtime/comm/backends/shm/shm_wait.hpp"
 #include "runtime/comm/process_group.hpp"
 #include "runtime/core/errors.hpp"
 #include "tests/comm/comm_test_util.hpp"
@@ -176,18 +178,47 @@ TEST(ShmP2PInPlace, AFailedSendIsWithdrawnBeforeItsTensorIsRead) {
 }
 
 // A message of up to 32 KiB streams (its waiting caller moves it, Note
-// [Waiting drives the engine]); one byte-multiple more goes in place.
+// [Waiting drives the engine]); one byte-multiple more goes in place. With
+// more ranks than cores (a one-core machine) the line lies at 4 KiB instead.
 TEST(ShmP2PInPlace, MessagesOver32KiBGoInPlace) {
   SKIP_WITHOUT_CROSS_MEMORY_ATTACH();
-  spawn(SpawnMode::kProcesses, 2, [](RankContext& ctx) {
+  const bool oversubscribed = comm::shm::waitPolicyFor(2).yieldNs > 0;
+  spawn(SpawnMode::kProcesses, 2, [&](RankContext& ctx) {
     auto g = inPlaceGroup(ctx);
-    for (int64_t n : {int64_t{8192}, int64_t{8193}}) {  // float32: 32 KiB, 32 KiB + 4
+    // float32: 4 KiB, 4 KiB + 4, 32 KiB, 32 KiB + 4
+    for (int64_t n : {int64_t{1024}, int64_t{1025}, int64_t{8192}, int64_t{8193}}) {
       if (ctx.rank == 0) {
         g->send(message(n, 5.0f), 1);
       } else {
         Tensor t = empty({n});
         g->recv(t, 0);
         expectEqualTensor(t, message(n, 5.0f), std::to_string(n) + " elements");
+      }
+    }
+    if (ctx.rank == 1) {
+      EXPECT_EQ(readInPlace(*g, 0, 1), oversubscribed ? 3u : 1u);
+    }
+  });
+}
+
+// With more ranks than cores (one more rank than this machine gives the
+// test), a message over 4 KiB goes in place and one of 4 KiB streams.
+TEST(ShmP2PInPlace, WithMoreRanksThanCoresMessagesOver4KiBGoInPlace) {
+  SKIP_WITHOUT_CROSS_MEMORY_ATTACH();
+  cpu_set_t set;
+  ASSERT_EQ(sched_getaffinity(0, sizeof(set), &set), 0);
+  const int world = CPU_COUNT(&set) + 1;
+  if (world > comm::shm::kWideGroupRanks) GTEST_SKIP() << "a wide group reads nothing in place";
+  ASSERT_GT(comm::shm::waitPolicyFor(world).yieldNs, 0) << "the group is not oversubscribed";
+  spawn(SpawnMode::kProcesses, world, [](RankContext& ctx) {
+    auto g = inPlaceGroup(ctx);
+    for (int64_t n : {int64_t{1024}, int64_t{1025}}) {  // float32: 4 KiB, 4 KiB + 4
+      if (ctx.rank == 0) {
+        g->send(message(n, 3.0f), 1);
+      } else if (ctx.rank == 1) {
+        Tensor t = empty({n});
+        g->recv(t, 0);
+        expectEqualTensor(t, message(n, 3.0f), std::to_string(n) + " elements");
       }
     }
     if (ctx.rank == 1) {

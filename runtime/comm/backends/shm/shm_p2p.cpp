@@ -68,6 +68,17 @@ void ringRead(const uint8_t* ring, uint64_t cap, uint64_t pos, uint8_t* dst, uin
 // the read in place took 12-15 us (world 2, AMD EPYC VM, one window), so the
 // line lies at 32 KiB, not at the quarter (16 KiB) it lay at before.
 constexpr uint64_t kDrivenBytes = 32 * 1024;
+// Note [Point-to-point in place]: with more ranks than cores, the smallest
+// message that streams no more (4 KiB streams; 4 KiB + 1 goes in place).
+constexpr uint64_t kOversubscribedStreamBytes = 4 * 1024;
+
+// The smallest message that goes in place, for a group whose waits follow
+// `wait` (Note [Point-to-point in place]); 0 when none does.
+uint64_t inPlaceLine(bool inPlace, const WaitPolicy& wait) {
+  if (!inPlace) return 0;
+  const bool oversubscribed = wait.yieldNs > 0;  // waitPolicyFor's sign of it
+  return (oversubscribed ? kOversubscribedStreamBytes : kDrivenBytes) + 1;
+}
 constexpr int64_t kP2PSpinNs = 20'000;
 
 // The engine whose round runs on this thread (Note [Waiting drives the
@@ -178,7 +189,7 @@ ShmP2P::ShmP2P(ShmSegment& segment, ShmPeers& peers, std::string groupName, Fail
       rank_(segment.rank()),
       size_(segment.size()),
       wait_(wait),
-      inPlaceMinBytes_(inPlace ? kDrivenBytes + 1 : 0),
+      inPlaceMinBytes_(inPlaceLine(inPlace, wait)),
       waiter_(std::make_shared<Waiter>(this)) {
   static_assert(sizeof(MsgHeader) == 32, "a message header is four 8-byte words in the ring");
   sends_.resize(size_);
@@ -243,8 +254,8 @@ void ShmP2P::stopDriving() {
 
 bool ShmP2P::trySendAtOnce(Work& work, const Tensor& tensor, int dst, int tag, uint64_t seq) {
   const uint64_t bytes = tensor.nbytes();
-  if (bytes > kDrivenBytes || tDriving == this || failing_.load(std::memory_order_acquire) ||
-      stopping_.load(std::memory_order_acquire)) {
+  if (bytes > kDrivenBytes || inPlaceFor(bytes, dst) || tDriving == this ||
+      failing_.load(std::memory_order_acquire) || stopping_.load(std::memory_order_acquire)) {
     return false;
   }
   std::unique_lock<std::mutex> engine(engineMutex_, std::try_to_lock);
