@@ -6,55 +6,20 @@
 #include <cstring>
 
 #include "runtime/comm/backends/shm/shm_op.hpp"
-#include "runtime/comm/backends/shm/shm_single_copy.hpp"
+#include "runtime/comm/backends/shm/shm_p2p_records.hpp"
 #include "runtime/comm/backends/shm/shm_wait.hpp"
 #include "runtime/comm/work_completion.hpp"
 #include "runtime/core/errors.hpp"
 
 namespace distlab::comm::shm {
 
-// A member type, not file-local: Incoming (a member type) holds one.
-struct ShmP2P::MsgHeader {
-  uint32_t magic;
-  int32_t tag;
-  uint64_t bytes;
-  uint64_t seq;
-  uint64_t addr;  // kInPlaceMagic: the payload's address in the sender, else 0
-};
+using p2p::kInPlaceMagic;
+using p2p::kMsgMagic;
+using p2p::ringRead;
+using p2p::ringWrite;
+using p2p::ringZero;
 
 namespace {
-
-constexpr uint32_t kMsgMagic = 0x6d736731;
-constexpr uint32_t kInPlaceMagic = 0x6d736732;  // Note [Point-to-point in place]
-
-// Note [Point-to-point in place]: how much a receiver reads per round (a
-// round holds the engine; 1 MiB is ~50-100 us of copying).
-constexpr uint64_t kInPlaceChunkBytes = 1024 * 1024;
-
-void ringWrite(uint8_t* ring, uint64_t cap, uint64_t pos, const uint8_t* src, uint64_t n) {
-  const uint64_t at = pos & (cap - 1);
-  const uint64_t first = std::min(n, cap - at);
-  std::memcpy(ring + at, src, first);
-  if (first < n) std::memcpy(ring, src + first, n - first);
-}
-
-// Fills `n` bytes of the ring with zeros: the rest of a send cancelled in the
-// middle of its message (the receiver expects the bytes its header promised).
-void ringZero(uint8_t* ring, uint64_t cap, uint64_t pos, uint64_t n) {
-  const uint64_t at = pos & (cap - 1);
-  const uint64_t first = std::min(n, cap - at);
-  std::memset(ring + at, 0, first);
-  if (first < n) std::memset(ring, 0, n - first);
-}
-
-void ringRead(const uint8_t* ring, uint64_t cap, uint64_t pos, uint8_t* dst, uint64_t n) {
-  const uint64_t at = pos & (cap - 1);
-  const uint64_t first = std::min(n, cap - at);
-  if (dst) {
-    std::memcpy(dst, ring + at, first);
-    if (first < n) std::memcpy(dst + first, ring, n - first);
-  }
-}
 
 // Note [Waiting drives the engine]: the messages whose callers drive the
 // engine, and how long a waiter keeps driving without progress when every
@@ -118,66 +83,6 @@ class ShmP2P::Waiter final : public InlineRunner {
  private:
   std::mutex mutex_;
   ShmP2P* p2p_;  // GUARDED_BY(mutex_)
-};
-
-struct ShmP2P::Send {
-  WorkPtr work;
-  Tensor keep;
-  const uint8_t* data;
-  uint64_t bytes;
-  int dst;
-  int tag;
-  uint64_t seq;
-  Milliseconds timeout;
-  Deadline deadline;
-  bool headerDone = false;
-  uint64_t sent = 0;
-  bool cancelled = false;  // failed from outside mid-message: the rest is zeros
-  bool inPlace = false;    // Note [Point-to-point in place]
-  uint64_t inPlaceNumber = 0;  // its number on the channel, once its header is out
-};
-
-struct ShmP2P::Recv {
-  WorkPtr work;
-  Tensor keep;
-  uint8_t* data;
-  uint64_t bytes;
-  int src;  // -1: any
-  int tag;
-  Milliseconds timeout;
-  Deadline deadline;
-};
-
-struct ShmP2P::Unexpected {
-  int src;
-  int tag;
-  std::vector<uint8_t> data;
-  bool complete = false;
-  std::shared_ptr<Recv> claimedBy;
-  // Note [Point-to-point in place]: a message still in its sender (0: none).
-  uint64_t inPlaceNumber = 0;
-  uint64_t inPlaceAddr = 0;
-  uint64_t inPlaceBytes = 0;
-};
-
-// Note [Point-to-point in place]: a message read from its sender's memory.
-struct ShmP2P::InPlaceRead {
-  int src;
-  int tag;
-  uint64_t bytes;
-  uint64_t addr;
-  uint64_t number;
-  std::shared_ptr<Recv> target;  // null once cancelled: the rest is skipped
-  uint64_t got = 0;
-  bool withdrawn = false;  // the sender withdrew it: the rest is zeros
-};
-
-struct ShmP2P::Incoming {
-  MsgHeader hdr{};
-  uint64_t got = 0;
-  std::shared_ptr<Recv> target;
-  Unexpected* buffer = nullptr;  // stable: std::list
-  bool discard = false;
 };
 
 ShmP2P::ShmP2P(ShmSegment& segment, ShmPeers& peers, std::string groupName, FailureFn onFailure,
@@ -678,94 +583,6 @@ bool ShmP2P::progressIncoming(int src) {
     return true;
   }
   return false;
-}
-
-bool ShmP2P::inPlaceFor(uint64_t bytes, int dst) const {
-  return inPlaceMinBytes_ > 0 && bytes >= inPlaceMinBytes_ && dst != rank_;
-}
-
-void ShmP2P::acceptInPlaceHeader(int src, const MsgHeader& h) {
-  const uint64_t number = ++inPlaceArrived_[src];
-  auto it = std::find_if(recvs_.begin(), recvs_.end(), [&](const auto& r) {
-    return r->tag == h.tag && (r->src < 0 || r->src == src);
-  });
-  if (it == recvs_.end()) {  // read once a receive is posted for it
-    Unexpected u{src, h.tag, {}};
-    u.inPlaceNumber = number;
-    u.inPlaceAddr = h.addr;
-    u.inPlaceBytes = h.bytes;
-    unexpected_.push_back(std::move(u));
-    return;
-  }
-  std::shared_ptr<Recv> recv = *it;
-  recvs_.erase(it);
-  startInPlaceRead(src, h.tag, h.bytes, h.addr, number, std::move(recv));
-}
-
-void ShmP2P::startInPlaceRead(int src, int tag, uint64_t bytes, uint64_t addr, uint64_t number,
-                              std::shared_ptr<Recv> recv) {
-  if (recv->bytes != bytes) {
-    fail(recv, sizeMismatch(src, tag, recv->bytes, bytes));
-    countInPlaceDone(src, number);
-    return;
-  }
-  reading_.push_back(InPlaceRead{src, tag, bytes, addr, number, std::move(recv)});
-}
-
-bool ShmP2P::progressInPlaceReads() {
-  for (auto it = reading_.begin(); it != reading_.end();) {
-    InPlaceRead& r = *it;
-    const uint64_t n = r.target ? std::min(kInPlaceChunkBytes, r.bytes - r.got) : r.bytes - r.got;
-    if (r.target && !r.withdrawn && n > 0) {
-      const int err =
-          readProcessMemory(peers_.pid(r.src), r.addr + r.got, r.target->data + r.got, n);
-      // Loaded after the read: a withdrawal before it may have let the
-      // sender's caller free what was read.
-      r.withdrawn = seg_.channel(r.src, rank_).inPlaceRevoked.load(std::memory_order_seq_cst) >=
-                    r.number;
-      if (err != 0 && !r.withdrawn) {
-        const std::string ctx = fmt::format("{}: recv from rank {} (tag {}) of {} bytes, read in "
-                                            "place", what(), r.src, r.tag, r.bytes);
-        fail(r.target, err == ESRCH || !peers_.alive(r.src)
-                           ? std::make_exception_ptr(DistPeerFailureError(fmt::format(
-                                 "{}: rank {} (pid {}) exited", ctx, r.src, peers_.pid(r.src))))
-                           : std::make_exception_ptr(DistBackendError(fmt::format(
-                                 "{}: reading the sender's memory failed: {}", ctx,
-                                 std::strerror(err)))));
-        r.target = nullptr;
-      }
-    }
-    if (r.target && r.withdrawn) std::memset(r.target->data + r.got, 0, n);
-    r.got = r.target ? r.got + n : r.bytes;
-    if (r.got < r.bytes) {
-      ++it;
-      continue;
-    }
-    countInPlaceDone(r.src, r.number);
-    if (r.target) complete(r.target, r.src);
-    it = reading_.erase(it);
-  }
-  return true;
-}
-
-void ShmP2P::countInPlaceDone(int src, uint64_t number) {
-  inPlaceDone_[src] = std::max(inPlaceDone_[src], number);
-  seg_.channel(src, rank_).inPlaceDone.store(inPlaceDone_[src], std::memory_order_release);
-  ringPeerAfterData(src);
-}
-
-void ShmP2P::revokeInPlace(const Send& s) {
-  if (!s.inPlace || s.inPlaceNumber == 0) return;
-  seg_.channel(rank_, s.dst).inPlaceRevoked.store(s.inPlaceNumber, std::memory_order_seq_cst);
-}
-
-void ShmP2P::failInPlace(const std::exception_ptr& e) {
-  for (auto& out : inPlaceOut_) {
-    if (out) fail(out, e), out = nullptr;
-  }
-  for (auto& r : reading_) {
-    if (r.target) fail(r.target, e), r.target = nullptr;  // the rest is skipped
-  }
 }
 
 bool ShmP2P::progress() {

@@ -19,6 +19,7 @@ list(APPEND DISTLAB_COMM_SOURCES
   backends/shm/shm_reduce_scatter_single_copy.cpp
   backends/shm/shm_algorithm_selector.cpp
   backends/shm/shm_p2p.cpp
+  backends/shm/shm_p2p_in_place.cpp
   backends/shm/shm_options.cpp
   backends/shm/shm_backend.cpp
   backends/shm/shm_backend_ops.cpp)
