@@ -157,12 +157,14 @@ void ShmP2P::stopDriving() {
   if (inFlight) ringPeer(rank_);
 }
 
+bool ShmP2P::mayMoveAtOnce(uint64_t bytes) const {
+  return bytes <= kDrivenBytes && tDriving != this && !failing_.load(std::memory_order_acquire) &&
+         !stopping_.load(std::memory_order_acquire);
+}
+
 bool ShmP2P::trySendAtOnce(Work& work, const Tensor& tensor, int dst, int tag, uint64_t seq) {
   const uint64_t bytes = tensor.nbytes();
-  if (bytes > kDrivenBytes || inPlaceFor(bytes, dst) || tDriving == this ||
-      failing_.load(std::memory_order_acquire) || stopping_.load(std::memory_order_acquire)) {
-    return false;
-  }
+  if (!mayMoveAtOnce(bytes) || inPlaceFor(bytes, dst)) return false;
   std::unique_lock<std::mutex> engine(engineMutex_, std::try_to_lock);
   if (!engine.owns_lock() || !sends_[dst].empty()) return false;
   {
@@ -214,10 +216,7 @@ void ShmP2P::postSend(WorkPtr work, const Tensor& tensor, int dst, int tag, uint
 
 bool ShmP2P::tryRecvAtOnce(Work& work, const Tensor& tensor, int src, int tag) {
   const uint64_t bytes = tensor.nbytes();
-  if (src < 0 || bytes > kDrivenBytes || tDriving == this ||
-      failing_.load(std::memory_order_acquire) || stopping_.load(std::memory_order_acquire)) {
-    return false;
-  }
+  if (src < 0 || !mayMoveAtOnce(bytes)) return false;
   std::unique_lock<std::mutex> engine(engineMutex_, std::try_to_lock);
   // Anything the engine holds may be owed this message first (an earlier
   // receive, a message from `src` that arrived earlier, one half read).

@@ -277,6 +277,9 @@ class ShmP2P {
   // Note [A small message without the engine]: writes the whole message into
   // the channel, or reads one whole from it, and completes `work` when that
   // needs no engine; false otherwise (nothing done).
+  // Their common condition: a message of `bytes` may (no round on this
+  // thread, the engine neither failing nor stopping).
+  bool mayMoveAtOnce(uint64_t bytes) const;
   bool trySendAtOnce(Work& work, const Tensor& tensor, int dst, int tag, uint64_t seq);
   bool tryRecvAtOnce(Work& work, const Tensor& tensor, int src, int tag);
   // One engine round on this thread, unless another thread runs one or this
