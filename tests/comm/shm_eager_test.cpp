@@ -7,7 +7,8 @@
 //     operation; two writers (a broadcast against a reduce) at the next
 //     collective; a size on either side of the eager limit on both ranks;
 //   - a reader names the root it waits for, a writer whose outbox is full
-//     names the ranks that have not read it, a reader whose root died says so.
+//     names the ranks that have not read it (and only those), a reader whose
+//     root died says so.
 // Correctness of every dtype and reduce op at small sizes is the collective
 // suite's (comm_suite_test): its cases are small enough to be eager.
 #include <gtest/gtest.h>
@@ -102,7 +103,8 @@ TEST(ShmEager, TwoWritersOfDifferentOperationsFailAtTheNextCollective) {
     }
     expectThrows<DistBackendError>(
         [&] { g->allreduce(t)->wait(); },
-        {"mismatch", ctx.rank == 0 ? "BROADCAST" : "REDUCE", "was not read"});
+        {"mismatch", ctx.rank == 0 ? "BROADCAST" : "REDUCE",
+         ctx.rank == 0 ? "was not read by ranks [1]" : "was not read by ranks [0]"});
   });
 }
 
@@ -180,6 +182,30 @@ TEST(ShmEager, AWriterWithAFullOutboxTimesOutNamingItsReader) {
     }
     Tensor t = ones({4});
     for (int i = 0; i < kAhead; ++i) g->broadcast(t, {.rootRank = 0})->wait();
+    expectThrows<DistTimeoutError>([&] { g->broadcast(t, {.rootRank = 0})->wait(); },
+                                   {"ranks [1]", "entries are full", "has not been read"});
+    ctx.store->setString("reported", "1");
+  });
+}
+
+// Of two leaves, the one that read every entry is not blamed (Note [Eager read
+// marks]: each reader's mark says how far it read).
+TEST(ShmEager, AWriterWithAFullOutboxNamesOnlyTheReaderBehind) {
+  spawn(SpawnMode::kProcesses, 3, [](RankContext& ctx) {
+    auto g = eagerGroup(ctx, 400ms);
+    g->barrier()->wait();
+    Tensor t = ones({4});
+    if (ctx.rank == 1) {  // never reads
+      ctx.store->wait({"reported"}, 20s);
+      return;
+    }
+    if (ctx.rank == 2) {  // reads every entry the root can write, then waits
+      for (int i = 0; i < kAhead; ++i) g->broadcast(t, {.rootRank = 0})->wait();
+      ctx.store->wait({"reported"}, 20s);
+      return;
+    }
+    for (int i = 0; i < kAhead; ++i) g->broadcast(t, {.rootRank = 0})->wait();
+    // "ranks [1]", not "ranks [1, 2]".
     expectThrows<DistTimeoutError>([&] { g->broadcast(t, {.rootRank = 0})->wait(); },
                                    {"ranks [1]", "entries are full", "has not been read"});
     ctx.store->setString("reported", "1");

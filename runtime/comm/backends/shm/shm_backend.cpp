@@ -78,6 +78,7 @@ ShmBackend::ShmBackend(const BackendContext& context)
   group_.wait = waitPolicyFor(ctx_.size);
   group_.eagerMaxBytes = segment_->hasEagerEntries() ? options.eagerBytes : 0;
   group_.eagerWritten.assign(static_cast<size_t>(ctx_.size), 0);
+  group_.eagerMarksSeen.assign(static_cast<size_t>(ctx_.size), 0);
   agreeOnSingleCopy(options.singleCopy);
   progress_ = std::make_shared<ProgressThread>("shm:" + ctx_.groupName);
   p2p_ = std::make_unique<ShmP2P>(

@@ -14,12 +14,8 @@
 #include "runtime/core/errors.hpp"
 
 namespace distlab::comm::shm {
+static_assert(kEagerMaxRanks == kWideGroupRanks, "outboxes are laid out up to the wide groups");
 namespace {
-
-EagerShape shapeOf(OpType type) {
-  return type == OpType::kReduce || type == OpType::kGather ? EagerShape::kLeavesWrite
-                                                            : EagerShape::kRootWrites;
-}
 
 // The fields an entry's head records of its writer's descriptor, between an
 // OpDesc and an EagerHead (same names).
@@ -52,6 +48,20 @@ std::string rankList(const std::vector<int>& ranks) {
   return fmt::format("[{}]", fmt::join(ranks, ", "));
 }
 
+// The ranks of `e`'s readers whose mark on `writer`'s outbox is below `e`'s
+// stamp: those that have not copied it out (Note [Eager read marks]).
+std::vector<int> readersBehind(ShmSegment& seg, int writer, const EagerHead& e) {
+  const uint64_t stamp = e.stamp.load(std::memory_order_relaxed);
+  std::vector<int> behind;
+  for (int r = 0; r < seg.size(); ++r) {
+    if ((e.readerMask >> r & 1U) == 0) continue;
+    if (seg.eagerReadMarks(r).readUpTo[writer].load(std::memory_order_acquire) < stamp) {
+      behind.push_back(r);
+    }
+  }
+  return behind;
+}
+
 }  // namespace
 
 bool eagerFits(const ShmGroup& group, OpType type, uint64_t perRankBytes) {
@@ -77,8 +87,27 @@ bool EagerOp::writes() const {
   return (shape_ == EagerShape::kRootWrites) == (g_.rank == mine_.root);
 }
 
-uint32_t EagerOp::readers() const {
-  return shape_ == EagerShape::kRootWrites ? static_cast<uint32_t>(g_.size - 1) : 1;
+uint32_t EagerOp::readerMask() const {
+  const uint32_t rootBit = 1U << mine_.root;
+  if (shape_ == EagerShape::kLeavesWrite) return rootBit;
+  const uint32_t everyone = (1U << g_.size) - 1;  // g_.size <= kEagerMaxRanks
+  return everyone & ~rootBit;
+}
+
+bool EagerOp::readByAll(const EagerHead& e) {
+  // The writer's own stores (stamp, mask), read back without ordering.
+  const uint64_t stamp = e.stamp.load(std::memory_order_relaxed);
+  if (stamp == 0) return true;  // never written
+  ShmSegment& seg = *g_.segment;
+  for (uint32_t left = e.readerMask; left != 0; left &= left - 1) {
+    const int r = __builtin_ctz(left);
+    uint64_t& seen = g_.eagerMarksSeen[r];
+    if (seen >= stamp) continue;
+    // Acquire: the reader's copy out happened before its mark.
+    seen = seg.eagerReadMarks(r).readUpTo[g_.rank].load(std::memory_order_acquire);
+    if (seen < stamp) return false;
+  }
+  return true;
 }
 
 std::string EagerOp::what() const {
@@ -94,11 +123,10 @@ void EagerOp::runAfterArrival() {
 uint8_t* EagerOp::entryToWrite() {
   ShmSegment& seg = *g_.segment;
   EagerHead& e = seg.eagerEntry(g_.rank, indexOf(g_.rank)).head;
-  if (e.readsLeft.load(std::memory_order_acquire) != 0) {
+  if (!readByAll(e)) {
     SegmentHeader& h = seg.header();
     waitUntil(
-        h.collBell, h.collSleepers,
-        [&] { return e.readsLeft.load(std::memory_order_acquire) == 0 || cancelled(); },
+        h.collBell, h.collSleepers, [&] { return readByAll(e) || cancelled(); },
         [&] { pollWriter(e); }, g_.wait);
   }
   if (cancelled()) throwCancelledOp(what());
@@ -109,7 +137,7 @@ void EagerOp::publish() {
   ShmSegment& seg = *g_.segment;
   EagerHead& e = seg.eagerEntry(g_.rank, indexOf(g_.rank)).head;
   copyOpFields(e, mine_);
-  e.readsLeft.store(readers(), std::memory_order_relaxed);
+  e.readerMask = readerMask();
   e.stamp.store(indexOf(g_.rank) + 1, std::memory_order_release);
   ring(seg.header().collBell, seg.header().collSleepers);
   runAfterArrival();
@@ -119,6 +147,9 @@ const uint8_t* EagerOp::entryOf(int w, uint64_t readOffset) {
   ShmSegment& seg = *g_.segment;
   EagerEntry& entry = seg.eagerEntry(w, indexOf(w));
   const uint64_t want = indexOf(w) + 1;
+  // The data line travels with the stamp's, not after it: a reader that finds
+  // the entry stamped (its writer ran ahead) would otherwise miss twice in a row.
+  __builtin_prefetch(entry.data + readOffset);
   runAfterArrival();  // while the writer's stamp travels
   if (entry.head.stamp.load(std::memory_order_acquire) < want) {
     SegmentHeader& h = seg.header();
@@ -137,11 +168,10 @@ const uint8_t* EagerOp::entryOf(int w, uint64_t readOffset) {
 }
 
 void EagerOp::doneWith(int w) {
-  EagerHead& e = g_.segment->eagerEntry(w, indexOf(w)).head;
-  // The last reader frees the entry: its writer may be waiting for it.
-  if (e.readsLeft.fetch_sub(1, std::memory_order_acq_rel) == 1) {
-    ring(g_.segment->header().collBell, g_.segment->header().collSleepers);
-  }
+  ShmSegment& seg = *g_.segment;
+  // Note [Eager read marks]; the writer may be waiting for this entry.
+  seg.eagerReadMarks(g_.rank).readUpTo[w].store(indexOf(w) + 1, std::memory_order_release);
+  ring(seg.header().collBell, seg.header().collSleepers);
 }
 
 uint8_t* EagerOp::scratch(uint64_t bytes) {
@@ -229,19 +259,12 @@ void EagerOp::pollReader(int w, const EagerHead& e) {
 }
 
 std::vector<int> EagerOp::unreadBy(const EagerHead& e) const {
-  if (shapeOf(static_cast<OpType>(e.opType)) == EagerShape::kLeavesWrite) return {e.root};
-  // A reader that has not moved past the entry's operation may still owe the read.
-  std::vector<int> behind, others;
-  for (int r = 0; r < g_.size; ++r) {
-    if (r == g_.rank) continue;
-    others.push_back(r);
-    if (g_.segment->control(r).seq.load(std::memory_order_acquire) <= e.seq) behind.push_back(r);
-  }
-  return behind.empty() ? others : behind;
+  return readersBehind(*g_.segment, g_.rank, e);
 }
 
 void EagerOp::pollWriter(const EagerHead& e) {
   const std::vector<int> unread = unreadBy(e);
+  if (unread.empty()) return;  // read meanwhile: the wait ends at its next check
   throwIfAbortedOrPeerFailed(unread);
   ShmSegment& seg = *g_.segment;
   for (int r : g_.peers->exited()) {
@@ -272,11 +295,11 @@ std::string unreadEagerEntries(ShmGroup& g) {
   g.eagerConfirmed = written;
   for (uint64_t i = from; i < written; ++i) {
     const EagerHead& e = g.segment->eagerEntry(g.rank, i).head;
-    const uint32_t left = e.readsLeft.load(std::memory_order_acquire);
-    if (left == 0) continue;
-    return fmt::format("rank {}'s {} was not read by {} of the ranks that had to read it: they "
-                       "ran another collective at seq {}",
-                       g.rank, describeOp(descOf(e)), left, e.seq);
+    const std::vector<int> behind = readersBehind(*g.segment, g.rank, e);
+    if (behind.empty()) continue;
+    return fmt::format("rank {}'s {} was not read by ranks {}, which had to read it: they ran "
+                       "another collective at seq {}",
+                       g.rank, describeOp(descOf(e)), rankList(behind), e.seq);
   }
   return "";
 }

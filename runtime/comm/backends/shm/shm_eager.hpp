@@ -15,11 +15,11 @@
 //   - the writer (the root of a broadcast or scatter, each leaf of a reduce or
 //     gather) waits until its next entry has been read by everyone who had to
 //     read it, K operations ago (free at once while readers keep up), writes
-//     its operation's descriptor and data, sets readsLeft, stamps the entry
+//     its operation's descriptor, its readers and data, stamps the entry
 //     (release) and returns: its operation is complete;
 //   - each reader (the leaves; the root) waits for that entry's stamp, checks
 //     the descriptor against its own operation (as ShmOp::validate does),
-//     copies the data out and decrements readsLeft.
+//     copies the data out and raises its read mark on that outbox.
 // Every rank counts every rank's entries the same way (ShmGroup::eagerWritten,
 // advanced by each eager operation for its writers), so a reader knows which
 // entry of which outbox holds its operation without any exchange. A writer
@@ -50,6 +50,20 @@
 // laid out): there one stamp would wake hundreds of sleepers twice (publish,
 // last read), where a counted step wakes each once (Note [Wide groups count
 // arrivals] in shm_op.hpp). shm.eager_bytes=0 turns the path off.
+//
+// Note [Eager read marks]
+// A reader says it is done with an entry by storing the entry's stamp in its
+// own row of marks (EagerReadMarks::readUpTo[writer]), not by decrementing a
+// count in the entry's head. A reader's read-modify-write on the writer's
+// line had to fetch that line for writing and wait for it (a locked
+// instruction, and the bell's fence after it): at world 2 a 32 B broadcast's
+// reader spent ~250 of its ~1,100 cycles there. Its own row stays in its
+// cache between the writer's rare looks, so the store and the fence are
+// cheap. Marks only grow, and a reader reads a writer's entries in order, so
+// an entry stamped s is free once every rank of its readerMask has a mark of
+// at least s; the writer keeps the marks it last loaded
+// (ShmGroup::eagerMarksSeen) and loads a reader's row again only when that
+// copy is not enough, about once every few entries while readers keep up.
 //
 // Waits follow Note [shm waiting], on the group's collective bell; failures
 // raise the same kinds as ShmOp's (timeout and dead peer naming the ranks
@@ -103,7 +117,10 @@ class EagerOp {
 
  private:
   uint64_t indexOf(int w) const { return g_.eagerWritten[w]; }
-  uint32_t readers() const;
+  uint32_t readerMask() const;
+  // Whether entry `e` (this rank's) has been read by every rank that had to:
+  // those of its readerMask whose mark reached its stamp.
+  bool readByAll(const EagerHead& e);
   void runAfterArrival();
   // The ranks that have not read entry `e` of this rank's outbox.
   std::vector<int> unreadBy(const EagerHead& e) const;

@@ -148,11 +148,13 @@ struct ShmGroup {
   Deferred afterArrival;
   // Note [Eager rooted operations] in shm_eager.hpp: the largest per-rank
   // operation that takes the eager path (0: none, or no outboxes), the
-  // entries each rank has written as this rank counts them, and how many of
-  // its own are known to have been read.
+  // entries each rank has written as this rank counts them, how many of
+  // its own are known to have been read, and each reader's mark on this
+  // rank's outbox as last loaded (Note [Eager read marks]).
   uint64_t eagerMaxBytes = 0;
   std::vector<uint64_t> eagerWritten;
   uint64_t eagerConfirmed = 0;
+  std::vector<uint64_t> eagerMarksSeen;
   // Set when the operation failing now found a mismatch its peers may not see
   // (ShmBackend then sets SegmentHeader::oneSidedMismatchRank).
   std::atomic<bool> oneSidedMismatch{false};

@@ -37,7 +37,9 @@ uint64_t ShmSegment::totalBytes(int size, const SegmentOptions& o) {
   const uint64_t n = static_cast<uint64_t>(size);
   return alignUp(sizeof(SegmentHeader)) + n * sizeof(RankControl) + n * 2 * sizeof(OpDesc) +
          alignUp(n * 2 * countsPerRank(size) * sizeof(uint64_t)) +
-         (laysOutEagerEntries(size) ? n * kEagerEntries * sizeof(EagerEntry) : 0) +
+         (laysOutEagerEntries(size)
+              ? n * (kEagerEntries * sizeof(EagerEntry) + sizeof(EagerReadMarks))
+              : 0) +
          n * 2 * o.slotBytes +
          n * n * (sizeof(ChannelHeader) + o.channelBytes);
 }
@@ -58,6 +60,8 @@ void ShmSegment::layout(uint8_t* base, int size, const SegmentOptions& o) {
   if (laysOutEagerEntries(size)) {
     eager_ = reinterpret_cast<EagerEntry*>(p);
     p += n * kEagerEntries * sizeof(EagerEntry);
+    eagerMarks_ = reinterpret_cast<EagerReadMarks*>(p);
+    p += n * sizeof(EagerReadMarks);
   }
   slots_ = p;
   p += n * 2 * o.slotBytes;
@@ -66,7 +70,7 @@ void ShmSegment::layout(uint8_t* base, int size, const SegmentOptions& o) {
   rings_ = p;
 }
 
-bool ShmSegment::laysOutEagerEntries(int size) { return size <= kWideGroupRanks; }
+bool ShmSegment::laysOutEagerEntries(int size) { return size <= kEagerMaxRanks; }
 
 ChannelHeader& ShmSegment::channel(int src, int dst) {
   return channelHeaders_[uint64_t(dst) * size_ + src];

@@ -19,7 +19,8 @@
 //
 // Layout (every part 64-byte aligned, sizes bounded by the options):
 //   SegmentHeader | RankControl[n] | OpDesc[n][2] | counts[n][2][2n+1] |
-//   EagerEntry[n][kEagerEntries] (groups of up to kWideGroupRanks ranks) |
+//   EagerEntry[n][kEagerEntries] | EagerReadMarks[n] (groups of up to
+//   kEagerMaxRanks ranks) |
 //   slot[n][2][slotBytes] | ChannelHeader[n][n] (dst-major) |
 //   ring[n][n][channelBytes] (src-major)
 //
@@ -152,6 +153,8 @@ static_assert(offsetof(OpDesc, stamp) == 56 && sizeof(OpDesc) == 64);
 // kEagerEntries entries, each a head line and up to kEagerDataBytes of data.
 inline constexpr int kEagerEntries = 16;
 inline constexpr uint64_t kEagerDataBytes = 64 * 1024;
+// The widest group that lays out outboxes (kWideGroupRanks in shm_wait.hpp).
+inline constexpr int kEagerMaxRanks = 16;
 struct alignas(64) EagerHead {
   // The writer's operation, compared by its readers (as ShmOp::validate does).
   uint64_t seq;
@@ -161,9 +164,9 @@ struct alignas(64) EagerHead {
   uint8_t dtype;
   uint8_t reduceOp;
   uint8_t pad;
-  // Readers that have not yet copied this entry out; the writer reuses the
-  // entry only at 0. Set before the stamp, decremented by each reader.
-  std::atomic<uint32_t> readsLeft;
+  // Bit r: rank r reads this entry. Written before the stamp; only the
+  // writer reads it back (Note [Eager read marks] in shm_eager.hpp).
+  uint32_t readerMask;
   // The writer's entry count after writing this entry (index + 1), release.
   std::atomic<uint64_t> stamp;
 };
@@ -172,6 +175,13 @@ struct EagerEntry {
   alignas(64) uint8_t data[kEagerDataBytes];
 };
 static_assert(sizeof(EagerHead) == 64 && sizeof(EagerEntry) == 64 + kEagerDataBytes);
+// One reader's row (Note [Eager read marks] in shm_eager.hpp): readUpTo[w] is
+// the stamp of the last entry of rank w's outbox this reader has copied out
+// (release). Only this reader writes it.
+struct alignas(64) EagerReadMarks {
+  std::atomic<uint64_t> readUpTo[kEagerMaxRanks];
+};
+static_assert(kEagerMaxRanks <= 32, "EagerHead::readerMask holds a bit per rank");
 
 // Each side writes one cache line. inPlaceDone / inPlaceRevoked: Note
 // [Point-to-point in place] in shm_p2p.hpp.
@@ -221,6 +231,8 @@ class ShmSegment {
     return eager_[uint64_t(w) * kEagerEntries + i % kEagerEntries];
   }
   bool hasEagerEntries() const { return eager_ != nullptr; }
+  // Reader r's read marks; only when hasEagerEntries().
+  EagerReadMarks& eagerReadMarks(int r) { return eagerMarks_[r]; }
   // Whether a group of `size` ranks lays out eager outboxes (not in wide groups:
   // Note [Eager rooted operations]).
   static bool laysOutEagerEntries(int size);
@@ -246,6 +258,7 @@ class ShmSegment {
   OpDesc* descs_ = nullptr;
   uint64_t* counts_ = nullptr;
   EagerEntry* eager_ = nullptr;
+  EagerReadMarks* eagerMarks_ = nullptr;
   uint8_t* slots_ = nullptr;
   ChannelHeader* channelHeaders_ = nullptr;
   uint8_t* rings_ = nullptr;
