@@ -54,16 +54,22 @@
 // Note [Eager read marks]
 // A reader says it is done with an entry by storing the entry's stamp in its
 // own row of marks (EagerReadMarks::readUpTo[writer]), not by decrementing a
-// count in the entry's head. A reader's read-modify-write on the writer's
-// line had to fetch that line for writing and wait for it (a locked
-// instruction, and the bell's fence after it): at world 2 a 32 B broadcast's
-// reader spent ~250 of its ~1,100 cycles there. Its own row stays in its
-// cache between the writer's rare looks, so the store and the fence are
-// cheap. Marks only grow, and a reader reads a writer's entries in order, so
-// an entry stamped s is free once every rank of its readerMask has a mark of
-// at least s; the writer keeps the marks it last loaded
-// (ShmGroup::eagerMarksSeen) and loads a reader's row again only when that
-// copy is not enough, about once every few entries while readers keep up.
+// count in the entry's head: a read-modify-write on the writer's line is a
+// locked instruction that must own that line, while a store to the reader's
+// own row, which stays in its cache between the writer's looks, is not, and
+// the bell's fence after it has less to wait for. Marks only grow, and a
+// reader reads a writer's entries in order, so an entry stamped s is free once
+// every rank of its readerMask has a mark of at least s; the writer keeps the
+// marks it last loaded (ShmGroup::eagerMarksSeen) and loads a reader's row
+// again only when that copy is not enough. The marks also say exactly which
+// readers are behind (a full outbox, unread entries). A reader fetches the
+// entry's data line together with its head line: timed with serialised
+// cycle counters at world 2, a reader that found the 8 B entry already
+// stamped spent ~315 cycles copying it (a second miss, after the stamp's)
+// and ~45 with the prefetch. Both changes together moved the blocking rooted
+// operations at 8 B-1 KiB by 0-10% (within this VM's noise at most sizes;
+// reports/collectives_shm_notes.md, 2026-12-07, late): what is left of their
+// ~0.4 us is the per-operation cost around the data path.
 //
 // Waits follow Note [shm waiting], on the group's collective bell; failures
 // raise the same kinds as ShmOp's (timeout and dead peer naming the ranks
