@@ -66,10 +66,10 @@
 // entry's data line together with its head line: timed with serialised
 // cycle counters at world 2, a reader that found the 8 B entry already
 // stamped spent ~315 cycles copying it (a second miss, after the stamp's)
-// and ~45 with the prefetch. Both changes together moved the blocking rooted
-// operations at 8 B-1 KiB by 0-10% (within this VM's noise at most sizes;
-// reports/collectives_shm_notes.md, 2026-12-07, late): what is left of their
-// ~0.4 us is the per-operation cost around the data path.
+// and ~45 with the prefetch. Both changes together took 3-14% off the blocking
+// rooted operations at 8 B (reports/collectives_all_ops.md, addendum of
+// 2026-12-07, late): what is left of their 0.25-0.4 us is mostly the
+// per-operation cost around the data path, timed part by part there.
 //
 // Waits follow Note [shm waiting], on the group's collective bell; failures
 // raise the same kinds as ShmOp's (timeout and dead peer naming the ranks
