@@ -258,12 +258,8 @@ void EagerOp::pollReader(int w, const EagerHead& e) {
   }
 }
 
-std::vector<int> EagerOp::unreadBy(const EagerHead& e) const {
-  return readersBehind(*g_.segment, g_.rank, e);
-}
-
 void EagerOp::pollWriter(const EagerHead& e) {
-  const std::vector<int> unread = unreadBy(e);
+  const std::vector<int> unread = readersBehind(*g_.segment, g_.rank, e);
   if (unread.empty()) return;  // read meanwhile: the wait ends at its next check
   throwIfAbortedOrPeerFailed(unread);
   ShmSegment& seg = *g_.segment;

@@ -128,8 +128,6 @@ class EagerOp {
   // those of its readerMask whose mark reached its stamp.
   bool readByAll(const EagerHead& e);
   void runAfterArrival();
-  // The ranks that have not read entry `e` of this rank's outbox.
-  std::vector<int> unreadBy(const EagerHead& e) const;
   void checkWriter(int w, const EagerHead& e);
   void pollReader(int w, const EagerHead& e);
   void pollWriter(const EagerHead& e);
