@@ -13,6 +13,20 @@
 
 namespace distlab::comm::shm {
 
+// Note [Own part from the input]
+// What a rank sends to itself never goes through its slot: the reduce's root
+// reduces its own chunk where it is, a reduce-scatter's rank (and the RS+AG
+// allreduce's) reads its own part from its input, an all-to-all's rank copies
+// its block for itself from its send buffer to its receive buffer, a
+// scatter's root its part from ins[root] to its output, and an all-gather's
+// rank its piece from its input (a gather's root stages nothing: nobody reads
+// its slot). Staging it and copying it back out cost a copy for nothing: at
+// world 2 a 256 KiB-2 MiB reduce took 2-3x as long with the root's own
+// chunk staged (reports/collectives_all_ops.md). PREMUL_SUM still stages it,
+// pre-scaled, so the caller's tensor is never scaled in place. An output that
+// is the input itself (the in-place forms) is not copied onto itself; the
+// copy is a memmove, which any other overlap of the two also survives.
+
 // shm_allreduce_direct.cpp: per chunk, everyone stages its input, then every
 // rank reduces all slots itself (one step per chunk). Best for small messages.
 void allreduceDirect(ShmOp& op, uint8_t* data, uint64_t count, DType dtype, ReduceOp redop);
@@ -26,9 +40,11 @@ void reduceDirect(ShmOp& op, uint8_t* data, uint64_t count, DType dtype, ReduceO
 void broadcastChunked(ShmOp& op, uint8_t* data, uint64_t bytes, int root);
 // shm_allgather.cpp: chunk k of every rank's input per step; rank q's input
 // size is desc(q).bytes (may differ). `outs` empty: receive nothing (gather on
-// a non-root rank); else outs[q] receives rank q's bytes.
+// a non-root rank); else outs[q] receives rank q's bytes. `peersReadMine`
+// false (a gather's root): this rank's slot is read by nobody, so its input
+// is not staged.
 void allgatherChunked(ShmOp& op, const uint8_t* in, uint64_t inBytes,
-                      std::span<uint8_t* const> outs);
+                      std::span<uint8_t* const> outs, bool peersReadMine);
 // shm_scatter.cpp: root's slot is split in size() parts; part q carries
 // ins[q]'s next piece. `ins` only read on root.
 void scatterChunked(ShmOp& op, std::span<const uint8_t* const> ins, uint8_t* out,

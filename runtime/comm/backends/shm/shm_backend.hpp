@@ -205,9 +205,10 @@ class ShmBackend : public Backend {
   AllreduceAlgo allreduceAlgoFor(uint64_t bytes) const;
   // The data path of every gather-shaped op: outs[q] receives rank q's input
   // (inBytes each), through the slots or, with `inPlace` (decided alike on
-  // every rank), by reading the peers' inputs in place.
+  // every rank), by reading the peers' inputs in place. `root`: the rank
+  // whose slot nobody reads (a gather's), -1 for the all-gathers.
   void gatherInto(ShmOp& op, const uint8_t* in, uint64_t inBytes,
-                  std::span<uint8_t* const> outs, bool inPlace);
+                  std::span<uint8_t* const> outs, bool inPlace, int root = -1);
   // The body of all_to_all and all_to_all_single: `counts` holds what this
   // rank sends to each rank, then what it expects from each.
   void alltoallCounted(const OpDesc& desc, Milliseconds timeout,

@@ -179,11 +179,11 @@ void ShmBackend::allgatherInto(OpType type, const AllgatherOptions& opts, const 
 }
 
 void ShmBackend::gatherInto(ShmOp& op, const uint8_t* in, uint64_t inBytes,
-                            std::span<uint8_t* const> outs, bool inPlace) {
+                            std::span<uint8_t* const> outs, bool inPlace, int root) {
   if (inPlace) {
     gatherSingleCopy(op, in, outs);
   } else {
-    allgatherChunked(op, in, inBytes, outs);
+    allgatherChunked(op, in, inBytes, outs, rank() != root);
   }
 }
 
@@ -253,7 +253,7 @@ WorkPtr ShmBackend::gather(const std::vector<Tensor>& outputs, const Tensor& inp
           return gatherEager(op, bytesOf(in), in.nbytes(), outs.span());
         }
         ShmOp op(group_, desc, true, opts.timeout);
-        gatherInto(op, bytesOf(in), in.nbytes(), outs.span(), inPlace);
+        gatherInto(op, bytesOf(in), in.nbytes(), outs.span(), inPlace, opts.rootRank);
       },
       outputs, input);
 }

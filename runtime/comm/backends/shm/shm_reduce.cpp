@@ -1,5 +1,7 @@
 // Direct reduce: as the direct allreduce, but only the root reduces:
-//   per chunk: stage into my slot; sync; root reduces all slots into its tensor.
+//   per chunk: the leaves stage into their slots; sync; the root reduces its
+//   own chunk, read where it is (Note [Own part from the input] in
+//   shm_algorithms.hpp), and the leaves' slots into its tensor.
 // Up to kDescSmallDataBytes, the one chunk travels in the descriptor heads
 // instead (Note [Small data in the descriptor line]).
 #include <algorithm>
@@ -14,18 +16,22 @@ void reduceDirect(ShmOp& op, uint8_t* data, uint64_t count, DType dtype, ReduceO
                   int root) {
   const uint64_t es = elementSize(dtype);
   const uint64_t chunk = op.slotBytes() / es;
-  // No allocation per op, and not zeroed (512 bytes, ~100 instructions a step):
-  // the entries below size() are set before each use.
+  const bool premul = redop.kind == ReduceOp::kPremulSum;
+  const bool stages = op.rank() != root || premul;
+  // No allocation per op, and not zeroed: the entries below size() are set
+  // before each use.
   std::array<const void*, kMaxWorldSize> srcs;
   op.carrySmallData(count * es);
   uint64_t off = 0;
   do {
     const uint64_t n = std::min(chunk, count - off);
-    stageInput(op.writeSlot(), data + off * es, n, dtype, redop);
+    uint8_t* mine = data + off * es;
+    if (stages) stageInput(op.writeSlot(), mine, n, dtype, redop);
     op.sync();
     if (op.rank() == root) {
       for (int r = 0; r < op.size(); ++r) srcs[r] = op.readSlot(r);
-      reduceN(data + off * es, srcs.data(), op.size(), n, dtype, redop);
+      if (!premul) srcs[root] = mine;
+      reduceN(mine, srcs.data(), op.size(), n, dtype, redop);
     }
     off += n;
   } while (off < count);
