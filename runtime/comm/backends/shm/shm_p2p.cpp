@@ -142,19 +142,20 @@ void ShmP2P::stopDriving() {
   RankControl& me = seg_.control(rank_);
   if (me.p2pDrivers.fetch_sub(1, std::memory_order_seq_cst) != 1) return;  // not the last
   if (me.p2pWakeSkipped.exchange(0, std::memory_order_seq_cst) == 0) return;
-  bool inFlight = true;
+  bool engineHasWork = true;
   // A post from inside a round's callbacks already holds the engine's lock.
   if (tDriving != this && engineMutex_.try_lock()) {
     std::lock_guard<std::mutex> lock(engineMutex_, std::adopt_lock);
     DrivingScope driving(this);
     try {  // runs in a destructor: what a round raises is left to the engine thread
-      progress();
-      inFlight = !nothingInFlight();
+      // Note [A driven engine is not woken]: what waits for a peer's next
+      // write is woken by that write.
+      engineHasWork = progress() && !nothingInFlight();
     } catch (...) {
     }
   }
   // The engine thread acts on what is left (a busy engine sees the bumped bell).
-  if (inFlight) ringPeer(rank_);
+  if (engineHasWork) ringPeer(rank_);
 }
 
 bool ShmP2P::mayMoveAtOnce(uint64_t bytes) const {
