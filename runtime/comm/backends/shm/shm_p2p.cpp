@@ -791,7 +791,7 @@ bool ShmP2P::driveUntilDone(const Work& work) {
       ringPeer(rank_);
       return work.isCompleted();
     }
-    if (yield) {
+    if (yield && !moved) {
       sched_yield();
     } else {
       cpuRelax();
