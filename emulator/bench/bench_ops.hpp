@@ -15,7 +15,10 @@
 // many from rank - 1 (nccl-tests' sendrecv; a pipeline stage's exchange).
 // A row's size is the buffer nccl-tests names for the op: the in-place
 // buffer (all_reduce, broadcast, reduce), what one rank sends (send_recv),
-// and for the split ops the whole buffer, a multiple of the world size.
+// and for the split ops the whole buffer, a multiple of the world size. A
+// size whose element count rounds to the previous size's (8 and 16 B of a
+// split op at world 4: 4 elements each) is that row again, so the sweep and
+// its peers measure it once.
 // barrier moves nothing and is timed once, at the smallest size (0 bytes).
 // Only the root's output of reduce and gather is checked.
 #include <functional>

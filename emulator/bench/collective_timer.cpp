@@ -174,7 +174,13 @@ std::vector<BenchRow> benchRank(ProcessGroup& group, const std::string& backend,
   if (options.async) modes.push_back("async");
   for (const auto& mode : modes) {
     for (const auto& op : options.ops) {
+      uint64_t previousCount = 0;
       for (uint64_t bytes = options.minBytes; bytes <= options.maxBytes; bytes *= 2) {
+        // Note [Bench operations]: a size that rounds to the previous one's
+        // elements is that row again.
+        const uint64_t count = benchElementCount(op, bytes, group.size());
+        if (count != 0 && count == previousCount) continue;
+        previousCount = count;
         try {
           rows.push_back(benchOne(group, backend, mode, op, bytes, options));
           if (rows.back().count == 0) break;  // barrier: one row (Note [Bench operations])

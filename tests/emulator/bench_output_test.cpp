@@ -6,6 +6,7 @@
 #include <cmath>
 #include <fstream>
 #include <map>
+#include <set>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -207,9 +208,12 @@ TEST(BenchOutput, EveryOpRunsVerifiedWithItsOwnConventions) {
   std::ostringstream table;
   ASSERT_EQ(runCollectivesBench(o, table), 0) << table.str();
   std::map<std::string, int> rowsPerOp;
+  std::set<std::pair<std::string, std::string>> sizesSeen;
   for (const auto& row : readCsv(o.csvPath)) {
     const std::string& op = row.at("op");
     ++rowsPerOp[op];
+    // 8 and 16 B of a split op are both 3 elements at world 3: one row.
+    EXPECT_TRUE(sizesSeen.insert({op, row.at("size")}).second) << op << " at " << row.at("size");
     EXPECT_EQ(row.at("#wrong"), "0") << op << " at " << row.at("size");
     EXPECT_EQ(row.at("redop"), benchOpReduces(op) ? "sum" : "none") << op;
     EXPECT_EQ(std::stoi(row.at("root")), benchOpRoot(op)) << op;
@@ -221,6 +225,7 @@ TEST(BenchOutput, EveryOpRunsVerifiedWithItsOwnConventions) {
   ASSERT_EQ(rowsPerOp.size(), kBenchOps.size());
   EXPECT_EQ(rowsPerOp.at("barrier"), 1);
   EXPECT_EQ(rowsPerOp.at("send_recv"), 10);  // 8 B .. 4 KiB
+  EXPECT_EQ(rowsPerOp.at("all_gather"), 9);  // 8 B .. 4 KiB, 8 and 16 B one row
   EXPECT_EQ(benchOpRoot("gather"), 0);
   EXPECT_EQ(benchOpRoot("all_gather"), -1);
   EXPECT_TRUE(benchOpReduces("reduce_scatter"));

@@ -287,7 +287,13 @@ int main(int argc, char** argv) {
   }
   std::string rows = "[";
   for (const auto& name : a.ops) {
+    uint64_t previousCount = 0;
     for (uint64_t bytes = a.minBytes; bytes <= a.maxBytes; bytes *= 2) {
+      // A size that rounds to the previous one's elements is that row again
+      // (distlab's sweep skips it too: Note [Bench operations]).
+      const uint64_t count = elementCount(name, bytes, n);
+      if (count != 0 && count == previousCount) continue;
+      previousCount = count;
       const std::string r = benchOne(name, bytes, a, me, n);
       rows += (rows.size() > 1 ? ",\n" : "") + r;
       if (name == "barrier") break;  // one row, as distlab's

@@ -160,7 +160,15 @@ def rank_main(me, args):
     rows = []
     for name in args.ops.split(","):
         nbytes = args.min_bytes
+        previous_count = None
         while nbytes <= args.max_bytes:
+            # A size that rounds to the previous one's elements is that row
+            # again (distlab's sweep skips it too: Note [Bench operations]).
+            count = element_count(name, nbytes, n)
+            if count != 0 and count == previous_count:
+                nbytes *= 2
+                continue
+            previous_count = count
             row = bench_one(torch, dist, args, name, nbytes, me, n)
             rows.append(row)
             if row["error"] or name == "barrier":
