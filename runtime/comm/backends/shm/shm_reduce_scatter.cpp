@@ -1,8 +1,9 @@
 // Reduce-scatter: every slot is split in size() parts of P bytes; step k: each
 // rank stages piece k of ins[q] in part q (its own part stays in its input);
-// sync; rank q reduces part q of all slots (rank order) into its output piece. When all of a rank's parts fit
-// kDescSmallDataBytes, they travel side by side in the descriptor heads (Note
-// [Small data in the descriptor line]): one step, each part `count` elements.
+// sync; rank q reduces part q of all slots (rank order) into its output
+// piece. When all of a rank's parts fit kDescSmallDataBytes, they travel side
+// by side in the descriptor heads (Note [Small data in the descriptor line]):
+// one step, each part `count` elements.
 #include <algorithm>
 #include <array>
 
