@@ -21,9 +21,9 @@ namespace distlab::comm::shm {
 // scatter's root its part from ins[root] to its output, and an all-gather's
 // rank its piece from its input (a gather's root stages nothing: nobody reads
 // its slot). Staging it and copying it back out cost a copy for nothing: at
-// world 2 on a 2-core AMD EPYC VM, 256 KiB-2 MiB reduces took 1.6-2.9x as
-// long with the root's own chunk staged, gathers from 512 KiB 2x, the other
-// operations 1.1-1.4x from 128 KiB (reports/collectives_all_ops.md). PREMUL_SUM still stages it,
+// world 2 on a 2-core AMD EPYC VM, 256 KiB-4 MiB reduces took 2.5-3.4x as
+// long with the root's own chunk staged, the other operations 1.2-2x from
+// 256 KiB (reports/collectives_all_ops.md). PREMUL_SUM still stages it,
 // pre-scaled, so the caller's tensor is never scaled in place. An output that
 // is the input itself (the in-place forms) is not copied onto itself; the
 // copy is a memmove, which any other overlap of the two also survives.
