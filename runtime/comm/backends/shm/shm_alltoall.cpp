@@ -30,14 +30,14 @@ void alltoallParts(ShmOp& op, std::span<const uint8_t* const> sends,
     }
     op.sync();
     if (k == 0) steps = std::max<uint64_t>(1, (op.largestCount() + part - 1) / part);
+    // Its own block first, before any receive block of this step is written
+    // (the counts agree: checked at the first sync).
+    if (off < recvBytes[me] && recvs[me] != sends[me]) {
+      std::memmove(recvs[me] + off, sends[me] + off, std::min(part, recvBytes[me] - off));
+    }
     for (int p = 0; p < size; ++p) {
-      if (off >= recvBytes[p]) continue;
-      const uint64_t n = std::min(part, recvBytes[p] - off);
-      if (p != me) {
-        std::memcpy(recvs[p] + off, op.readSlot(p) + me * part, n);
-      } else if (recvs[me] != sends[me]) {  // the counts agree: checked at the first sync
-        std::memmove(recvs[me] + off, sends[me] + off, n);
-      }
+      if (p == me || off >= recvBytes[p]) continue;
+      std::memcpy(recvs[p] + off, op.readSlot(p) + me * part, std::min(part, recvBytes[p] - off));
     }
   }
 }
