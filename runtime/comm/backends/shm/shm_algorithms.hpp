@@ -28,6 +28,10 @@ namespace distlab::comm::shm {
 // is the input itself (the in-place forms) is not copied onto itself; the
 // copy is a memmove, which any other overlap of the two also survives.
 
+// Note [Own part from the input]: whether a rank's own contribution to a
+// reduction is read where it is (not for PREMUL_SUM, staged pre-scaled).
+inline bool ownPartFromInput(ReduceOp op) { return op.kind != ReduceOp::kPremulSum; }
+
 // shm_allreduce_direct.cpp: per chunk, everyone stages its input, then every
 // rank reduces all slots itself (one step per chunk). Best for small messages.
 void allreduceDirect(ShmOp& op, uint8_t* data, uint64_t count, DType dtype, ReduceOp redop);

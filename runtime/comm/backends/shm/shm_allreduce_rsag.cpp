@@ -44,7 +44,7 @@ void allreduceRsAg(ShmOp& op, uint8_t* data, uint64_t count, DType dtype, Reduce
     const uint64_t per = (n + size - 1) / size;  // elements per part (last may be short)
     auto partBegin = [&](int q) { return std::min<uint64_t>(q * per, n); };
     auto partLen = [&](int q) { return std::min<uint64_t>((q + 1) * per, n) - partBegin(q); };
-    const bool ownFromInput = redop.kind != ReduceOp::kPremulSum;
+    const bool ownFromInput = ownPartFromInput(redop);
     uint8_t* slot = op.writeSlot();
     for (int q = 0; q < size; ++q) {
       if (q == me && ownFromInput) continue;

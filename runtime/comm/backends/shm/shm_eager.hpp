@@ -67,8 +67,8 @@
 // cycle counters at world 2, a reader that found the 8 B entry already
 // stamped spent ~315 cycles copying it (a second miss, after the stamp's)
 // and ~45 with the prefetch. Both changes together took 5-14% off the blocking
-// rooted operations at 8 B (reports/collectives_all_ops.md, commentary of
-// 2026-12-07, late): what is left of their 0.25-0.4 us is mostly the
+// rooted operations at 8 B (reports/collectives_shm_notes.md, section
+// "2026-12-07 (AMD EPYC VM, late)"): what is left of their 0.25-0.4 us is mostly the
 // per-operation cost around the data path, timed part by part there.
 //
 // Waits follow Note [shm waiting], on the group's collective bell; failures

@@ -16,8 +16,8 @@ void reduceDirect(ShmOp& op, uint8_t* data, uint64_t count, DType dtype, ReduceO
                   int root) {
   const uint64_t es = elementSize(dtype);
   const uint64_t chunk = op.slotBytes() / es;
-  const bool premul = redop.kind == ReduceOp::kPremulSum;
-  const bool stages = op.rank() != root || premul;
+  const bool ownFromInput = ownPartFromInput(redop);
+  const bool stages = op.rank() != root || !ownFromInput;
   // No allocation per op, and not zeroed: the entries below size() are set
   // before each use.
   std::array<const void*, kMaxWorldSize> srcs;
@@ -30,7 +30,7 @@ void reduceDirect(ShmOp& op, uint8_t* data, uint64_t count, DType dtype, ReduceO
     op.sync();
     if (op.rank() == root) {
       for (int r = 0; r < op.size(); ++r) srcs[r] = op.readSlot(r);
-      if (!premul) srcs[root] = mine;
+      if (ownFromInput) srcs[root] = mine;
       reduceN(mine, srcs.data(), op.size(), n, dtype, redop);
     }
     off += n;

@@ -23,7 +23,7 @@ void reduceScatterParts(ShmOp& op, std::span<const uint8_t* const> ins, uint8_t*
   std::array<const void*, kMaxWorldSize> srcs;
   const int me = op.rank();
   // Note [Own part from the input] in shm_algorithms.hpp.
-  const bool ownFromInput = redop.kind != ReduceOp::kPremulSum;
+  const bool ownFromInput = ownPartFromInput(redop);
   op.readsFrom(static_cast<uint64_t>(me) * part);
   uint64_t off = 0;
   do {
